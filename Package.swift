@@ -1,0 +1,96 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "HomeMQTT",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "homemqtt", targets: ["homemqtt"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
+        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.0"),
+    ],
+    targets: [
+        // The only C in the package: libmosquitto as a system library.
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        .target(
+            name: "MQTT",
+            dependencies: [
+                "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HomeModel",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "Simulator",
+            dependencies: [
+                "HomeModel",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HAP",
+            dependencies: [
+                "HomeModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "BigInt", package: "BigInt"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "MQTT", "HomeModel", "Simulator", "HAP",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "homemqtt",
+            dependencies: [
+                "Gateway", "HomeModel", "Simulator", "HAP", "MQTT",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Shared by the test targets: a real mosquitto on a free loopback port, process helpers.
+        .target(
+            name: "TestSupport",
+            dependencies: ["MQTT"],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "TestSupport"]),
+        .testTarget(name: "HomeModelTests", dependencies: ["HomeModel"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "HomeModel"]),
+        .testTarget(name: "HAPTests", dependencies: ["HAP", "HomeModel", "TestSupport"]),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: ["Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

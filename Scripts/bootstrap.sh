@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what HomeMQTT needs on a Debian machine, idempotently and without questions:
+# libmosquitto (build), mosquitto and its clients (tests, local broker), openssl (TLS tests),
+# and a Python venv with HAP-python (the real HAP peer the HAP tests talk to).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
+command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
+command -v openssl >/dev/null || need+=(openssl)
+command -v python3 >/dev/null || need+=(python3)
+if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
+if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "bootstrap: installing ${need[*]}"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+# The Debian mosquitto package may start a broker on 1883 as a service; tests never use it.
+venv=.venv
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import pyhap' 2>/dev/null; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r Tests/HAPTests/peer/requirements.txt
+fi
+echo "bootstrap: ready"

@@ -1,0 +1,1 @@
+// Gateway module: see the issue that builds it.

@@ -1,0 +1,1 @@
+// HAP module: see the issue that builds it.

@@ -1,0 +1,1 @@
+// MQTT module: see the issue that builds it.

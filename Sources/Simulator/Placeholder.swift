@@ -1,0 +1,1 @@
+// Simulator module: see the issue that builds it.
