@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "MQTT", "HomeModel", "Simulator", "HAP",
+                "MQTT", "HomeModel",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -83,13 +83,33 @@ let package = Package(
             dependencies: ["MQTT"],
             path: "Tests/TestSupport"
         ),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "TestSupport"]),
+        // Child process for the MQTT last-will tests (our client with a will, killed by the test).
+        .executableTarget(name: "mqtt-will-probe", dependencies: ["MQTT"], path: "Tests/mqtt-will-probe"),
+        .testTarget(
+            name: "MQTTTests",
+            dependencies: [
+                "MQTT", "TestSupport", "mqtt-will-probe",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "HomeModelTests", dependencies: ["HomeModel"]),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "HomeModel"]),
+        .testTarget(
+            name: "SimulatorTests",
+            dependencies: [
+                "Simulator", "HomeModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "HAPTests", dependencies: ["HAP", "HomeModel", "TestSupport"]),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport"]
+            dependencies: [
+                "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -200,7 +200,7 @@ public struct AccessoryService: Sendable, Hashable {
     /// HomeKit's rule: hidden services and the accessory-information and protocol-information
     /// services are not user-interactive.
     public var isUserInteractive: Bool {
-        !isHidden && type != StandardUUID.accessoryInformation && type != StandardUUID.protocolInformation
+        !isHidden && !StandardUUID.nonInteractiveServices.contains(type)
     }
 
     public func characteristic(iid: UInt64) -> Characteristic? {
@@ -279,6 +279,9 @@ public enum StandardUUID {
     public static let accessoryInformation = longForm("3E")
     public static let protocolInformation = longForm("A2")
     public static let name = longForm("23")
+    /// Services that exist for the protocol, not for people: accessory information, protocol
+    /// information and the pairing service.
+    public static let nonInteractiveServices: Set<String> = [accessoryInformation, protocolInformation, longForm("55")]
 
     /// Apple's base UUID suffix for short-form HAP types.
     public static let baseSuffix = "-0000-1000-8000-0026BB765291"

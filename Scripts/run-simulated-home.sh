@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs the gateway on the built-in simulated home against a broker on 127.0.0.1:1883,
+# installing what is missing first and starting a local mosquitto if none answers there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+Scripts/bootstrap.sh >/dev/null
+
+broker_pid=""
+if ! timeout 3 mosquitto_sub -h 127.0.0.1 -p 1883 -t '$SYS/#' -C 1 -W 2 >/dev/null 2>&1 \
+   && ! (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null; then
+    echo "run: no broker on 127.0.0.1:1883; starting mosquitto there"
+    mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+    conf=$(mktemp)
+    printf 'listener 1883 127.0.0.1\nallow_anonymous true\n' >"$conf"
+    "$mosquitto_bin" -c "$conf" &
+    broker_pid=$!
+    trap '[ -n "$broker_pid" ] && kill "$broker_pid" 2>/dev/null; rm -f "$conf"' EXIT
+    sleep 0.5
+fi
+
+swift build -c release --product homemqtt
+exec_status=0
+.build/release/homemqtt run --config Config/gateway.yml "$@" || exec_status=$?
+exit "$exec_status"

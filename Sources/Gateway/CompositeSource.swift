@@ -1,0 +1,91 @@
+import HomeModel
+import ServiceLifecycle
+import Synchronization
+
+/// Several sources seen as one, so that the gateway has exactly one `AccessorySource`.
+/// Accessory ids are unique across sources by their prefixes (`sim:`, `hap:`); an id is routed
+/// to the source that last reported it.
+public final class CompositeSource: AccessorySource {
+    public let sources: [any AccessorySource]
+    private let owners = Mutex<[String: Int]>([:])
+
+    public init(_ sources: [any AccessorySource]) {
+        self.sources = sources
+    }
+
+    public var sourceName: String { sources.map(\.sourceName).joined(separator: "+") }
+
+    public func accessories() async -> [Accessory] {
+        var all: [Accessory] = []
+        for (index, source) in sources.enumerated() {
+            let list = await source.accessories()
+            owners.withLock { map in for accessory in list { map[accessory.id] = index } }
+            all += list
+        }
+        return all
+    }
+
+    public func events() -> AsyncStream<SourceEvent> {
+        let streams = sources.enumerated().map { ($0.offset, $0.element.events()) }
+        let (stream, continuation) = AsyncStream<SourceEvent>.makeStream()
+        // The forwarding tasks end when their source stream finishes or the consumer goes away.
+        let forwarders = streams.map { index, events in
+            Task { [self] in
+                for await event in events {
+                    switch event {
+                    case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
+                        self.owners.withLock { $0[accessory.id] = index }
+                    default: break
+                    }
+                    continuation.yield(event)
+                }
+            }
+        }
+        continuation.onTermination = { _ in forwarders.forEach { $0.cancel() } }
+        return stream
+    }
+
+    private func source(for accessoryID: String) throws(AccessoryError) -> any AccessorySource {
+        guard let index = owners.withLock({ $0[accessoryID] }) else {
+            throw AccessoryError(.doesNotExist, "no source has an accessory '\(accessoryID)'")
+        }
+        return sources[index]
+    }
+
+    public func read(_ address: CharacteristicAddress) async throws(AccessoryError) -> CharacteristicValue {
+        try await source(for: address.accessoryID).read(address)
+    }
+
+    public func write(_ address: CharacteristicAddress, value: CharacteristicValue) async throws(AccessoryError) {
+        try await source(for: address.accessoryID).write(address, value: value)
+    }
+
+    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress: AccessoryError] {
+        var byIndex: [Int: [CharacteristicAddress]] = [:]
+        var failures: [CharacteristicAddress: AccessoryError] = [:]
+        let map = owners.withLock { $0 }
+        for address in addresses {
+            if let index = map[address.accessoryID] {
+                byIndex[index, default: []].append(address)
+            } else {
+                failures[address] = AccessoryError(.doesNotExist, "unknown accessory '\(address.accessoryID)'")
+            }
+        }
+        for (index, list) in byIndex {
+            failures.merge(await sources[index].setNotifications(enabled: enabled, for: list)) { a, _ in a }
+        }
+        return failures
+    }
+
+    public func identify(accessoryID: String) async throws(AccessoryError) {
+        try await source(for: accessoryID).identify(accessoryID: accessoryID)
+    }
+
+    public func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            for source in sources {
+                group.addTask { try await source.run() }
+            }
+        }
+    }
+}

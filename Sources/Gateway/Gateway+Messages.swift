@@ -1,0 +1,319 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// Incoming MQTT messages: `set`, `get`, `$toggle`, gateway requests, and everything else
+/// under the base topic.
+extension Gateway {
+    /// Topic levels the gateway publishes itself; a message on one is never a request.
+    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
+
+    func handle(message: MQTTMessage) async {
+        guard message.topic.hasPrefix(base + "/") else {
+            if config.homeAssistant.enabled { handleHomeAssistant(message) }
+            return
+        }
+        let rest = message.topic.dropFirst(base.count + 1)
+        if rest.hasPrefix("$gateway/") {
+            await handleGatewayTopic(String(rest.dropFirst("$gateway/".count)), message)
+            return
+        }
+        guard let slash = message.topic.lastIndex(of: "/") else { return }
+        let kind = String(message.topic[message.topic.index(after: slash)...])
+        let path = String(message.topic[..<slash])
+        if Self.outputKinds.contains(kind) {
+            // Our own output echoed back, or a retained topic from an earlier run: a retained
+            // one that the current tree does not have is a ghost and is cleared.
+            if message.retain, !message.payload.isEmpty, !isRetained(message.topic) {
+                logger.info("clearing a stale retained topic", metadata: ["topic": "\(message.topic)"])
+                enqueue(message.topic, [], retain: true)
+            }
+            return
+        }
+        switch kind {
+        case "set", "get":
+            guard let node = tree.characteristic(topic: path) else {
+                reportUnknown(message, "no characteristic at '\(path)' (see \(base)/$gateway/tree)")
+                return
+            }
+            await request(kind, node: node, message: message)
+        case "$toggle":
+            guard let (accessory, service) = tree.service(topic: path) else {
+                reportUnknown(message, "no service at '\(path)'")
+                return
+            }
+            await toggle(accessory: accessory, service: service, message: message)
+        case "$identify":
+            guard let accessory = tree.accessory(id: tree.accessories.first(where: { $0.topic == path })?.id ?? "") else {
+                reportUnknown(message, "no accessory at '\(path)'")
+                return
+            }
+            let id = Self.requestID(message.payload)
+            if let refusal = refuseRetained(message, resultTopic: accessory.topic + "/$result", op: "identify", id: id) { _ = refusal; return }
+            dispatch(Job(kind: .identify, op: "identify", id: id, node: nil, accessoryID: accessory.id, resultTopic: accessory.topic + "/$result"))
+        default:
+            reportUnknown(message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
+        }
+    }
+
+    /// Home Assistant's birth message, and our own discovery configs left from an earlier run.
+    private func handleHomeAssistant(_ message: MQTTMessage) {
+        let prefix = config.homeAssistant.prefix
+        if HomeAssistantDiscovery.isBirthMessage(topic: message.topic, payload: message.payload, prefix: prefix) {
+            logger.info("Home Assistant is online; republishing discovery")
+            outbox.yield(.republishDiscovery)
+            return
+        }
+        guard message.retain, !message.payload.isEmpty, retained[message.topic] == nil,
+              message.topic.hasPrefix(prefix + "/device/"),
+              let document = try? JSONValue(parsing: message.payload),
+              HomeAssistantDiscovery.isOwnConfig(topic: message.topic, payload: document, prefix: prefix, gatewayStatusTopic: statusTopic)
+        else { return }
+        logger.info("clearing a stale discovery config", metadata: ["topic": "\(message.topic)"])
+        enqueue(message.topic, [], retain: true)
+    }
+
+    private func isRetained(_ topic: String) -> Bool {
+        retained[topic] != nil
+    }
+
+    func reportUnknown(_ message: MQTTMessage, _ text: String) {
+        guard !message.retain || !message.payload.isEmpty else { return }
+        enqueue("\(base)/$gateway/error", json: .object([
+            "topic": .string(message.topic),
+            "code": .string("unknown-topic"),
+            "message": .string(text),
+        ]))
+    }
+
+    /// A request left retained on the broker would run again at every reconnect: refuse it,
+    /// and clear it so that it stops coming back.
+    func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool? {
+        guard message.retain else { return nil }
+        if !message.payload.isEmpty {
+            reply(resultTopic, op: op, id: id, .failure(GatewayFailure(
+                code: "retained", message: "a retained \(op) request is not applied; publish it without the retain flag")))
+            enqueue(message.topic, [], retain: true)
+        }
+        return true
+    }
+
+    /// The `id` of a JSON request payload, or null.
+    static func requestID(_ payload: [UInt8]) -> JSONValue {
+        guard payload.first == UInt8(ascii: "{"), let json = try? JSONValue(parsing: payload), case .object(let object) = json else { return .null }
+        return object["id"] ?? .null
+    }
+
+    private func request(_ kind: String, node: TopicTree.CharacteristicNode, message: MQTTMessage) async {
+        let resultTopic = node.topic + "/result"
+        let id = Self.requestID(message.payload)
+        if refuseRetained(message, resultTopic: resultTopic, op: kind, id: id) != nil { return }
+        if kind == "get" {
+            dispatch(Job(kind: .get, op: "get", id: id, node: node, accessoryID: node.address.accessoryID, resultTopic: resultTopic))
+            return
+        }
+        switch parseSet(message.payload, node: node) {
+        case .success(let (value, id)):
+            dispatch(Job(kind: .set(value), op: "set", id: id, node: node, accessoryID: node.address.accessoryID, resultTopic: resultTopic))
+        case .failure(let failure):
+            reply(resultTopic, op: "set", id: id, .failure(failure))
+        }
+    }
+
+    /// Validates a `set` payload: a plain value in the codec's words, or `{"value": …, "id": …}`.
+    func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<(CharacteristicValue, JSONValue), GatewayFailure> {
+        let metadata = node.characteristic.metadata
+        let label = node.typeName
+        var id: JSONValue = .null
+        do throws(ModelError) {
+            if node.isReadOnlyScope {
+                return .failure(GatewayFailure(code: "read-only-scope", message: "\(label) of this accessory is read-only by the gateway's scope configuration"))
+            }
+            try ValueCodec.checkWritable(metadata, label: label)
+            guard let text = String(validating: payload, as: UTF8.self) else {
+                return .failure(GatewayFailure(code: "invalid-payload", message: "the payload is not UTF-8 text"))
+            }
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty {
+                return .failure(GatewayFailure(code: "empty", message: "an empty payload sets nothing; send a value such as \(Self.example(metadata))"))
+            }
+            if trimmed.hasPrefix("{") {
+                let json = try JSONValue(parsing: Array(trimmed.utf8))
+                guard case .object(let object) = json else {
+                    return .failure(GatewayFailure(code: "invalid-json", message: "expected a JSON object with \"value\""))
+                }
+                id = object["id"] ?? .null
+                guard let raw = object["value"] else {
+                    return .failure(GatewayFailure(code: "missing-value", message: "the JSON object has no \"value\""))
+                }
+                let unknown = object.keys.filter { $0 != "value" && $0 != "id" }.sorted()
+                if !unknown.isEmpty {
+                    return .failure(GatewayFailure(code: "unknown-field", message: "unknown field(s) \(unknown.joined(separator: ", ")); allowed: value, id"))
+                }
+                return .success((try ValueCodec.parse(json: raw, metadata: metadata, label: label), id))
+            }
+            return .success((try ValueCodec.parse(text: trimmed, metadata: metadata, label: label), id))
+        } catch {
+            return .failure(GatewayFailure(error))
+        }
+    }
+
+    static func example(_ metadata: CharacteristicMetadata) -> String {
+        if let first = metadata.validValues.sorted(by: { $0.key < $1.key }).first { return "'\(first.value)'" }
+        switch metadata.format {
+        case .bool: return "'true'"
+        case .string: return "some text"
+        case .tlv8, .data: return "base64 data"
+        default: return "'\(Int(metadata.minValue ?? 0))'"
+        }
+    }
+
+    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: MQTTMessage) async {
+        let resultTopic = service.topic + "/$result"
+        let id = Self.requestID(message.payload)
+        if refuseRetained(message, resultTopic: resultTopic, op: "toggle", id: id) != nil { return }
+        guard let node = PrimaryControl.characteristic(in: service) else {
+            reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
+                code: "not-toggleable", message: "a \(service.typeName) service has no primary control in scope to toggle")))
+            return
+        }
+        if node.isReadOnlyScope {
+            reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
+                code: "read-only-scope", message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")))
+            return
+        }
+        guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
+            reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: "not-toggleable", message: "no value to flip to")))
+            return
+        }
+        dispatch(Job(kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic))
+    }
+
+    func currentValue(_ address: CharacteristicAddress) -> CharacteristicValue? {
+        valueFor(address)
+    }
+
+    // MARK: - Workers
+
+    /// Requests for one accessory go to the same worker, so they reach it in the order sent.
+    func dispatch(_ job: Job) {
+        switch job.kind {
+        case .set: countSet()
+        case .get: countGet()
+        case .identify: break
+        }
+        if let node = tree.accessory(id: job.accessoryID), !node.accessory.isReachable {
+            reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
+                code: "unreachable", message: "\(node.displayName) is unreachable",
+                hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
+            return
+        }
+        var hasher = Hasher()
+        hasher.combine(job.accessoryID)
+        let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(workerCountValue))
+        workerQueue(index).yield(job)
+    }
+
+    nonisolated func runWorker(_ jobs: AsyncStream<Job>) async {
+        for await job in jobs {
+            await perform(job)
+        }
+    }
+
+    private nonisolated func perform(_ job: Job) async {
+        let timeout = config.requestTimeout
+        switch job.kind {
+        case .set(let value):
+            guard let node = job.node else { return }
+            let outcome = await withTimeout(timeout, label: node.typeName) { () async throws(AccessoryError) -> CharacteristicValue? in
+                try await self.source.write(node.address, value: value)
+                return nil
+            }
+            switch outcome {
+            case .success:
+                await didWrite(node, value, job: job)
+            case .failure(let failure):
+                await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure))
+            }
+        case .get:
+            guard let node = job.node else { return }
+            let outcome = await withTimeout(timeout, label: node.typeName) { () async throws(AccessoryError) -> CharacteristicValue? in
+                try await self.source.read(node.address)
+            }
+            switch outcome {
+            case .success(let value?):
+                await didRead(node, value, job: job)
+            case .success(nil):
+                await reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(code: "no-value", message: "the accessory returned no value")))
+            case .failure(let failure):
+                await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure))
+            }
+        case .identify:
+            let accessoryID = job.accessoryID
+            let outcome = await withTimeout(timeout, label: "identify") { () async throws(AccessoryError) -> CharacteristicValue? in
+                try await self.source.identify(accessoryID: accessoryID)
+                return nil
+            }
+            switch outcome {
+            case .success: await reply(job.resultTopic, op: job.op, id: job.id, .success(nil))
+            case .failure(let failure): await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure))
+            }
+        }
+    }
+
+    /// Runs an accessory operation with a deadline; a late answer is dropped.
+    nonisolated func withTimeout(
+        _ seconds: Double, label: String,
+        _ operation: @escaping @Sendable () async throws(AccessoryError) -> CharacteristicValue?
+    ) async -> Result<CharacteristicValue?, GatewayFailure> {
+        await withTaskGroup(of: Result<CharacteristicValue?, GatewayFailure>?.self) { group in
+            group.addTask {
+                do throws(AccessoryError) {
+                    return .success(try await operation())
+                } catch {
+                    return .failure(GatewayFailure(error))
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(seconds))
+                if Task.isCancelled { return nil }
+                return .failure(GatewayFailure(
+                    code: "timeout", message: "the accessory did not answer within \(seconds) s",
+                    hapStatus: AccessoryError.Status.timedOut.rawValue))
+            }
+            var answer: Result<CharacteristicValue?, GatewayFailure> = .failure(GatewayFailure(code: "cancelled", message: "the gateway is stopping"))
+            for await outcome in group {
+                if let outcome {
+                    answer = outcome
+                    break
+                }
+            }
+            group.cancelAll()
+            return answer
+        }
+    }
+
+    private func didWrite(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job) {
+        let permissions = node.characteristic.metadata.permissions
+        // A write-only control (identify, a button) has no state to show.
+        if permissions.contains(.read) || permissions.contains(.notify) {
+            setValue(node.address, value)
+        }
+        reply(job.resultTopic, op: job.op, id: job.id, .success(value))
+    }
+
+    private func didRead(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job) {
+        setValue(node.address, value)
+        reply(job.resultTopic, op: job.op, id: job.id, .success(value))
+    }
+
+    func reply(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {
+        switch outcome {
+        case .success(let value):
+            enqueue(topic, json: Payloads.result(id: id, op: op, value: value))
+        case .failure(let failure):
+            countError()
+            enqueue(topic, json: Payloads.error(id: id, op: op, failure))
+        }
+    }
+}

@@ -1,0 +1,310 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// `<base>/$gateway/request/<op>` → `<base>/$gateway/response/<op>`: managing the home over MQTT.
+extension Gateway {
+    static let gatewayOutputs: Set<String> = ["status", "tree", "event", "error"]
+
+    func handleGatewayTopic(_ rest: String, _ message: MQTTMessage) async {
+        if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") || rest.hasPrefix("homeassistant") {
+            return
+        }
+        guard rest.hasPrefix("request/") else {
+            reportUnknown(message, "'\(base)/$gateway/\(rest)' is not a gateway topic; requests go to \(base)/$gateway/request/<op>")
+            return
+        }
+        let op = String(rest.dropFirst("request/".count))
+        let responseTopic = "\(base)/$gateway/response/\(op)"
+        var id: JSONValue = .null
+        if message.retain {
+            if !message.payload.isEmpty {
+                respond(responseTopic, id: Self.requestID(message.payload), .failure(GatewayFailure(
+                    code: "retained", message: "a retained request is not run; publish it without the retain flag")))
+                enqueue(message.topic, [], retain: true)
+            }
+            return
+        }
+        let fields: [String: JSONValue]
+        if message.payload.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            fields = [:]
+        } else {
+            do throws(ModelError) {
+                guard case .object(let object) = try JSONValue(parsing: message.payload) else {
+                    respond(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: "a request is a JSON object")))
+                    return
+                }
+                fields = object
+            } catch {
+                respond(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: error.message)))
+                return
+            }
+        }
+        id = fields["id"] ?? .null
+        let outcome = await perform(op: op, RequestFields(fields: fields))
+        respond(responseTopic, id: id, outcome)
+    }
+
+    func respond(_ topic: String, id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>) {
+        switch outcome {
+        case .success(let data):
+            enqueue(topic, json: .object(["id": id, "status": .string("ok"), "data": data]))
+        case .failure(let failure):
+            countError()
+            enqueue(topic, json: .object([
+                "id": id, "status": .string("error"), "code": .string(failure.code), "message": .string(failure.message),
+            ]))
+        }
+    }
+
+    static let operations = [
+        "tree", "republish", "health", "room/add", "room/rename", "room/remove", "accessory/rename",
+        "accessory/move", "accessory/remove", "accessory/identify", "service/rename", "scope/get", "scope/set",
+    ]
+
+    func perform(op: String, _ request: RequestFields) async -> Result<JSONValue, GatewayFailure> {
+        do throws(GatewayFailure) {
+            switch op {
+            case "tree":
+                try request.finish()
+                return .success(treeJSON())
+            case "republish":
+                try request.finish()
+                outbox.yield(.republishAll)
+                return .success(.object(["topics": .int(Int64(retained.count))]))
+            case "health":
+                try request.finish()
+                return .success(await health())
+            case "room/add":
+                let name = try request.string("name")
+                try request.finish()
+                let room = try await database { db throws(ModelError) in try await db.addRoom(named: name) }
+                return .success(.object(["id": .string(room.id), "name": .string(room.name)]))
+            case "room/rename":
+                let room = try await resolveRoom(request)
+                let name = try request.string("name")
+                try request.finish(extra: ["room"])
+                try await database { db throws(ModelError) in try await db.renameRoom(id: room.id, to: name) }
+                return .success(.object(["id": .string(room.id), "name": .string(name), "old-name": .string(room.name)]))
+            case "room/remove":
+                let room = try await resolveRoom(request)
+                try request.finish(extra: ["room"])
+                try await database { db throws(ModelError) in try await db.removeRoom(id: room.id) }
+                return .success(.object(["id": .string(room.id), "name": .string(room.name)]))
+            case "accessory/rename":
+                let accessory = try resolveAccessory(request)
+                let name = try request.optionalString("name")
+                try request.finish(extra: ["accessory"])
+                try await database { db throws(ModelError) in try await db.renameAccessory(id: accessory.id, to: name) }
+                return .success(.object(["id": .string(accessory.id), "name": .string(name ?? accessory.accessory.name)]))
+            case "accessory/move":
+                let accessory = try resolveAccessory(request)
+                let room = try await resolveRoom(request)
+                try request.finish(extra: ["accessory", "room"])
+                try await database { db throws(ModelError) in try await db.assign(accessoryID: accessory.id, toRoom: room.id) }
+                return .success(.object(["id": .string(accessory.id), "room": .string(room.name)]))
+            case "accessory/remove":
+                let accessory = try resolveAccessory(request)
+                try request.finish(extra: ["accessory"])
+                try await database { db throws(ModelError) in try await db.forgetAccessory(id: accessory.id) }
+                await removeFromHome(accessory.id)
+                return .success(.object(["id": .string(accessory.id), "name": .string(accessory.displayName)]))
+            case "accessory/identify":
+                let accessory = try resolveAccessory(request)
+                try request.finish(extra: ["accessory"])
+                do throws(AccessoryError) {
+                    try await source.identify(accessoryID: accessory.id)
+                } catch {
+                    throw GatewayFailure(error)
+                }
+                return .success(.object(["id": .string(accessory.id)]))
+            case "service/rename":
+                let accessory = try resolveAccessory(request)
+                let service = try resolveService(request, in: accessory)
+                let name = try request.optionalString("name")
+                try request.finish(extra: ["accessory", "service"])
+                try await database { db throws(ModelError) in try await db.renameService(accessoryID: accessory.id, iid: service.iid, to: name) }
+                return .success(.object(["accessory": .string(accessory.id), "iid": .uint(service.iid), "name": name.map(JSONValue.string) ?? .null]))
+            case "scope/get":
+                try request.finish()
+                return .success(try Self.scopeJSON(scope.config))
+            case "scope/set":
+                guard let raw = request.fields["scope"] else {
+                    throw GatewayFailure(code: "missing-field", message: "scope/set needs \"scope\": an object like scope/get returns")
+                }
+                request.use("scope")
+                try request.finish()
+                let newScope = try Self.decodeScope(raw)
+                try setScope(newScope)
+                return .success(try Self.scopeJSON(newScope))
+            default:
+                throw GatewayFailure(code: "unknown-op", message: "unknown operation '\(op)'; known: \(Self.operations.joined(separator: ", "))")
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func database<T: Sendable>(_ body: (HomeDatabase) async throws(ModelError) -> T) async throws(GatewayFailure) -> T {
+        do throws(ModelError) {
+            let result = try await body(database)
+            // The database's event reaches `handle(homeEvent:)` too; refreshing here makes the
+            // topics current before the response is sent.
+            await refreshHome()
+            rebuild(announce: false)
+            return result
+        } catch {
+            throw GatewayFailure(code: error.code, message: error.message)
+        }
+    }
+
+    private func removeFromHome(_ id: String) async {
+        removedAccessories.insert(id)
+        rebuild(announce: true)
+    }
+
+    func resolveRoom(_ request: RequestFields) async throws(GatewayFailure) -> Room {
+        let key = try request.string("room")
+        let home = await database.home
+        let all = [home.roomForEntireHome] + home.rooms
+        if let room = all.first(where: { $0.id == key })
+            ?? all.first(where: { $0.name.lowercased() == key.lowercased() })
+            ?? tree.rooms.first(where: { $0.slug == key })?.room {
+            return room
+        }
+        throw GatewayFailure(code: "unknown-room", message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
+    }
+
+    func resolveAccessory(_ request: RequestFields) throws(GatewayFailure) -> TopicTree.AccessoryNode {
+        let key = try request.string("accessory")
+        let lower = key.lowercased()
+        let matches = tree.accessories.filter {
+            $0.id == key || $0.topic == key || $0.topic == "\(base)/\(key)" || $0.displayName.lowercased() == lower
+        }
+        if matches.count == 1 { return matches[0] }
+        if matches.count > 1 {
+            throw GatewayFailure(code: "ambiguous", message: "\(matches.count) accessories are named '\(key)'; use its id or topic: \(matches.map(\.topic).joined(separator: ", "))")
+        }
+        throw GatewayFailure(code: "unknown-accessory", message: "no accessory '\(key)' in scope (by id, name or topic)")
+    }
+
+    func resolveService(_ request: RequestFields, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure) -> TopicTree.ServiceNode {
+        let key = try request.string("service")
+        if let service = accessory.services.first(where: {
+            $0.slug == key || $0.topic == key || $0.displayName.lowercased() == key.lowercased() || String($0.iid) == key
+        }) {
+            return service
+        }
+        throw GatewayFailure(code: "unknown-service", message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
+    }
+
+    static func scopeJSON(_ scope: ScopeConfig) throws(GatewayFailure) -> JSONValue {
+        do {
+            let data = try JSONEncoder().encode(scope)
+            return try JSONValue(parsing: Array(data))
+        } catch {
+            throw GatewayFailure(code: "internal", message: "cannot encode the scope: \(error)")
+        }
+    }
+
+    static func decodeScope(_ value: JSONValue) throws(GatewayFailure) -> ScopeConfig {
+        guard case .object(let object) = value else {
+            throw GatewayFailure(code: "invalid-field", message: "\"scope\" must be an object")
+        }
+        let known: Set<String> = ["manufacturers", "user-interactive-only", "service-types", "characteristic-types", "rooms", "accessories", "read-only"]
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw GatewayFailure(code: "unknown-field", message: "scope has no field '\(unknown)'; fields: \(known.sorted().joined(separator: ", "))")
+        }
+        do {
+            var scope = ScopeConfig()
+            let decoded = try JSONDecoder().decode(PartialScope.self, from: Data(value.encoded().utf8))
+            if let v = decoded.manufacturers { scope.manufacturers = v }
+            if let v = decoded.userInteractiveOnly { scope.userInteractiveOnly = v }
+            if let v = decoded.serviceTypes { scope.serviceTypes = v }
+            if let v = decoded.characteristicTypes { scope.characteristicTypes = v }
+            if let v = decoded.rooms { scope.rooms = v }
+            if let v = decoded.accessories { scope.accessories = v }
+            if let v = decoded.readOnly { scope.readOnly = v }
+            return scope
+        } catch {
+            throw GatewayFailure(code: "invalid-field", message: "scope is not valid: \(error)")
+        }
+    }
+
+    func setScope(_ newScope: ScopeConfig) throws(GatewayFailure) {
+        let filter: ScopeFilter
+        do throws(ConfigError) {
+            filter = try ScopeFilter(newScope, file: "scope/set")
+        } catch {
+            throw GatewayFailure(code: "invalid-scope", message: error.description)
+        }
+        if let scopeStore {
+            do {
+                try scopeStore.save(newScope)
+            } catch {
+                throw GatewayFailure(code: "storage", message: "cannot save the scope: \(error)")
+            }
+        }
+        scope = filter
+        rebuild(announce: true)
+        event("scope-changed", fields: [:])
+    }
+}
+
+/// A partial scope document: keys left out keep their defaults.
+private struct PartialScope: Decodable {
+    var manufacturers: ScopeList?
+    var userInteractiveOnly: Bool?
+    var serviceTypes: ScopeList?
+    var characteristicTypes: ScopeList?
+    var rooms: ScopeList?
+    var accessories: ScopeList?
+    var readOnly: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case manufacturers
+        case userInteractiveOnly = "user-interactive-only"
+        case serviceTypes = "service-types"
+        case characteristicTypes = "characteristic-types"
+        case rooms, accessories
+        case readOnly = "read-only"
+    }
+}
+
+/// A request's JSON fields, read strictly: a missing or ill-typed field, or one nobody asked
+/// for, is an error that names it.
+final class RequestFields: @unchecked Sendable {
+    let fields: [String: JSONValue]
+    private var used: Set<String> = ["id"]
+
+    init(fields: [String: JSONValue]) { self.fields = fields }
+
+    func use(_ key: String) { used.insert(key) }
+
+    func string(_ key: String) throws(GatewayFailure) -> String {
+        used.insert(key)
+        guard let value = fields[key] else {
+            throw GatewayFailure(code: "missing-field", message: "the request needs \"\(key)\"")
+        }
+        guard case .string(let text) = value, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a non-empty string")
+        }
+        return text
+    }
+
+    func optionalString(_ key: String) throws(GatewayFailure) -> String? {
+        used.insert(key)
+        switch fields[key] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text.isEmpty ? nil : text
+        default: throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a string or null")
+        }
+    }
+
+    func finish(extra: [String] = []) throws(GatewayFailure) {
+        let unknown = fields.keys.filter { !used.contains($0) && !extra.contains($0) }.sorted()
+        if !unknown.isEmpty {
+            throw GatewayFailure(code: "unknown-field", message: "unknown field(s): \(unknown.joined(separator: ", "))")
+        }
+    }
+}

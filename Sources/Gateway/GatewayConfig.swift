@@ -1,0 +1,280 @@
+import Foundation
+import MQTT
+import Yams
+
+/// What a scope list allows: everything but `deny` when `allow` is nil, else only `allow`.
+public struct ScopeList: Sendable, Hashable, Codable {
+    public var allow: [String]?
+    public var deny: [String]
+
+    public init(allow: [String]? = nil, deny: [String] = []) {
+        self.allow = allow
+        self.deny = deny
+    }
+
+    public var isUnrestricted: Bool { allow == nil && deny.isEmpty }
+}
+
+/// Which parts of the home are published and writable.
+public struct ScopeConfig: Sendable, Hashable, Codable {
+    public var manufacturers = ScopeList()
+    /// HomeKit's user-interactive services only (the default), or every service (`all`).
+    public var userInteractiveOnly = true
+    public var serviceTypes = ScopeList()
+    public var characteristicTypes = ScopeList()
+    public var rooms = ScopeList()
+    public var accessories = ScopeList()
+    /// Accessory names or ids, or topic patterns with `+`/`#`, whose `set` is refused.
+    public var readOnly: [String] = []
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case manufacturers
+        case userInteractiveOnly = "user-interactive-only"
+        case serviceTypes = "service-types"
+        case characteristicTypes = "characteristic-types"
+        case rooms, accessories
+        case readOnly = "read-only"
+    }
+}
+
+public enum SourceConfig: Sendable, Hashable {
+    /// Simulated accessories from the files in a directory.
+    case simulator(directory: String)
+    /// Accessories paired over HAP, from the pairings in the state directory.
+    case hap(pollInterval: Double?)
+}
+
+public struct HomeAssistantConfig: Sendable, Hashable {
+    public var enabled = true
+    public var prefix = "homeassistant"
+    public init() {}
+}
+
+public struct GatewayConfig: Sendable {
+    public var file: String
+    public var mqtt: MQTTConfiguration
+    /// The broker URL as configured, with any password removed, for logs.
+    public var brokerDisplay: String
+    public var qos: MQTTQoS = .atLeastOnce
+    public var baseTopic = "home"
+    public var stateDirectory: String
+    public var pollInterval: Double = 60
+    public var requestTimeout: Double = 10
+    public var scope = ScopeConfig()
+    public var sources: [SourceConfig]
+    public var homeAssistant = HomeAssistantConfig()
+    public var logLevel = "info"
+
+    /// The built-in default: a local broker and the simulated home beside the config.
+    public init(file: String = "(defaults)", directory: String = "Config") {
+        self.file = file
+        self.mqtt = MQTTConfiguration(host: "127.0.0.1", port: 1883)
+        self.mqtt.clientID = "homemqtt"
+        Self.applyGatewayOptions(&mqtt)
+        self.brokerDisplay = "mqtt://127.0.0.1:1883"
+        self.stateDirectory = ".homemqtt"
+        self.sources = [.simulator(directory: (directory as NSString).appendingPathComponent("accessories"))]
+    }
+
+    /// Loads and validates a YAML config file. Relative paths in it are relative to the file.
+    /// `environment` supplies `HOMEMQTT_BROKER_URL`, `HOMEMQTT_MQTT_USERNAME`, `HOMEMQTT_MQTT_PASSWORD`.
+    public static func load(file: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> GatewayConfig {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ConfigError(file: file, key: nil, message: "cannot read the file: \(error.localizedDescription)")
+        }
+        return try parse(text, file: file, environment: environment)
+    }
+
+    public static func parse(_ text: String, file: String, environment: [String: String] = [:]) throws(ConfigError) -> GatewayConfig {
+        let directory = (file as NSString).deletingLastPathComponent
+        func resolve(_ path: String) -> String {
+            if path.hasPrefix("/") || directory.isEmpty { return path }
+            return (directory as NSString).appendingPathComponent(path)
+        }
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw ConfigError(file: file, key: nil, message: "not valid YAML: \(error)")
+        }
+        var config = GatewayConfig(file: file, directory: directory.isEmpty ? "." : directory)
+        config.stateDirectory = resolve(".homemqtt")
+        var top = try YAMLMapping(node: root, file: file, path: "")
+
+        if var broker = try top.mapping("broker") {
+            try config.readBroker(&broker, resolve: resolve)
+            try broker.finish()
+        }
+        if let url = environment["HOMEMQTT_BROKER_URL"], !url.isEmpty {
+            try config.applyURL(url, key: "HOMEMQTT_BROKER_URL")
+        }
+        if let user = environment["HOMEMQTT_MQTT_USERNAME"], !user.isEmpty { config.mqtt.username = user }
+        if let password = environment["HOMEMQTT_MQTT_PASSWORD"], !password.isEmpty { config.mqtt.password = password }
+
+        if let base = try top.string("base-topic") {
+            let segments = base.split(separator: "/", omittingEmptySubsequences: false)
+            guard !base.isEmpty, !segments.contains(where: \.isEmpty),
+                  !base.contains(where: { "+#$".contains($0) }) else {
+                throw top.error("base-topic", "must be one or more non-empty topic levels without +, # or $, got '\(base)'")
+            }
+            config.baseTopic = base
+        }
+        if let dir = try top.string("state-directory") { config.stateDirectory = resolve(dir) }
+        if let poll = try top.double("poll-interval") {
+            guard poll >= 0 else { throw top.error("poll-interval", "must be 0 (off) or a number of seconds") }
+            config.pollInterval = poll
+        }
+        if let timeout = try top.double("request-timeout") {
+            guard timeout > 0 else { throw top.error("request-timeout", "must be a positive number of seconds") }
+            config.requestTimeout = timeout
+        }
+        if var scope = try top.mapping("scope") {
+            config.scope = try ScopeConfig.read(&scope)
+            try scope.finish()
+        }
+        if let sources = try top.sequence("sources") {
+            config.sources = []
+            for (index, node) in sources.enumerated() {
+                var source = try YAMLMapping(node: node, file: file, path: "sources[\(index)]")
+                switch try source.string("type") {
+                case "simulator":
+                    config.sources.append(.simulator(directory: resolve(try source.string("directory") ?? "accessories")))
+                case "hap":
+                    config.sources.append(.hap(pollInterval: try source.double("poll-interval")))
+                case let other:
+                    throw ConfigError(file: file, key: "sources[\(index)].type", message: "expected simulator or hap, got '\(other ?? "nothing")'")
+                }
+                try source.finish()
+            }
+            if config.sources.isEmpty {
+                throw top.error("sources", "needs at least one source (simulator or hap)")
+            }
+        }
+        if var ha = try top.mapping("homeassistant") {
+            if let enabled = try ha.bool("enabled") { config.homeAssistant.enabled = enabled }
+            if let prefix = try ha.string("prefix") {
+                guard !prefix.isEmpty, !prefix.contains(where: { "+#".contains($0) }) else {
+                    throw ha.error("prefix", "must be a topic prefix without + or #")
+                }
+                config.homeAssistant.prefix = prefix
+            }
+            try ha.finish()
+        }
+        if let level = try top.string("log-level") {
+            let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+            guard levels.contains(level) else { throw top.error("log-level", "expected one of \(levels.joined(separator: ", "))") }
+            config.logLevel = level
+        }
+        try top.finish()
+        return config
+    }
+
+    private mutating func applyURL(_ url: String, key: String) throws(ConfigError) {
+        let keep = (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive, mqtt.tls)
+        do {
+            mqtt = try MQTTConfiguration(url: url)
+        } catch {
+            throw ConfigError(file: file, key: key, message: "\(error)")
+        }
+        if mqtt.tls == nil { mqtt.tls = keep.3 }
+        Self.applyGatewayOptions(&mqtt)
+        (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive) = (keep.0, keep.1, keep.2)
+        brokerDisplay = Self.redacted(url)
+    }
+
+    /// The gateway needs its own publications not echoed back (no-local), and retained
+    /// requests recognisable when forwarded live (retain-as-published).
+    public static func applyGatewayOptions(_ mqtt: inout MQTTConfiguration) {
+        mqtt.noLocal = true
+        mqtt.retainAsPublished = true
+    }
+
+    /// A URL with its password replaced, so that it can be logged.
+    static func redacted(_ url: String) -> String {
+        guard let components = URLComponents(string: url), components.password != nil else { return url }
+        var copy = components
+        copy.password = "***"
+        return copy.string ?? "(broker URL)"
+    }
+
+    private mutating func readBroker(_ broker: inout YAMLMapping, resolve: (String) -> String) throws(ConfigError) {
+        if let url = try broker.string("url") { try applyURL(url, key: broker.keyPath("url")) }
+        if let id = try broker.string("client-id") {
+            guard !id.isEmpty, id.utf8.count <= 65535 else { throw broker.error("client-id", "must not be empty") }
+            mqtt.clientID = id
+        }
+        if let user = try broker.string("username") { mqtt.username = user }
+        if let password = try broker.string("password") { mqtt.password = password }
+        if let passwordFile = try broker.string("password-file") {
+            let path = resolve(passwordFile)
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw broker.error("password-file", "cannot read '\(path)'")
+            }
+            mqtt.password = text.trimmingCharacters(in: .newlines)
+        }
+        if let version = try broker.string("protocol") {
+            switch version {
+            case "5", "5.0": mqtt.protocolVersion = .v5
+            case "3.1.1", "4": mqtt.protocolVersion = .v311
+            default: throw broker.error("protocol", "expected 5 or 3.1.1, got '\(version)'")
+            }
+        }
+        if let keepAlive = try broker.int("keepalive") {
+            guard (5...65535).contains(keepAlive) else { throw broker.error("keepalive", "must be 5…65535 seconds") }
+            mqtt.keepAlive = keepAlive
+        }
+        if let qos = try broker.int("qos") {
+            guard let value = MQTTQoS(rawValue: qos) else { throw broker.error("qos", "must be 0, 1 or 2") }
+            self.qos = value
+        }
+        if var tls = try broker.mapping("tls") {
+            var settings = mqtt.tls ?? MQTTTLS()
+            if let ca = try tls.string("ca-file") { settings.caFile = resolve(ca) }
+            if let ca = try tls.string("ca-directory") { settings.caDirectory = resolve(ca) }
+            if let cert = try tls.string("cert-file") { settings.certificateFile = resolve(cert) }
+            if let key = try tls.string("key-file") { settings.keyFile = resolve(key) }
+            if let insecure = try tls.bool("insecure") { settings.insecure = insecure }
+            for (key, path) in [("ca-file", settings.caFile), ("cert-file", settings.certificateFile), ("key-file", settings.keyFile)] {
+                if let path, !FileManager.default.isReadableFile(atPath: path) {
+                    throw tls.error(key, "cannot read '\(path)'")
+                }
+            }
+            if (settings.certificateFile == nil) != (settings.keyFile == nil) {
+                throw tls.error("cert-file", "cert-file and key-file go together")
+            }
+            mqtt.tls = settings
+            try tls.finish()
+        }
+    }
+}
+
+extension ScopeConfig {
+    static func read(_ scope: inout YAMLMapping) throws(ConfigError) -> ScopeConfig {
+        var config = ScopeConfig()
+        func list(_ key: String, _ scope: inout YAMLMapping) throws(ConfigError) -> ScopeList {
+            guard var mapping = try scope.mapping(key) else { return ScopeList() }
+            let result = ScopeList(allow: try mapping.strings("allow"), deny: try mapping.strings("deny") ?? [])
+            try mapping.finish()
+            return result
+        }
+        config.manufacturers = try list("manufacturers", &scope)
+        config.serviceTypes = try list("service-types", &scope)
+        config.characteristicTypes = try list("characteristic-types", &scope)
+        config.rooms = try list("rooms", &scope)
+        config.accessories = try list("accessories", &scope)
+        if let services = try scope.string("services") {
+            switch services {
+            case "user-interactive": config.userInteractiveOnly = true
+            case "all": config.userInteractiveOnly = false
+            default: throw scope.error("services", "expected user-interactive or all, got '\(services)'")
+            }
+        }
+        config.readOnly = try scope.strings("read-only") ?? []
+        return config
+    }
+}

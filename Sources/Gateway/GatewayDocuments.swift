@@ -1,0 +1,10 @@
+import HomeModel
+
+/// The gateway's documents for other front ends (the CLI), built exactly as the gateway
+/// publishes them.
+public enum GatewayDocuments {
+    public static func tree(_ tree: TopicTree, home: Home) -> JSONValue { Payloads.tree(tree, home: home) }
+    public static func info(_ node: TopicTree.AccessoryNode) -> JSONValue { Payloads.info(node) }
+    public static func meta(_ node: TopicTree.CharacteristicNode) -> JSONValue { Payloads.meta(node) }
+    public static func toggleable(_ service: TopicTree.ServiceNode) -> Bool { PrimaryControl.characteristic(in: service) != nil }
+}

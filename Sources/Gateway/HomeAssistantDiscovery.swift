@@ -1,0 +1,171 @@
+import HomeModel
+
+/// Home Assistant MQTT discovery for the scoped tree: one device-based discovery message per
+/// accessory (`<prefix>/device/<node id>/config`, Home Assistant 2024.11 and later) whose
+/// components read and write the gateway's own `state`/`set` topics, so there is no second copy
+/// of any state.
+///
+/// Pure and deterministic: the gateway puts `configs` among its desired retained topics (so an
+/// accessory that leaves scope or the home gets an empty retained config, which makes Home
+/// Assistant drop its device) and publishes them again when Home Assistant announces itself on
+/// `<prefix>/status` with `online`.
+///
+/// Ids come only from accessory ids and instance ids, never from names, so renaming or moving
+/// an accessory changes its names in Home Assistant but not its entities.
+public enum HomeAssistantDiscovery {
+    public struct Options: Sendable, Hashable {
+        /// The home's default room. It is no room a person chose, so it is not suggested as an area.
+        public var defaultRoomID: String?
+        /// Set when the gateway serves a combined colour per lightbulb with hue and saturation:
+        /// `<service>/$color/state` (retained `h,s`, e.g. `359.5,100.0`) and `<service>/$color/set`
+        /// (`h,s`, writing both characteristics). Home Assistant's light takes colour only as that
+        /// pair on one topic; without it, hue and saturation are separate number entities.
+        public var colorTopics: Bool
+
+        public init(defaultRoomID: String? = nil, colorTopics: Bool = false) {
+            self.defaultRoomID = defaultRoomID
+            self.colorTopics = colorTopics
+        }
+    }
+
+    /// The `origin` name in every config, and the owner mark `isOwnConfig` looks for.
+    public static let originName = "HomeMQTT"
+
+    /// Home Assistant's birth and last-will topic.
+    public static func statusTopic(prefix: String) -> String { "\(prefix)/status" }
+
+    /// Whether a message is Home Assistant's birth message: then every config is published again.
+    public static func isBirthMessage(topic: String, payload: [UInt8], prefix: String) -> Bool {
+        topic == statusTopic(prefix: prefix) && String(decoding: payload, as: UTF8.self) == "online"
+    }
+
+    public static func configTopic(prefix: String, nodeID: String) -> String {
+        "\(prefix)/device/\(nodeID)/config"
+    }
+
+    /// Every discovery config topic → its retained payload, for every in-scope accessory that has
+    /// at least one entity.
+    public static func configs(
+        tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options()
+    ) -> [String: JSONValue] {
+        let ids = nodeIDs(for: tree.accessories.map(\.id))
+        let bridgeIDs = Set(tree.accessories.compactMap(\.accessory.bridgeID))
+        var out: [String: JSONValue] = [:]
+        for node in tree.accessories {
+            let nodeID = ids[node.id] ?? nodeID(accessoryID: node.id)
+            let bridgeNodeID = node.accessory.bridgeID.map { ids[$0] ?? Self.nodeID(accessoryID: $0) }
+            var builder = HomeAssistantComponents(node: node, nodeID: nodeID, options: options)
+            var components = builder.build()
+            if bridgeIDs.contains(node.id) {
+                // A bridge usually has no service of its own in scope; this entity makes it a
+                // device in Home Assistant so its bridged accessories can name it as `via_device`.
+                components.append(builder.connectivity(gatewayStatusTopic: gatewayStatusTopic))
+            }
+            guard !components.isEmpty else { continue }
+            out[configTopic(prefix: prefix, nodeID: nodeID)] = document(
+                node: node, nodeID: nodeID, bridgeNodeID: bridgeNodeID, components: components,
+                gatewayStatusTopic: gatewayStatusTopic, options: options)
+        }
+        return out
+    }
+
+    /// `homemqtt_` and the accessory id as `[a-z0-9_]` (`sim-garage:2` → `homemqtt_sim_garage_2`).
+    public static func nodeID(accessoryID: String) -> String {
+        "homemqtt_" + Slug.make(accessoryID, fallback: "accessory").replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// Node ids for a set of accessories. Two ids that fold to the same slug would overwrite each
+    /// other's config: the first (by id) keeps the plain form, the others get a hash of their
+    /// own id, which is the same at every start.
+    public static func nodeIDs(for accessoryIDs: [String]) -> [String: String] {
+        var groups: [String: [String]] = [:]
+        for id in Set(accessoryIDs) { groups[nodeID(accessoryID: id), default: []].append(id) }
+        var out: [String: String] = [:]
+        for (base, members) in groups {
+            for (index, id) in members.sorted().enumerated() {
+                out[id] = index == 0 ? base : "\(base)_\(fnv1a(id))"
+            }
+        }
+        return out
+    }
+
+    /// The config to publish over `previous`: `next` plus a platform-only entry for every
+    /// component `previous` had and `next` lacks, which is how Home Assistant removes one
+    /// component of a device that stays (a characteristic type that left scope). Removing a whole
+    /// device needs no help: an empty retained config does that.
+    public static func withRemovedComponents(previous: JSONValue?, next: JSONValue) -> JSONValue {
+        guard let old = previous?["components"]?.objectValue,
+              case .object(var document) = next,
+              var components = document["components"]?.objectValue else { return next }
+        for (key, component) in old where components[key] == nil {
+            guard let platform = component["platform"]?.stringValue else { continue }
+            components[key] = .object(["platform": .string(platform)])
+        }
+        document["components"] = .object(components)
+        return .object(document)
+    }
+
+    /// Whether a retained config found on the broker was published by this gateway (its origin
+    /// and its gateway status topic), so that one left behind by an earlier run can be cleared
+    /// without touching another program's or another gateway's.
+    public static func isOwnConfig(topic: String, payload: JSONValue, prefix: String, gatewayStatusTopic: String) -> Bool {
+        let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
+        let prefixParts = prefix.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == prefixParts.count + 3, parts.starts(with: prefixParts),
+              parts[prefixParts.count] == "device", parts.last == "config",
+              parts[prefixParts.count + 1].hasPrefix("homemqtt_"),
+              payload["origin"]?["name"]?.stringValue == originName,
+              let availability = payload["availability"]?.arrayValue else { return false }
+        return availability.contains { $0["topic"]?.stringValue == gatewayStatusTopic }
+    }
+
+    // MARK: - The document
+
+    static func document(
+        node: TopicTree.AccessoryNode, nodeID: String, bridgeNodeID: String?, components: [HomeAssistantComponent],
+        gatewayStatusTopic: String, options: Options
+    ) -> JSONValue {
+        let accessory = node.accessory
+        var device: [String: JSONValue] = [
+            "identifiers": .array([.string(nodeID)]),
+            "name": .string(node.displayName),
+        ]
+        let facts: [(String, String)] = [
+            ("manufacturer", accessory.manufacturer), ("model", accessory.model),
+            ("serial_number", accessory.serialNumber), ("sw_version", accessory.firmwareRevision),
+        ]
+        for (key, value) in facts where !value.isEmpty { device[key] = .string(value) }
+        if node.room.id != options.defaultRoomID { device["suggested_area"] = .string(node.room.name) }
+        if let bridgeNodeID, bridgeNodeID != nodeID { device["via_device"] = .string(bridgeNodeID) }
+
+        var componentMap: [String: JSONValue] = [:]
+        for component in components { componentMap[component.key] = .object(component.config) }
+        return .object([
+            "device": .object(device),
+            "origin": .object(["name": .string(originName)]),
+            // Both must say online: an accessory is of no use while the gateway is down, and the
+            // gateway's last will covers every accessory at once.
+            "availability": .array([
+                availability(node.topic + "/$availability"),
+                availability(gatewayStatusTopic),
+            ]),
+            "availability_mode": "all",
+            "components": .object(componentMap),
+        ])
+    }
+
+    static func availability(_ topic: String) -> JSONValue {
+        .object(["topic": .string(topic), "payload_available": "online", "payload_not_available": "offline"])
+    }
+
+    /// 32-bit FNV-1a as 8 hex digits: short, and the same on every platform and run.
+    static func fnv1a(_ text: String) -> String {
+        var hash: UInt32 = 0x811C_9DC5
+        for byte in text.utf8 {
+            hash ^= UInt32(byte)
+            hash = hash &* 0x0100_0193
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 8 - hex.count) + hex
+    }
+}

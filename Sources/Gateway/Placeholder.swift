@@ -1,1 +1,0 @@
-// Gateway module: see the issue that builds it.

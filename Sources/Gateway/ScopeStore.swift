@@ -1,0 +1,29 @@
+import Foundation
+import HomeModel
+
+/// The scope set at run time (`scope/set`), kept in the state directory so that it survives a
+/// restart; the config file's scope applies until one has been set.
+public struct ScopeStore: Sendable {
+    public let file: URL
+
+    public init(directory: URL) {
+        file = directory.appendingPathComponent("scope.json")
+    }
+
+    public func load() throws(ConfigError) -> ScopeConfig? {
+        guard let data = FileManager.default.contents(atPath: file.path) else { return nil }
+        do {
+            return try JSONDecoder().decode(ScopeConfig.self, from: data)
+        } catch {
+            throw ConfigError(file: file.path, key: nil, message: "not a valid scope document: \(error)")
+        }
+    }
+
+    public func save(_ scope: ScopeConfig) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(scope)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: file, options: .atomic)
+    }
+}

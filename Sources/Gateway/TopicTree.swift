@@ -1,0 +1,176 @@
+import HomeModel
+
+/// The scoped home as topics: which accessory, service and characteristic each topic names,
+/// and the other way round. Rebuilt whole on every structural change; building is cheap
+/// next to publishing, and a whole rebuild cannot drift from the home.
+public struct TopicTree: Sendable {
+    public struct CharacteristicNode: Sendable {
+        public var address: CharacteristicAddress
+        /// `home/<room>/<accessory>/<service>/<characteristic>`
+        public var topic: String
+        public var slug: String
+        public var typeName: String
+        public var characteristic: Characteristic
+        public var isReadOnlyScope: Bool
+    }
+
+    public struct ServiceNode: Sendable {
+        public var iid: UInt64
+        public var topic: String
+        public var slug: String
+        public var typeName: String
+        public var displayName: String
+        public var service: AccessoryService
+        public var characteristics: [CharacteristicNode]
+    }
+
+    public struct AccessoryNode: Sendable {
+        public var id: String
+        public var topic: String
+        public var slug: String
+        public var displayName: String
+        public var room: Room
+        public var roomSlug: String
+        public var accessory: Accessory
+        public var services: [ServiceNode]
+    }
+
+    public struct RoomNode: Sendable {
+        public var room: Room
+        public var slug: String
+        public var topic: String
+        public var accessoryIDs: [String]
+    }
+
+    public let base: String
+    public private(set) var rooms: [RoomNode] = []
+    public private(set) var accessories: [AccessoryNode] = []
+    private var accessoryIndex: [String: Int] = [:]
+    private var characteristicIndex: [CharacteristicAddress: (Int, Int, Int)] = [:]
+    private var characteristicByTopic: [String: CharacteristicAddress] = [:]
+    private var serviceByTopic: [String: (Int, Int)] = [:]
+
+    public init(base: String) { self.base = base }
+
+    public init(base: String, accessories all: [Accessory], home: Home, scope: ScopeFilter) {
+        self.base = base
+        let allRooms = [home.roomForEntireHome] + home.rooms
+        let roomSlugs = Slug.unique(allRooms.map(\.name), fallback: "room")
+        var byRoom: [String: [(Accessory, String)]] = [:]
+        for accessory in all {
+            let room = home.room(forAccessory: accessory.id)
+            let name = home.displayName(accessory: accessory)
+            guard scope.admits(accessory: accessory, displayName: name, room: room) else { continue }
+            byRoom[room.id, default: []].append((accessory, name))
+        }
+        for (roomIndex, room) in allRooms.enumerated() {
+            let roomTopic = "\(base)/\(roomSlugs[roomIndex])"
+            var roomNode = RoomNode(room: room, slug: roomSlugs[roomIndex], topic: roomTopic, accessoryIDs: [])
+            // Stable order: by the accessory's id, so the same home gives the same suffixes.
+            let members = (byRoom[room.id] ?? []).sorted { $0.0.id < $1.0.id }
+            let slugs = Slug.unique(members.map(\.1), fallback: "accessory")
+            for (memberIndex, (accessory, name)) in members.enumerated() {
+                let accessoryTopic = "\(roomTopic)/\(slugs[memberIndex])"
+                let node = Self.accessoryNode(accessory, name: name, room: room, roomSlug: roomSlugs[roomIndex],
+                                              slug: slugs[memberIndex], topic: accessoryTopic, home: home, scope: scope)
+                roomNode.accessoryIDs.append(accessory.id)
+                insert(node)
+            }
+            if scope.admits(roomOnly: room) { rooms.append(roomNode) }
+        }
+    }
+
+    private static func accessoryNode(
+        _ accessory: Accessory, name: String, room: Room, roomSlug: String, slug: String, topic: String,
+        home: Home, scope: ScopeFilter
+    ) -> AccessoryNode {
+        let services = accessory.services.filter(scope.admits(service:)).sorted { $0.iid < $1.iid }
+        let serviceNames = services.map { service in
+            home.displayName(service: service, accessoryID: accessory.id) ?? service.name ?? typeName(service: service)
+        }
+        let serviceSlugs = Slug.unique(serviceNames, fallback: "service")
+        var node = AccessoryNode(id: accessory.id, topic: topic, slug: slug, displayName: name, room: room,
+                                 roomSlug: roomSlug, accessory: accessory, services: [])
+        for (index, service) in services.enumerated() {
+            let serviceTopic = "\(topic)/\(serviceSlugs[index])"
+            let characteristics = service.characteristics.filter(scope.admits(characteristic:)).sorted { $0.iid < $1.iid }
+            let names = characteristics.map(characteristicName)
+            let slugs = Slug.unique(names, fallback: "characteristic")
+            var serviceNode = ServiceNode(iid: service.iid, topic: serviceTopic, slug: serviceSlugs[index],
+                                          typeName: typeName(service: service), displayName: serviceNames[index],
+                                          service: service, characteristics: [])
+            for (cIndex, characteristic) in characteristics.enumerated() {
+                let cTopic = "\(serviceTopic)/\(slugs[cIndex])"
+                serviceNode.characteristics.append(CharacteristicNode(
+                    address: CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid),
+                    topic: cTopic, slug: slugs[cIndex], typeName: typeName(characteristic: characteristic),
+                    characteristic: characteristic,
+                    isReadOnlyScope: scope.isReadOnly(accessory: accessory, displayName: name, topic: cTopic)))
+            }
+            node.services.append(serviceNode)
+        }
+        return node
+    }
+
+    /// Catalog name of a standard type; for a custom one, its own name or its UUID.
+    static func typeName(characteristic: Characteristic) -> String {
+        Catalog.characteristicType(uuid: characteristic.type)?.name ?? characteristic.type.lowercased()
+    }
+
+    static func typeName(service: AccessoryService) -> String {
+        Catalog.serviceType(uuid: service.type)?.name ?? service.type.lowercased()
+    }
+
+    static func characteristicName(_ characteristic: Characteristic) -> String {
+        if let type = Catalog.characteristicType(uuid: characteristic.type) { return type.name }
+        if let name = characteristic.name, !name.isEmpty { return name }
+        return "custom-" + characteristic.type.prefix(8).lowercased()
+    }
+
+    private mutating func insert(_ node: AccessoryNode) {
+        let index = accessories.count
+        accessories.append(node)
+        accessoryIndex[node.id] = index
+        for (s, service) in node.services.enumerated() {
+            serviceByTopic[service.topic] = (index, s)
+            for (c, characteristic) in service.characteristics.enumerated() {
+                characteristicIndex[characteristic.address] = (index, s, c)
+                characteristicByTopic[characteristic.topic] = characteristic.address
+            }
+        }
+    }
+
+    public func accessory(id: String) -> AccessoryNode? {
+        accessoryIndex[id].map { accessories[$0] }
+    }
+
+    public func characteristic(_ address: CharacteristicAddress) -> CharacteristicNode? {
+        guard let (a, s, c) = characteristicIndex[address] else { return nil }
+        return accessories[a].services[s].characteristics[c]
+    }
+
+    public func characteristic(topic: String) -> CharacteristicNode? {
+        characteristicByTopic[topic].flatMap(characteristic)
+    }
+
+    public func service(topic: String) -> (AccessoryNode, ServiceNode)? {
+        guard let (a, s) = serviceByTopic[topic] else { return nil }
+        return (accessories[a], accessories[a].services[s])
+    }
+
+    public var addresses: [CharacteristicAddress] { Array(characteristicIndex.keys) }
+
+    public var characteristicCount: Int { characteristicIndex.count }
+}
+
+extension ScopeFilter {
+    /// A room is listed in the tree unless the room lists exclude it.
+    func admits(roomOnly room: Room) -> Bool {
+        let allow = config.rooms.allow.map { Set($0.map(Self.fold)) }
+        let deny = Set(config.rooms.deny.map(Self.fold))
+        let keys = [Self.fold(room.name), Self.fold(room.id), Slug.make(room.name)]
+        if keys.contains(where: deny.contains) { return false }
+        guard let allow else { return true }
+        return keys.contains(where: allow.contains)
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+
+/// Passes received bytes and the close of the channel into an AsyncStream.
+private final class InboundBridge: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let continuation: AsyncStream<[UInt8]>.Continuation
+
+    init(_ continuation: AsyncStream<[UInt8]>.Continuation) { self.continuation = continuation }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = unwrapInboundIn(data)
+        if let bytes = buffer.readBytes(length: buffer.readableBytes) { continuation.yield(bytes) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        continuation.finish()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// A one-time slot for a response, resumable from the reader, a timer or cancellation.
+private final class ResponseSlot: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<HAPHTTPMessage, HAPError>?
+    private var continuation: CheckedContinuation<HAPHTTPMessage, any Error>?
+
+    func resolve(_ r: Result<HAPHTTPMessage, HAPError>) {
+        lock.lock()
+        guard result == nil else { lock.unlock(); return }
+        result = r
+        let c = continuation
+        continuation = nil
+        lock.unlock()
+        c?.resume(with: r.mapError { $0 as any Error })
+    }
+
+    func wait() async throws(HAPError) -> HAPHTTPMessage {
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<HAPHTTPMessage, any Error>) in
+                    lock.lock()
+                    if let r = result {
+                        lock.unlock()
+                        c.resume(with: r.mapError { $0 as any Error })
+                    } else {
+                        continuation = c
+                        lock.unlock()
+                    }
+                }
+            } onCancel: {
+                resolve(.failure(HAPError(code: "cancelled", message: "the request was cancelled")))
+            }
+        } catch let e as HAPError {
+            throw e
+        } catch {
+            throw HAPError(code: "io", message: "\(error)")
+        }
+    }
+}
+
+/// One TCP connection to an accessory: plain HTTP until pair-verify, then the encrypted
+/// session. One request at a time; `EVENT/1.0` messages go to `events`.
+public actor HAPConnection {
+    public nonisolated let host: String
+    public nonisolated let port: Int
+    /// Events (`EVENT/1.0` messages) in arrival order; finishes when the connection closes.
+    public nonisolated let events: AsyncStream<HAPHTTPMessage>
+    public static let requestTimeout: TimeAmount = .seconds(10)
+
+    private let channel: any Channel
+    private let eventContinuation: AsyncStream<HAPHTTPMessage>.Continuation
+    private var cipher: HAPSessionCipher?
+    private var parser = HTTPResponseParser()
+    private var pending: ResponseSlot?
+    private var requestInFlight = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var readerTask: Task<Void, Never>?
+    public private(set) var closeReason: HAPError?
+    let logger: Logger
+
+    public var isEncrypted: Bool { cipher != nil }
+    public var isOpen: Bool { closeReason == nil }
+
+    private init(host: String, port: Int, channel: any Channel, inbound: AsyncStream<[UInt8]>, logger: Logger) {
+        self.host = host
+        self.port = port
+        self.channel = channel
+        self.logger = logger
+        (events, eventContinuation) = AsyncStream.makeStream(of: HAPHTTPMessage.self)
+    }
+
+    /// The reader lives exactly as long as the connection; `fail`/`close` cancel it.
+    private func startReader(_ inbound: AsyncStream<[UInt8]>) {
+        guard readerTask == nil, closeReason == nil else { return }
+        readerTask = Task { [weak self] in
+            for await chunk in inbound {
+                guard let self else { return }
+                await self.receive(chunk)
+            }
+            await self?.fail(.closed())
+        }
+    }
+
+    /// Opens a TCP connection; `unreachable` if nothing answers within `timeout` seconds.
+    public static func connect(host: String, port: Int, timeout: Double = 5, logger: Logger = Logger(label: "hap")) async throws(HAPError) -> HAPConnection {
+        let (inbound, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(.milliseconds(Int64(timeout * 1000)))
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(InboundBridge(continuation))
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: port).get()
+        } catch {
+            continuation.finish()
+            throw HAPError(code: "unreachable", message: "cannot connect to the accessory at \(host):\(port): \(error)")
+        }
+        let connection = HAPConnection(host: host, port: port, channel: channel, inbound: inbound, logger: logger)
+        await connection.startReader(inbound)
+        return connection
+    }
+
+    /// Switches to the encrypted session (after pair-verify M4).
+    func enableEncryption(sharedSecret: [UInt8]) {
+        cipher = HAPSessionCipher(sharedSecret: sharedSecret)
+    }
+
+    private func receive(_ chunk: [UInt8]) {
+        guard closeReason == nil else { return }
+        do {
+            var plain = chunk
+            if cipher != nil { plain = try cipher!.decrypt(chunk) }
+            parser.feed(plain)
+            while let message = try parser.next() {
+                if message.isEvent {
+                    eventContinuation.yield(message)
+                } else if let slot = pending {
+                    pending = nil
+                    slot.resolve(.success(message))
+                } else {
+                    throw HAPError.proto("the accessory sent a response nobody asked for (status \(message.status))")
+                }
+            }
+        } catch let error as HAPError {
+            logger.warning("closing connection to \(host):\(port): \(error.message)")
+            fail(error)
+        } catch {
+            fail(.proto("\(error)"))
+        }
+    }
+
+    private func fail(_ error: HAPError) {
+        if closeReason == nil { closeReason = error }
+        pending?.resolve(.failure(closeReason ?? error))
+        pending = nil
+        eventContinuation.finish()
+        readerTask?.cancel()
+        channel.close(promise: nil)
+    }
+
+    /// Closes the connection; pending and later requests fail with `closed`.
+    public func close() {
+        fail(.closed("the connection was closed"))
+    }
+
+    private func acquire() async {
+        if !requestInFlight { requestInFlight = true; return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    private func release() {
+        if waiters.isEmpty { requestInFlight = false } else { waiters.removeFirst().resume() }
+    }
+
+    /// Sends one request and waits for its response. No answer within 10 s closes the
+    /// connection and fails with `timeout`.
+    public func request(_ method: String, _ path: String, body: [UInt8] = [], contentType: String? = nil) async throws(HAPError) -> HAPHTTPMessage {
+        await acquire()
+        defer { release() }
+        if let reason = closeReason { throw reason }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
+        if let contentType { head += "Content-Type: \(contentType)\r\n" }
+        if !body.isEmpty || method != "GET" { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        var bytes = Array(head.utf8) + body
+        if cipher != nil { bytes = try cipher!.encrypt(bytes) }
+        let slot = ResponseSlot()
+        pending = slot
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        channel.writeAndFlush(buffer).whenFailure { error in
+            slot.resolve(.failure(HAPError(code: "io", message: "sending to the accessory failed: \(error)")))
+        }
+        let timer = channel.eventLoop.scheduleTask(in: Self.requestTimeout) {
+            slot.resolve(.failure(HAPError(code: "timeout", message: "the accessory did not answer \(method) \(path) within 10 s")))
+        }
+        defer { timer.cancel() }
+        do {
+            return try await slot.wait()
+        } catch {
+            if pending === slot { pending = nil }
+            // A late answer would be taken for the next request's: the connection is unusable.
+            if error.code == "timeout" || error.code == "cancelled" || error.code == "io" { fail(error) }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import HomeModel
+import Logging
+
+/// Pairs, unpairs and inspects accessories; the library side of `homemqtt pair/unpair/pairings`.
+public actor HAPController {
+    public let store: HAPPairingStore
+    let logger: Logger
+
+    public init(store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap")) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Pair-setup with the setup code at an explicit address; saves and returns the pairing.
+    /// `featureFlags` is the accessory's mDNS `ff` (bit 0 selects pair-setup method 1).
+    public func pair(host: String, port: Int, setupCode: String, name: String? = nil, featureFlags: Int = 0, category: Int? = nil) async throws(HAPError) -> HAPPairing {
+        _ = try PairingProtocol.normalizeSetupCode(setupCode)
+        logger.info("pairing with the accessory at \(host):\(port)")
+        let connection = try await HAPConnection.connect(host: host, port: port, logger: logger)
+        var pairing: HAPPairing
+        do {
+            pairing = try await PairingProtocol.pairSetup(connection, setupCode: setupCode, featureFlags: featureFlags)
+        } catch {
+            await connection.close()
+            throw error
+        }
+        await connection.close()
+        pairing.name = name
+        pairing.category = category
+        do {
+            try store.save(pairing)
+        } catch {
+            throw HAPError(code: error.code, message: "paired with \(pairing.accessoryPairingID), but saving the pairing failed (\(error.message)); reset the accessory before pairing again")
+        }
+        logger.info("paired with accessory \(pairing.accessoryPairingID)")
+        // Learn the accessory's name over the new session; the pairing stands without it.
+        if name == nil, let accessories = try? await accessories(of: pairing), let first = accessories.first(where: { $0.aid == 1 }) ?? accessories.first {
+            pairing.name = first.name
+            try? store.save(pairing)
+        }
+        return pairing
+    }
+
+    /// The pairings saved in the state directory.
+    public func pairings() throws(HAPError) -> [HAPPairing] { try store.all() }
+
+    func pairing(id: String) throws(HAPError) -> HAPPairing {
+        guard let p = try store.pairing(id: id) else {
+            throw HAPError(code: "unknown-pairing", message: "no pairing with accessory \(id) in \(store.directory.path)")
+        }
+        return p
+    }
+
+    /// Connects to a paired accessory and runs pair-verify.
+    public func connect(_ pairing: HAPPairing, timeout: Double = 5) async throws(HAPError) -> HAPConnection {
+        let connection = try await HAPConnection.connect(host: pairing.host, port: pairing.port, timeout: timeout, logger: logger)
+        do {
+            try await connection.verify(pairing)
+        } catch {
+            await connection.close()
+            throw error
+        }
+        return connection
+    }
+
+    /// The accessories of a paired accessory server, read once.
+    public func accessories(of pairing: HAPPairing) async throws(HAPError) -> [Accessory] {
+        let connection = try await connect(pairing)
+        let json: HAPJSONValue
+        do {
+            json = try await connection.accessoriesJSON()
+        } catch {
+            await connection.close()
+            throw error
+        }
+        await connection.close()
+        do {
+            return try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)
+        } catch {
+            throw HAPError(code: "protocol", message: "the accessory's /accessories does not describe accessories: \(error.message)")
+        }
+    }
+
+    /// The controllers the accessory knows (`/pairings` list).
+    public func accessoryPairings(id: String) async throws(HAPError) -> [HAPPairingEntry] {
+        let pairing = try pairing(id: id)
+        let connection = try await connect(pairing)
+        do {
+            let list = try await connection.listPairings()
+            await connection.close()
+            return list
+        } catch {
+            await connection.close()
+            throw error
+        }
+    }
+
+    /// Removes our pairing on the accessory, then the pairing file. An accessory that has
+    /// already forgotten us counts as removed. With `force`, the file goes even when the
+    /// accessory cannot be reached.
+    public func unpair(id: String, force: Bool = false) async throws(HAPError) {
+        let pairing = try pairing(id: id)
+        do throws(HAPError) {
+            let connection = try await connect(pairing)
+            do {
+                try await connection.removePairing(controllerPairingID: pairing.controllerPairingID)
+            } catch {
+                await connection.close()
+                throw error
+            }
+            await connection.close()
+        } catch where error.code == "unknown-pairing" {
+            logger.info("accessory \(id) no longer knows this controller; removing the local pairing")
+        } catch {
+            if !force { throw error }
+            logger.warning("could not remove the pairing on accessory \(id) (\(error.message)); removing the local pairing anyway")
+        }
+        try store.remove(id: id)
+    }
+}

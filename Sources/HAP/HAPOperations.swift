@@ -1,0 +1,161 @@
+import Foundation
+import HomeModel
+
+/// A characteristic on one accessory server: HAP's `aid.iid`.
+public struct HAPCharacteristicID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var aid: UInt64
+    public var iid: UInt64
+    public init(aid: UInt64, iid: UInt64) { self.aid = aid; self.iid = iid }
+    public static func < (l: Self, r: Self) -> Bool { (l.aid, l.iid) < (r.aid, r.iid) }
+    public var description: String { "\(aid).\(iid)" }
+}
+
+/// One entry of an accessory's pairing list.
+public struct HAPPairingEntry: Sendable, Hashable {
+    public var controllerPairingID: String
+    public var publicKey: String
+    public var isAdmin: Bool
+}
+
+extension AccessoryError.Status {
+    init(hap status: Int64) {
+        self = AccessoryError.Status(rawValue: Int(status)) ?? .communicationFailure
+    }
+}
+
+extension HAPConnection {
+    static let jsonContentType = "application/hap+json"
+
+    func json(_ response: HAPHTTPMessage, _ what: String) throws(HAPError) -> HAPJSONValue {
+        do {
+            return try HAPJSONValue.parse(response.body)
+        } catch {
+            throw HAPError(code: "bad-json", message: "the accessory's \(what) is not valid JSON")
+        }
+    }
+
+    /// Runs pair-verify with the stored pairing; afterwards everything is encrypted.
+    public func verify(_ pairing: HAPPairing) async throws(HAPError) {
+        try await PairingProtocol.pairVerify(self, pairing: pairing)
+    }
+
+    /// `GET /accessories`.
+    public func accessoriesJSON() async throws(HAPError) -> HAPJSONValue {
+        let r = try await request("GET", "/accessories")
+        guard r.status == 200 else { throw HAPError.proto("GET /accessories answered HTTP \(r.status)") }
+        return try json(r, "/accessories")
+    }
+
+    /// `GET /characteristics?id=…`: per item a value or the accessory's HAP status.
+    public func readCharacteristics(_ ids: [HAPCharacteristicID]) async throws(HAPError) -> [HAPCharacteristicID: Result<HAPJSONValue, AccessoryError>] {
+        guard !ids.isEmpty else { return [:] }
+        let list = ids.map { "\($0.aid).\($0.iid)" }.joined(separator: ",")
+        let r = try await request("GET", "/characteristics?id=\(list)")
+        guard r.status == 200 || r.status == 207 else {
+            throw HAPError.proto("GET /characteristics answered HTTP \(r.status)")
+        }
+        var out: [HAPCharacteristicID: Result<HAPJSONValue, AccessoryError>] = [:]
+        for item in try json(r, "characteristics answer")["characteristics"]?.arrayValue ?? [] {
+            guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value else { continue }
+            let id = HAPCharacteristicID(aid: aid, iid: iid)
+            if let status = item["status"]?.int64Value, status != 0 {
+                out[id] = .failure(AccessoryError(AccessoryError.Status(hap: status), "the accessory refused to read \(id) (HAP status \(status))"))
+            } else {
+                out[id] = .success(item["value"] ?? .null)
+            }
+        }
+        for id in ids where out[id] == nil {
+            out[id] = .failure(AccessoryError(.communicationFailure, "the accessory did not answer for \(id)"))
+        }
+        return out
+    }
+
+    /// `PUT /characteristics` with items such as `{"aid":1,"iid":9,"value":true}` or `"ev":true`;
+    /// returns the items that failed. `timed` sends `PUT /prepare` first (for `tw` characteristics).
+    public func writeCharacteristics(_ items: [HAPCharacteristicID: [String: HAPJSONValue]], timed: Bool = false) async throws(HAPError) -> [HAPCharacteristicID: AccessoryError] {
+        guard !items.isEmpty else { return [:] }
+        var body: [String: HAPJSONValue] = [:]
+        body["characteristics"] = .array(items.sorted { $0.key < $1.key }.map { id, fields in
+            var o = fields
+            o["aid"] = .uint(id.aid)
+            o["iid"] = .uint(id.iid)
+            return .object(o)
+        })
+        if timed {
+            let pid = UInt64.random(in: 1...UInt64(UInt32.max))
+            let prep = HAPJSONValue.object(["ttl": .int(5000), "pid": .uint(pid)])
+            let r = try await request("PUT", "/prepare", body: prep.serialized(), contentType: Self.jsonContentType)
+            let status = (try? json(r, "prepare answer"))?["status"]?.int64Value ?? -1
+            guard r.status == 200, status == 0 else {
+                let err = AccessoryError(AccessoryError.Status(hap: status), "the accessory refused the timed write (HAP status \(status))")
+                return Dictionary(uniqueKeysWithValues: items.keys.map { ($0, err) })
+            }
+            body["pid"] = .uint(pid)
+        }
+        let r = try await request("PUT", "/characteristics", body: HAPJSONValue.object(body).serialized(), contentType: Self.jsonContentType)
+        switch r.status {
+        case 204, 200:
+            return [:]
+        case 207:
+            var failures: [HAPCharacteristicID: AccessoryError] = [:]
+            for item in try json(r, "characteristics answer")["characteristics"]?.arrayValue ?? [] {
+                guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value,
+                      let status = item["status"]?.int64Value, status != 0 else { continue }
+                let id = HAPCharacteristicID(aid: aid, iid: iid)
+                failures[id] = AccessoryError(AccessoryError.Status(hap: status), "the accessory refused the write to \(id) (HAP status \(status))")
+            }
+            return failures
+        default:
+            let status = (try? json(r, "error"))?["status"]?.int64Value
+            let err = AccessoryError(status.map { AccessoryError.Status(hap: $0) } ?? .communicationFailure, "the accessory answered HTTP \(r.status) to the write")
+            return Dictionary(uniqueKeysWithValues: items.keys.map { ($0, err) })
+        }
+    }
+
+    /// Turns an `EVENT/1.0` body into values.
+    public nonisolated static func eventValues(_ message: HAPHTTPMessage) -> [(HAPCharacteristicID, HAPJSONValue)] {
+        guard let body = try? HAPJSONValue.parse(message.body) else { return [] }
+        return (body["characteristics"]?.arrayValue ?? []).compactMap { item in
+            guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value, let v = item["value"] else { return nil }
+            return (HAPCharacteristicID(aid: aid, iid: iid), v)
+        }
+    }
+
+    func pairingsRequest(_ tlv: TLV8, step: String) async throws(HAPError) -> TLV8 {
+        try await PairingProtocol.exchange(self, path: "/pairings", tlv, step: step, expectState: 2)
+    }
+
+    public func listPairings() async throws(HAPError) -> [HAPPairingEntry] {
+        var t = TLV8()
+        t.append(TLVType.state, byte: 1)
+        t.append(TLVType.method, byte: 5)
+        let reply = try await pairingsRequest(t, step: "list pairings")
+        var out: [HAPPairingEntry] = []
+        for record in reply.records() {
+            guard let id = record[TLVType.identifier] else { continue }
+            out.append(HAPPairingEntry(
+                controllerPairingID: String(decoding: id, as: UTF8.self),
+                publicKey: (record[TLVType.publicKey] ?? []).hexString,
+                isAdmin: record[TLVType.permissions]?.first == 1))
+        }
+        return out
+    }
+
+    public func addPairing(controllerPairingID: String, publicKey: [UInt8], admin: Bool) async throws(HAPError) {
+        var t = TLV8()
+        t.append(TLVType.state, byte: 1)
+        t.append(TLVType.method, byte: 3)
+        t.append(TLVType.identifier, Array(controllerPairingID.utf8))
+        t.append(TLVType.publicKey, publicKey)
+        t.append(TLVType.permissions, byte: admin ? 1 : 0)
+        _ = try await pairingsRequest(t, step: "add pairing")
+    }
+
+    public func removePairing(controllerPairingID: String) async throws(HAPError) {
+        var t = TLV8()
+        t.append(TLVType.state, byte: 1)
+        t.append(TLVType.method, byte: 4)
+        t.append(TLVType.identifier, Array(controllerPairingID.utf8))
+        _ = try await pairingsRequest(t, step: "remove pairing")
+    }
+}

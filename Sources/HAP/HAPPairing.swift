@@ -1,0 +1,146 @@
+import Foundation
+
+/// What we keep about one paired accessory. Keys are hex. The controller's private key is a
+/// secret: `description` leaves it out so it never reaches a log.
+public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {
+    /// The accessory's pairing id (its mDNS `id`, e.g. `AA:BB:CC:DD:EE:FF`).
+    public var accessoryPairingID: String
+    /// The accessory's Ed25519 long-term public key, pinned at pairing.
+    public var accessoryLTPK: String
+    /// Our controller identity on this accessory (an upper-case UUID string).
+    public var controllerPairingID: String
+    public var controllerLTSK: String
+    public var controllerLTPK: String
+    public var host: String
+    public var port: Int
+    public var name: String?
+    public var category: Int?
+    public var configurationNumber: Int?
+
+    public init(
+        accessoryPairingID: String, accessoryLTPK: String, controllerPairingID: String, controllerLTSK: String,
+        controllerLTPK: String, host: String, port: Int, name: String? = nil, category: Int? = nil,
+        configurationNumber: Int? = nil
+    ) {
+        self.accessoryPairingID = accessoryPairingID
+        self.accessoryLTPK = accessoryLTPK
+        self.controllerPairingID = controllerPairingID
+        self.controllerLTSK = controllerLTSK
+        self.controllerLTPK = controllerLTPK
+        self.host = host
+        self.port = port
+        self.name = name
+        self.category = category
+        self.configurationNumber = configurationNumber
+    }
+
+    public var description: String {
+        "HAPPairing(\(accessoryPairingID) at \(host):\(port), controller \(controllerPairingID)\(name.map { ", \"\($0)\"" } ?? ""))"
+    }
+
+    /// The prefix of this accessory's model ids: `hap:<accessory pairing id>`.
+    public var idPrefix: String { "hap:\(accessoryPairingID)" }
+
+    func keys() throws(HAPError) -> (accessoryLTPK: [UInt8], ltsk: [UInt8], ltpk: [UInt8]) {
+        guard let a = [UInt8](hex: accessoryLTPK), a.count == 32,
+              let s = [UInt8](hex: controllerLTSK), s.count == 32,
+              let p = [UInt8](hex: controllerLTPK), p.count == 32
+        else {
+            throw HAPError(code: "bad-pairing-file", message: "the pairing for \(accessoryPairingID) has malformed keys (expected 32-byte hex); pair again")
+        }
+        return (a, s, p)
+    }
+}
+
+/// Pairings in a state directory: one JSON file per accessory, mode 0600, replaced atomically
+/// (write a temporary file, fsync, rename) so a crash never leaves half a pairing.
+public struct HAPPairingStore: Sendable {
+    public let directory: URL
+
+    public init(directory: URL) { self.directory = directory }
+
+    static let prefix = "hap-pairing-"
+
+    func fileURL(for accessoryPairingID: String) -> URL {
+        let safe = String(accessoryPairingID.map { $0.isLetter || $0.isNumber ? $0 : "-" })
+        return directory.appendingPathComponent("\(Self.prefix)\(safe).json")
+    }
+
+    public func all() throws(HAPError) -> [HAPPairing] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        } catch {
+            if !FileManager.default.fileExists(atPath: directory.path) { return [] }
+            throw HAPError(code: "io", message: "cannot list the pairings in \(directory.path): \(error.localizedDescription)")
+        }
+        var result: [HAPPairing] = []
+        for name in names.sorted() where name.hasPrefix(Self.prefix) && name.hasSuffix(".json") {
+            result.append(try load(url: directory.appendingPathComponent(name)))
+        }
+        return result
+    }
+
+    public func pairing(id accessoryPairingID: String) throws(HAPError) -> HAPPairing? {
+        let url = fileURL(for: accessoryPairingID)
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        return try load(url: url)
+    }
+
+    func load(url: URL) throws(HAPError) -> HAPPairing {
+        do {
+            let data = try Data(contentsOf: url)
+            let pairing = try JSONDecoder().decode(HAPPairing.self, from: data)
+            _ = try pairing.keys()
+            return pairing
+        } catch let e as HAPError {
+            throw HAPError(code: "bad-pairing-file", message: "\(url.path): \(e.message)")
+        } catch {
+            throw HAPError(code: "bad-pairing-file", message: "\(url.path) is not a readable pairing file: \(error)")
+        }
+    }
+
+    public func save(_ pairing: HAPPairing) throws(HAPError) {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw HAPError(code: "io", message: "cannot create the state directory \(directory.path): \(error.localizedDescription)")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(pairing) } catch {
+            throw HAPError(code: "io", message: "cannot encode the pairing: \(error)")
+        }
+        let target = fileURL(for: pairing.accessoryPairingID)
+        let temp = directory.appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).tmp")
+        let fd = open(temp.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else {
+            throw HAPError(code: "io", message: "cannot write \(temp.path): \(String(cString: strerror(errno)))")
+        }
+        var ok = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+        ok = ok && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(temp.path, target.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temp.path)
+            throw HAPError(code: "io", message: "cannot write the pairing file \(target.path): \(reason)")
+        }
+    }
+
+    /// Removes the pairing file; removing one that does not exist is not an error.
+    public func remove(id accessoryPairingID: String) throws(HAPError) {
+        let url = fileURL(for: accessoryPairingID)
+        if unlink(url.path) != 0 && errno != ENOENT {
+            throw HAPError(code: "io", message: "cannot remove \(url.path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// HAP module: see the issue that builds it.

@@ -1,0 +1,142 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A step of an atomic file replacement, in order. A `WriteHook` is called before each one.
+public enum WriteStep: Sendable, Hashable {
+    case createTemporary
+    /// Writing `count` bytes at `offset` of the temporary file.
+    case write(offset: Int, count: Int)
+    case syncFile
+    case closeFile
+    case rename
+    case syncDirectory
+}
+
+/// Called before each step. Throwing stops the write right there, as if the process had died:
+/// nothing is cleaned up (a crash cleans up nothing either). Tests use it to prove that a write
+/// interrupted anywhere leaves the old or the new file, never a broken one.
+public typealias WriteHook = @Sendable (WriteStep) throws -> Void
+
+/// Replaces a file atomically: a temporary file in the same directory, written, fsynced, renamed
+/// over the target, then the directory fsynced so the rename itself is durable.
+struct AtomicFileWriter: Sendable {
+    var chunkSize = 64 * 1024
+    var hook: WriteHook?
+
+    static func temporaryPrefix(for url: URL) -> String { url.lastPathComponent + ".tmp-" }
+
+    func write(_ bytes: [UInt8], to url: URL) throws(ModelError) {
+        let directory = url.deletingLastPathComponent().path
+        let temp = directory + "/" + Self.temporaryPrefix(for: url) + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try step(.createTemporary)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.ioError("create \(temp)") }
+        var isOpen = true
+        // I/O failures clean up; a hook's "crash" does not (see WriteHook).
+        func fail(_ error: ModelError) -> ModelError {
+            if isOpen { close(fd) }
+            unlink(temp)
+            return error
+        }
+        do {
+            var offset = 0
+            while offset < bytes.count {
+                let count = min(chunkSize, bytes.count - offset)
+                do { try step(.write(offset: offset, count: count)) } catch { close(fd); throw error }
+                var done = 0
+                while done < count {
+                    let n = bytes.withUnsafeBytes { buffer in
+                        posixWrite(fd, buffer.baseAddress.map { $0 + offset + done }, count - done)
+                    }
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw fail(Self.ioError("write \(temp)"))
+                    }
+                    done += n
+                }
+                offset += count
+            }
+            do { try step(.syncFile) } catch { close(fd); throw error }
+            guard fsync(fd) == 0 else { throw fail(Self.ioError("fsync \(temp)")) }
+            do { try step(.closeFile) } catch { close(fd); throw error }
+            isOpen = false
+            guard close(fd) == 0 else { throw fail(Self.ioError("close \(temp)")) }
+            try step(.rename)
+            guard rename(temp, url.path) == 0 else { throw fail(Self.ioError("rename \(temp) to \(url.path)")) }
+            try step(.syncDirectory)
+            let dfd = posixOpen(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard dfd >= 0 else { throw Self.ioError("open directory \(directory)") }
+            defer { close(dfd) }
+            guard fsync(dfd) == 0 else { throw Self.ioError("fsync directory \(directory)") }
+        }
+    }
+
+    private func step(_ s: WriteStep) throws(ModelError) {
+        guard let hook else { return }
+        do {
+            try hook(s)
+        } catch let error as ModelError {
+            throw error
+        } catch {
+            throw ModelError(code: "write-interrupted", message: "write interrupted at \(s): \(error)")
+        }
+    }
+
+    /// Removes temporaries a crashed writer left behind.
+    static func removeStaleTemporaries(for url: URL) {
+        let directory = url.deletingLastPathComponent()
+        let prefix = temporaryPrefix(for: url)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            unlink(directory.appendingPathComponent(name).path)
+        }
+    }
+
+    static func ioError(_ what: String) -> ModelError {
+        let reason = String(cString: strerror(errno))
+        return ModelError(code: "io-error", message: "could not \(what): \(reason)")
+    }
+}
+
+// File-scope wrappers: inside AtomicFileWriter, `write` and `open` would name its own members.
+private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(fd, buffer, count)
+}
+
+private func posixOpen(_ path: String, _ flags: Int32) -> Int32 {
+    open(path, flags)
+}
+
+/// An exclusive `flock` on a file, held while the object lives. flock locks belong to the open
+/// file, so a second lock in the same process is refused just as one in another process is.
+final class FileLock: Sendable {
+    let fd: Int32
+    let path: String
+
+    init(path: String) throws(ModelError) {
+        self.path = path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw AtomicFileWriter.ioError("open lock file \(path)") }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            let busy = errno == EWOULDBLOCK || errno == EAGAIN
+            let error = busy
+                ? ModelError(code: "locked", message: "the home database is in use by another process (\(path) is locked)")
+                : AtomicFileWriter.ioError("lock \(path)")
+            close(fd)
+            throw error
+        }
+        self.fd = fd
+    }
+
+    deinit {
+        // Closing the descriptor releases the lock.
+        close(fd)
+    }
+}

@@ -1,0 +1,331 @@
+import Foundation
+
+/// A JSON value as HAP puts it on the wire. Numbers keep whether they were written as integers,
+/// because HAP formats (`uint8` vs `float`) are told apart by the characteristic's `format`, and
+/// a `bool` must not be read from `1` by accident of the JSON library.
+public enum HAPJSONValue: Sendable, Hashable, Codable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case array([HAPJSONValue])
+    case object([String: HAPJSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null; return }
+        if let b = try? c.decode(Bool.self) { self = .bool(b); return }
+        if let i = try? c.decode(Int64.self) { self = .int(i); return }
+        if let u = try? c.decode(UInt64.self) { self = .uint(u); return }
+        if let d = try? c.decode(Double.self) { self = .double(d); return }
+        if let s = try? c.decode(String.self) { self = .string(s); return }
+        if let a = try? c.decode([HAPJSONValue].self) { self = .array(a); return }
+        if let o = try? c.decode([String: HAPJSONValue].self) { self = .object(o); return }
+        throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a JSON value")
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case .bool(let b): try c.encode(b)
+        case .int(let i): try c.encode(i)
+        case .uint(let u): try c.encode(u)
+        case .double(let d): try c.encode(d.isFinite ? d : 0)
+        case .string(let s): try c.encode(s)
+        case .array(let a): try c.encode(a)
+        case .object(let o): try c.encode(o)
+        }
+    }
+
+    /// Parses JSON bytes; malformed JSON is a `bad-json` error.
+    public static func parse(_ bytes: [UInt8]) throws(ModelError) -> HAPJSONValue {
+        do {
+            return try JSONDecoder().decode(HAPJSONValue.self, from: Data(bytes))
+        } catch {
+            throw ModelError(code: "bad-json", message: "not valid JSON: \(error)")
+        }
+    }
+
+    /// Compact JSON bytes (keys sorted, so output is stable for tests and logs).
+    public func serialized() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding our own enum cannot fail: every case maps to a JSON value.
+        return (try? Array(encoder.encode(self))) ?? Array("null".utf8)
+    }
+
+    public subscript(key: String) -> HAPJSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    public var arrayValue: [HAPJSONValue]? { if case .array(let a) = self { a } else { nil } }
+    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+
+    /// Integer value if the number is integral (HAP sends `1.0` from some accessories).
+    public var int64Value: Int64? {
+        switch self {
+        case .int(let i): i
+        case .uint(let u): Int64(exactly: u)
+        case .double(let d): Int64(exactly: d)
+        default: nil
+        }
+    }
+
+    public var uint64Value: UInt64? {
+        switch self {
+        case .int(let i): UInt64(exactly: i)
+        case .uint(let u): u
+        case .double(let d): UInt64(exactly: d)
+        default: nil
+        }
+    }
+
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let i): Double(i)
+        case .uint(let u): Double(u)
+        case .double(let d): d
+        default: nil
+        }
+    }
+}
+
+/// Turns HAP's `/accessories` JSON into the model. Shared by the HAP controller (live
+/// accessories) and the simulator (imported dumps).
+public enum HAPAccessoryJSON {
+    /// Parses an array of accessories or `{"accessories": [...]}`.
+    ///
+    /// Ids are `"\(idPrefix):\(aid)"`. When the dump has more than one accessory and one of them
+    /// has aid 1, the others are bridged through it (`bridgeID` = the aid-1 id). `category` is
+    /// the accessory's own category (mDNS `ci`) for aid 1; when unknown, aid 1 of a bridge is 2
+    /// (bridge) and every other accessory 1 (other).
+    public static func parse(_ bytes: [UInt8], idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory] {
+        try parse(json: HAPJSONValue.parse(bytes), idPrefix: idPrefix, category: category)
+    }
+
+    public static func parse(json: HAPJSONValue, idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory] {
+        let list: [HAPJSONValue]
+        if let a = json.arrayValue {
+            list = a
+        } else if let a = json["accessories"]?.arrayValue {
+            list = a
+        } else {
+            throw ModelError(code: "bad-accessories", message: "expected an array of accessories or {\"accessories\": [...]}")
+        }
+        var accessories: [Accessory] = []
+        var seen = Set<UInt64>()
+        for (index, item) in list.enumerated() {
+            let accessory = try parseAccessory(item, index: index, idPrefix: idPrefix)
+            guard seen.insert(accessory.aid).inserted else {
+                throw ModelError(code: "bad-accessories", message: "accessory aid \(accessory.aid) appears twice")
+            }
+            accessories.append(accessory)
+        }
+        let isBridge = accessories.count > 1 && seen.contains(1)
+        let bridgeID = "\(idPrefix):1"
+        for i in accessories.indices {
+            if accessories[i].aid == 1 {
+                accessories[i].category = category ?? (isBridge ? 2 : 1)
+            } else {
+                accessories[i].category = 1
+                if isBridge { accessories[i].bridgeID = bridgeID }
+            }
+        }
+        return accessories
+    }
+
+    static func parseAccessory(_ json: HAPJSONValue, index: Int, idPrefix: String) throws(ModelError) -> Accessory {
+        guard case .object = json else {
+            throw ModelError(code: "bad-accessories", message: "accessory #\(index) is not an object")
+        }
+        guard let aid = json["aid"]?.uint64Value else {
+            throw ModelError(code: "bad-accessories", message: "accessory #\(index) has no integer 'aid'")
+        }
+        guard let servicesJSON = json["services"]?.arrayValue else {
+            throw ModelError(code: "bad-accessories", message: "accessory \(aid) has no 'services' array")
+        }
+        var services: [AccessoryService] = []
+        for s in servicesJSON {
+            services.append(try parseService(s, aid: aid))
+        }
+        let info = services.first { $0.type == StandardUUID.accessoryInformation }
+        func infoString(_ short: String) -> String? {
+            if case .string(let s)? = info?.characteristic(type: StandardUUID.longForm(short))?.value { return s }
+            return nil
+        }
+        return Accessory(
+            id: "\(idPrefix):\(aid)",
+            aid: aid,
+            name: infoString("23") ?? "Accessory \(aid)",
+            manufacturer: infoString("20") ?? "",
+            model: infoString("21") ?? "",
+            serialNumber: infoString("30") ?? "",
+            firmwareRevision: infoString("52") ?? "",
+            services: services
+        )
+    }
+
+    static func parseService(_ json: HAPJSONValue, aid: UInt64) throws(ModelError) -> AccessoryService {
+        guard let iid = json["iid"]?.uint64Value else {
+            throw ModelError(code: "bad-accessories", message: "a service of accessory \(aid) has no integer 'iid'")
+        }
+        guard let type = json["type"]?.stringValue, !type.isEmpty else {
+            throw ModelError(code: "bad-accessories", message: "service \(aid).\(iid) has no 'type'")
+        }
+        guard let chars = json["characteristics"]?.arrayValue else {
+            throw ModelError(code: "bad-accessories", message: "service \(aid).\(iid) has no 'characteristics' array")
+        }
+        var characteristics: [Characteristic] = []
+        for c in chars {
+            characteristics.append(try parseCharacteristic(c, aid: aid))
+        }
+        let linked = (json["linked"]?.arrayValue ?? []).compactMap(\.uint64Value)
+        var name: String?
+        if case .string(let s)? = characteristics.first(where: { $0.type == StandardUUID.name })?.value { name = s }
+        return AccessoryService(
+            iid: iid,
+            type: normalizeType(type),
+            name: name,
+            isPrimary: json["primary"]?.boolValue ?? false,
+            isHidden: json["hidden"]?.boolValue ?? false,
+            linkedServices: linked,
+            characteristics: characteristics
+        )
+    }
+
+    static func parseCharacteristic(_ json: HAPJSONValue, aid: UInt64) throws(ModelError) -> Characteristic {
+        guard let iid = json["iid"]?.uint64Value else {
+            throw ModelError(code: "bad-accessories", message: "a characteristic of accessory \(aid) has no integer 'iid'")
+        }
+        guard let type = json["type"]?.stringValue, !type.isEmpty else {
+            throw ModelError(code: "bad-accessories", message: "characteristic \(aid).\(iid) has no 'type'")
+        }
+        let permsJSON = json["perms"]?.arrayValue ?? []
+        let permNames = permsJSON.compactMap(\.stringValue)
+        // Unknown permission codes from newer accessories are ignored rather than failing
+        // the whole accessory; the known ones still govern what we allow.
+        var perms: CharacteristicPermissions = []
+        for p in permNames {
+            if let known = try? CharacteristicPermissions(parsing: [p]) { perms.formUnion(known) }
+        }
+        let rawValue = json["value"]
+        let format: CharacteristicFormat
+        if let f = json["format"]?.stringValue {
+            guard let known = CharacteristicFormat(rawValue: f.lowercased()) else {
+                throw ModelError(code: "bad-accessories", message: "characteristic \(aid).\(iid) has unknown format '\(f)'")
+            }
+            format = known
+        } else {
+            // Some accessories leave out `format`; the value's JSON type is the best evidence.
+            format = inferFormat(rawValue)
+        }
+        var validValues: [Int64: String] = [:]
+        for v in json["valid-values"]?.arrayValue ?? [] {
+            if let i = v.int64Value { validValues[i] = String(i) }
+        }
+        var minValue = json["minValue"]?.doubleValue
+        var maxValue = json["maxValue"]?.doubleValue
+        if let range = json["valid-values-range"]?.arrayValue, range.count == 2 {
+            minValue = minValue ?? range[0].doubleValue
+            maxValue = maxValue ?? range[1].doubleValue
+        }
+        let metadata = CharacteristicMetadata(
+            format: format,
+            unit: json["unit"]?.stringValue,
+            minValue: minValue,
+            maxValue: maxValue,
+            minStep: json["minStep"]?.doubleValue,
+            validValues: validValues,
+            maxLength: json["maxLen"]?.int64Value.flatMap { Int(exactly: $0) },
+            maxDataLength: json["maxDataLen"]?.int64Value.flatMap { Int(exactly: $0) },
+            permissions: perms
+        )
+        // A value that does not fit its format is kept as unknown (nil) rather than failing the
+        // accessory: real devices send odd values (hex in a `data` field) for things nobody reads.
+        let value: CharacteristicValue? = rawValue.flatMap { try? convert($0, format: format) } ?? nil
+        return Characteristic(
+            iid: iid,
+            type: normalizeType(type),
+            value: value,
+            metadata: metadata,
+            name: json["description"]?.stringValue
+        )
+    }
+
+    /// Long, upper-case, dashed type UUID; some accessories send 32 hex digits without dashes.
+    public static func normalizeType(_ type: String) -> String {
+        let u = type.uppercased()
+        if u.count == 32, u.allSatisfy(\.isHexDigit) {
+            let c = Array(u)
+            return [c[0..<8], c[8..<12], c[12..<16], c[16..<20], c[20..<32]].map { String($0) }.joined(separator: "-")
+        }
+        return StandardUUID.longForm(u)
+    }
+
+    static func inferFormat(_ value: HAPJSONValue?) -> CharacteristicFormat {
+        switch value {
+        case .bool?: .bool
+        case .int?: .int
+        case .uint?: .uint64
+        case .double?: .float
+        default: .string
+        }
+    }
+
+    /// Converts a JSON value to the model value of `format`. `null` is nil (no value);
+    /// a value that cannot be of the format is an `invalid-value` error.
+    public static func convert(_ json: HAPJSONValue, format: CharacteristicFormat) throws(ModelError) -> CharacteristicValue? {
+        if case .null = json { return nil }
+        func bad() -> ModelError {
+            ModelError(code: "invalid-value", message: "value \(String(decoding: json.serialized(), as: UTF8.self)) is not a valid \(format.rawValue)")
+        }
+        switch format {
+        case .bool:
+            if let b = json.boolValue { return .bool(b) }
+            // Many accessories send 0/1 for bool.
+            if let i = json.int64Value, i == 0 || i == 1 { return .bool(i == 1) }
+            throw bad()
+        case .uint8, .uint16, .uint32, .uint64:
+            if let b = json.boolValue { return .uint(b ? 1 : 0) }
+            guard let u = json.uint64Value, let bounds = format.integerBounds, Double(u) <= bounds.upperBound else { throw bad() }
+            return .uint(u)
+        case .int:
+            if let b = json.boolValue { return .int(b ? 1 : 0) }
+            guard let i = json.int64Value, Int32(exactly: i) != nil else { throw bad() }
+            return .int(i)
+        case .float:
+            guard let d = json.doubleValue else { throw bad() }
+            return .float(d)
+        case .string:
+            guard let s = json.stringValue else { throw bad() }
+            return .string(s)
+        case .tlv8, .data:
+            guard let s = json.stringValue else { throw bad() }
+            if s.isEmpty { return .data([]) }
+            guard let d = Data(base64Encoded: s) else { throw bad() }
+            return .data(Array(d))
+        }
+    }
+
+    /// The JSON HAP expects for a model value written to a characteristic of `format`.
+    public static func json(for value: CharacteristicValue, format: CharacteristicFormat) -> HAPJSONValue {
+        switch (format, value) {
+        case (.bool, _): return .bool(value.boolValue ?? false)
+        case (.tlv8, .data(let d)), (.data, .data(let d)): return .string(Data(d).base64EncodedString())
+        case (_, .bool(let b)): return format.isNumeric ? .int(b ? 1 : 0) : .bool(b)
+        case (_, .int(let i)): return .int(i)
+        case (_, .uint(let u)): return .uint(u)
+        case (.float, .float(let f)): return .double(f)
+        case (_, .float(let f)):
+            if format.isInteger, let i = Int64(exactly: f.rounded()) { return .int(i) }
+            return .double(f)
+        case (_, .string(let s)): return .string(s)
+        case (_, .data(let d)): return .string(Data(d).base64EncodedString())
+        }
+    }
+}

@@ -1,0 +1,344 @@
+import Foundation
+
+/// Turns MQTT payloads (text or JSON) into characteristic values and back, checking them against
+/// the characteristic's metadata. Rejections are `ModelError`s whose message says what is allowed;
+/// nothing is clamped or rounded silently.
+///
+/// Codes: `read-only`, `out-of-range`, `invalid-type`, `not-a-valid-value`, `too-long`,
+/// `not-a-step`, `invalid-json`, `empty`.
+///
+/// State text (`text(_:format:)`): `true`/`false`; integers in decimal; floats in Swift's
+/// shortest round-trip form (`21.5`, `20.0` — an integral float keeps its `.0`, so a reader can
+/// tell the format from the text and parsing the text gives back the same Double); strings as
+/// they are; valid-value characteristics as their number; tlv8/data as base64.
+public enum ValueCodec {
+    /// HAP's default maximum length of a string value when the metadata gives none.
+    public static let defaultMaxLength = 64
+
+    static let trueWords: Set<String> = ["true", "1", "on", "yes"]
+    static let falseWords: Set<String> = ["false", "0", "off", "no"]
+
+    /// Parses an MQTT text payload. Surrounding whitespace is ignored except for `string`
+    /// characteristics, whose payload is taken as it is.
+    public static func parse(text: String, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+        if metadata.format == .string {
+            return try validate(.string(text), metadata: metadata, label: label)
+        }
+        let word = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if word.isEmpty {
+            throw ModelError(code: "empty", message: "\(label) needs a value, got an empty payload; \(allowed(metadata))")
+        }
+        switch metadata.format {
+        case .bool:
+            let lower = word.lowercased()
+            if trueWords.contains(lower) { return .bool(true) }
+            if falseWords.contains(lower) { return .bool(false) }
+            throw ModelError(code: "invalid-type", message: "\(label) must be true or false (or 1/0, on/off, yes/no), got '\(word)'")
+        case .uint8, .uint16, .uint32, .uint64, .int, .float:
+            if let number = validValue(named: word, metadata: metadata) {
+                return try validate(.int(number), metadata: metadata, label: label)
+            }
+            if let i = Int64(word) { return try validate(.int(i), metadata: metadata, label: label) }
+            if let u = UInt64(word) { return try validate(.uint(u), metadata: metadata, label: label) }
+            if let d = Double(word), d.isFinite, word.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }) {
+                return try validate(.float(d), metadata: metadata, label: label)
+            }
+            if !metadata.validValues.isEmpty {
+                throw ModelError(code: "not-a-valid-value", message: "\(label) must be one of \(validValuesList(metadata)), got '\(word)'")
+            }
+            throw ModelError(code: "invalid-type", message: "\(label) must be \(metadata.format.isInteger ? "an integer" : "a number"), got '\(word)'")
+        case .tlv8, .data:
+            guard let data = Data(base64Encoded: word) else {
+                throw ModelError(code: "invalid-type", message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got '\(word.prefix(40))'")
+            }
+            return try validate(.data(Array(data)), metadata: metadata, label: label)
+        case .string:
+            return try validate(.string(text), metadata: metadata, label: label)
+        }
+    }
+
+    /// Parses a JSON value (a `set` request's `value`). Strings are read like text payloads, so
+    /// `"open"` and `"on"` work as well as `0` and `true`.
+    public static func parse(json: JSONValue, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+        switch json {
+        case .null:
+            throw ModelError(code: "empty", message: "\(label) needs a value, got null; \(allowed(metadata))")
+        case .string(let s):
+            return try parse(text: s, metadata: metadata, label: label)
+        case .bool(let b):
+            guard metadata.format == .bool else {
+                throw ModelError(code: "invalid-type", message: "\(label) must be \(kindWanted(metadata)), got \(b)")
+            }
+            return .bool(b)
+        case .int(let i):
+            return try validate(.int(i), metadata: metadata, label: label)
+        case .uint(let u):
+            return try validate(.uint(u), metadata: metadata, label: label)
+        case .double(let d):
+            return try validate(.float(d), metadata: metadata, label: label)
+        case .array, .object:
+            throw ModelError(code: "invalid-type", message: "\(label) must be \(kindWanted(metadata)), got \(json.kindName)")
+        }
+    }
+
+    /// Checks a value against the metadata and returns it in the format's own case (`.bool` for
+    /// bool, `.uint` for unsigned formats, `.int` for int, `.float`, `.string`, `.data`).
+    public static func validate(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+        switch metadata.format {
+        case .bool:
+            switch value {
+            case .bool: return value
+            case .int(0), .uint(0), .float(0): return .bool(false)
+            case .int(1), .uint(1), .float(1): return .bool(true)
+            default:
+                throw ModelError(code: "invalid-type", message: "\(label) must be true or false, got \(describe(value))")
+            }
+        case .uint8, .uint16, .uint32, .uint64, .int:
+            return try validateInteger(value, metadata: metadata, label: label)
+        case .float:
+            guard case let d? = numeric(value), !isBool(value) else {
+                throw ModelError(code: "invalid-type", message: "\(label) must be a number, got \(describe(value))")
+            }
+            guard d.isFinite else {
+                throw ModelError(code: "invalid-type", message: "\(label) must be a finite number, got \(describe(value))")
+            }
+            try checkNumber(d, metadata: metadata, label: label)
+            return .float(d)
+        case .string:
+            guard case .string(let s) = value else {
+                throw ModelError(code: "invalid-type", message: "\(label) must be a string, got \(describe(value))")
+            }
+            let limit = metadata.maxLength ?? defaultMaxLength
+            if s.count > limit {
+                throw ModelError(code: "too-long", message: "\(label) must be at most \(limit) characters, got \(s.count)")
+            }
+            return value
+        case .tlv8, .data:
+            guard case .data(let bytes) = value else {
+                throw ModelError(code: "invalid-type", message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got \(describe(value))")
+            }
+            if let limit = metadata.maxDataLength, bytes.count > limit {
+                throw ModelError(code: "too-long", message: "\(label) must be at most \(limit) bytes, got \(bytes.count)")
+            }
+            return value
+        }
+    }
+
+    public static func checkWritable(_ metadata: CharacteristicMetadata, label: String) throws(ModelError) {
+        guard metadata.permissions.contains(.write) else {
+            let perms = metadata.permissions.nameList
+            throw ModelError(code: "read-only", message: "\(label) is read-only (permissions: \(perms.isEmpty ? "none" : perms.joined(separator: ", ")))")
+        }
+    }
+
+    /// The MQTT `state` payload for a value.
+    public static func text(_ value: CharacteristicValue, format: CharacteristicFormat) -> String {
+        switch value {
+        case .bool(let b):
+            return format.isNumeric ? (b ? "1" : "0") : (b ? "true" : "false")
+        case .int(let i):
+            return format == .bool ? (i != 0 ? "true" : "false") : String(i)
+        case .uint(let u):
+            return format == .bool ? (u != 0 ? "true" : "false") : String(u)
+        case .float(let d):
+            if format == .bool { return d != 0 ? "true" : "false" }
+            if format.isInteger, let i = Int64(exactly: d) { return String(i) }
+            return "\(d)"
+        case .string(let s):
+            return s
+        case .data(let bytes):
+            return Data(bytes).base64EncodedString()
+        }
+    }
+
+    /// The value as JSON: bools, numbers, strings; data as a base64 string.
+    public static func json(_ value: CharacteristicValue) -> JSONValue {
+        switch value {
+        case .bool(let b): .bool(b)
+        case .int(let i): .int(i)
+        case .uint(let u): Int64(exactly: u).map(JSONValue.int) ?? .uint(u)
+        case .float(let d): .double(d)
+        case .string(let s): .string(s)
+        case .data(let bytes): .string(Data(bytes).base64EncodedString())
+        }
+    }
+
+    /// The `meta` topic's document: `uuid`, `type` (kebab name), `format`, `unit`, `min`, `max`,
+    /// `step`, `valid-values` ([{value, name}] by value), `max-length` (strings: the effective
+    /// limit), `max-data-length`, `permissions` (long names). Absent facts are left out.
+    public static func metaJSON(type: String, typeName: String, metadata: CharacteristicMetadata) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "uuid": .string(type),
+            "type": .string(typeName),
+            "format": .string(metadata.format.rawValue),
+            "permissions": .array(metadata.permissions.nameList.map(JSONValue.string)),
+        ]
+        if let unit = metadata.unit { o["unit"] = .string(unit) }
+        if let v = metadata.minValue { o["min"] = number(v) }
+        if let v = metadata.maxValue { o["max"] = number(v) }
+        if let v = metadata.minStep { o["step"] = number(v) }
+        if !metadata.validValues.isEmpty {
+            o["valid-values"] = .array(metadata.validValues.sorted { $0.key < $1.key }.map {
+                .object(["value": .int($0.key), "name": .string($0.value)])
+            })
+        }
+        if metadata.format == .string { o["max-length"] = .int(Int64(metadata.maxLength ?? defaultMaxLength)) }
+        if let v = metadata.maxDataLength { o["max-data-length"] = .int(Int64(v)) }
+        return .object(o)
+    }
+
+    /// The kebab name of a value of a valid-values characteristic (`open` for 0), if it has one.
+    public static func valueName(_ value: CharacteristicValue, metadata: CharacteristicMetadata) -> String? {
+        guard let d = value.doubleValue, let i = Int64(exactly: d) else { return nil }
+        return metadata.validValues[i]
+    }
+
+    // MARK: Helpers
+
+    static func validValue(named word: String, metadata: CharacteristicMetadata) -> Int64? {
+        let lower = word.lowercased()
+        return metadata.validValues.first { $0.value == lower }?.key
+    }
+
+    static func validValuesList(_ metadata: CharacteristicMetadata) -> String {
+        metadata.validValues.sorted { $0.key < $1.key }.map { "\($0.value) (\($0.key))" }.joined(separator: ", ")
+    }
+
+    static func isBool(_ value: CharacteristicValue) -> Bool {
+        if case .bool = value { return true }
+        return false
+    }
+
+    static func numeric(_ value: CharacteristicValue) -> Double? {
+        switch value {
+        case .int(let i): Double(i)
+        case .uint(let u): Double(u)
+        case .float(let d): d
+        default: nil
+        }
+    }
+
+    /// A number for messages and `meta`: integral values without `.0`.
+    static func number(_ d: Double) -> JSONValue {
+        if let i = Int64(exactly: d) { return .int(i) }
+        return .double(d)
+    }
+
+    static func format(_ d: Double) -> String {
+        if let i = Int64(exactly: d) { return String(i) }
+        return "\(d)"
+    }
+
+    static func describe(_ value: CharacteristicValue) -> String {
+        switch value {
+        case .bool(let b): "\(b)"
+        case .int(let i): String(i)
+        case .uint(let u): String(u)
+        case .float(let d): "\(d)"
+        case .string(let s): "'\(s.count > 40 ? s.prefix(40) + "…" : s)'"
+        case .data(let b): "\(b.count) bytes of data"
+        }
+    }
+
+    static func kindWanted(_ metadata: CharacteristicMetadata) -> String {
+        switch metadata.format {
+        case .bool: "true or false"
+        case .uint8, .uint16, .uint32, .uint64, .int: metadata.validValues.isEmpty ? "an integer" : "one of \(validValuesList(metadata))"
+        case .float: "a number"
+        case .string: "a string"
+        case .tlv8, .data: "base64-encoded data"
+        }
+    }
+
+    static func allowed(_ metadata: CharacteristicMetadata) -> String {
+        "expected \(kindWanted(metadata))"
+    }
+
+    static func validateInteger(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+        // Held as sign + magnitude so every uint64 and int64 compares exactly.
+        let negative: Bool
+        let magnitude: UInt64
+        switch value {
+        case .int(let i):
+            negative = i < 0
+            magnitude = i.magnitude
+        case .uint(let u):
+            negative = false
+            magnitude = u
+        case .float(let d):
+            guard d.isFinite, d.rounded() == d else {
+                throw ModelError(code: "invalid-type", message: "\(label) must be an integer, got \(describe(value))")
+            }
+            negative = d < 0
+            guard let m = UInt64(exactly: d.magnitude) else {
+                throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(describe(value))")
+            }
+            magnitude = m
+        default:
+            throw ModelError(code: "invalid-type", message: "\(label) must be \(kindWanted(metadata)), got \(describe(value))")
+        }
+        let shown = negative ? "-\(magnitude)" : "\(magnitude)"
+        let (low, high): (Int64, UInt64) = switch metadata.format {
+        case .uint8: (0, UInt64(UInt8.max))
+        case .uint16: (0, UInt64(UInt16.max))
+        case .uint32: (0, UInt64(UInt32.max))
+        case .int: (Int64(Int32.min), UInt64(Int32.max))
+        default: (0, UInt64.max)
+        }
+        let fits = negative ? (low < 0 && magnitude <= low.magnitude) : magnitude <= high
+        guard fits else {
+            throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+        }
+        let result: CharacteristicValue = metadata.format == .int
+            ? .int(negative ? -Int64(magnitude) : Int64(magnitude))
+            : .uint(magnitude)
+        let exact: Int64? = negative ? -Int64(magnitude) : Int64(exactly: magnitude)
+        if !metadata.validValues.isEmpty {
+            guard let key = exact, metadata.validValues[key] != nil else {
+                throw ModelError(code: "not-a-valid-value", message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
+            }
+        }
+        let d = negative ? -Double(magnitude) : Double(magnitude)
+        try checkNumber(d, metadata: metadata, label: label, shown: shown)
+        return result
+    }
+
+    static func boundsText(_ metadata: CharacteristicMetadata) -> String {
+        var low = metadata.minValue
+        var high = metadata.maxValue
+        if let bounds = metadata.format.integerBounds {
+            low = max(low ?? bounds.lowerBound, bounds.lowerBound)
+            high = min(high ?? bounds.upperBound, bounds.upperBound)
+        }
+        switch (low, high) {
+        case let (l?, h?): return "\(format(l))…\(format(h))"
+        case let (l?, nil): return "at least \(format(l))"
+        case let (nil, h?): return "at most \(format(h))"
+        case (nil, nil): return "a number"
+        }
+    }
+
+    static func checkNumber(_ d: Double, metadata: CharacteristicMetadata, label: String, shown: String? = nil) throws(ModelError) {
+        let shown = shown ?? format(d)
+        if let low = metadata.minValue, d < low {
+            throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+        }
+        if let high = metadata.maxValue, d > high {
+            throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+        }
+        if metadata.format == .float, !metadata.validValues.isEmpty {
+            guard let key = Int64(exactly: d), metadata.validValues[key] != nil else {
+                throw ModelError(code: "not-a-valid-value", message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
+            }
+        }
+        if let step = metadata.minStep, step > 0 {
+            let base = metadata.minValue ?? 0
+            let steps = (d - base) / step
+            // Float tolerance: 21.5 from -273.1 in steps of 0.1 is 2946.0000000000005 steps.
+            if abs(steps - steps.rounded()) > max(1e-6, abs(steps) * 1e-9) {
+                let from = metadata.minValue.map { " from \(format($0))" } ?? ""
+                throw ModelError(code: "not-a-step", message: "\(label) must be in steps of \(format(step))\(from), got \(shown)")
+            }
+        }
+    }
+}

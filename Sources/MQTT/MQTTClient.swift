@@ -1,0 +1,335 @@
+/// An MQTT 5 / 3.1.1 client over libmosquitto 2.0.
+///
+/// ## Threading model
+/// Each successful `connect()` creates one libmosquitto handle and one dedicated network thread
+/// ("mqtt-network") that owns the handle for its whole life: it connects, runs `mosquitto_loop`, reconnects
+/// with bounded exponential backoff, and finally disconnects and calls `mosquitto_destroy` itself. We run the
+/// loop on our own thread (the same thing `mosquitto_loop_start` does, with `mosquitto_threaded_set(true)`)
+/// rather than `mosquitto_loop_start`, because libmosquitto's built-in loop stops for good on TLS/DNS errors,
+/// only knows whole-second reconnect delays and gives no hook to observe reconnect attempts.
+///
+/// All libmosquitto callbacks run on the network thread. They reach Swift through an `Unmanaged` box (the
+/// `Connection`) given as userdata; every message is copied (topic, payload, properties) into Swift values
+/// before the callback returns. Shared state lives behind `Synchronization.Mutex`es that are never held
+/// while calling into libmosquitto (libmosquitto takes its own locks around callbacks).
+///
+/// `publish`, `subscribe` and `unsubscribe` are called from any task: they hand the packet to libmosquitto
+/// (which is thread-safe in threaded mode and wakes the network thread through its socket pair), so
+/// callers never wait for the network thread's loop. A use count keeps the handle alive while such a call is
+/// inside libmosquitto; the network thread destroys the handle only when that count is zero.
+///
+/// ## When `publish` returns
+/// `publish` returns once libmosquitto accepted the message into its queue; it does not wait for the
+/// PUBACK/PUBCOMP. Errors are reported for bad input (topic, payload size) and when the client is not connected.
+/// - QoS 1/2 while reconnecting: queued by libmosquitto and sent after the reconnect.
+/// - QoS 0 while reconnecting: dropped (returns normally; at-most-once semantics).
+/// - Before `connect()` / after `disconnect()`: throws `no-connection` / `closed`.
+///
+/// ## Backpressure
+/// The client counts publishes that libmosquitto accepted but has not finished: a QoS 0 message until
+/// libmosquitto wrote it to the socket (its `on_publish` fires then), a QoS 1/2 message until the broker
+/// acknowledged it (`on_publish` after PUBACK/PUBCOMP). When `maxQueuedPublishes` are outstanding, `publish`
+/// suspends until one completes. Queued QoS 0 messages are discarded by libmosquitto when the connection
+/// drops, so they are forgotten then. Memory for queued publishes is therefore bounded by
+/// `maxQueuedPublishes` times the message size, however fast the caller publishes.
+///
+/// ## Reconnecting
+/// Only after a first successful CONNACK: a failed first `connect()` throws and leaves nothing running. Later
+/// losses are retried forever with `reconnectDelayMin` doubling up to `reconnectDelayMax`, including refusals
+/// (e.g. credentials revoked while running); each attempt is visible as `.reconnecting(error)`.
+///
+/// ## Subscriptions
+/// Subscriptions are remembered. After a reconnect they are sent again unless the broker reports a present
+/// session (persistent session: the broker kept them). `subscribe` while not connected records the filter and
+/// returns at once; it is sent on the next (re)connect.
+///
+/// ## Shutdown
+/// `disconnect()` stops reconnecting, lets outstanding publishes drain briefly (≤ 2 s), sends DISCONNECT (so no
+/// will is published), stops the network thread without forcing it, destroys the handle and finishes the
+/// streams returned by `messages()` and `connectionStates()`. It is idempotent and safe from any state.
+import CMosquitto
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// `mosquitto_lib_init` once per process; Swift initialises globals exactly once, thread-safely.
+private let libraryInitialization: Int32 = mosquitto_lib_init()
+
+public final class MQTTClient: Sendable, Service {
+    public let configuration: MQTTConfiguration
+    let logger: Logger
+    let core: ClientCore
+
+    public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "homemqtt.mqtt")) {
+        _ = libraryInitialization
+        self.configuration = configuration
+        self.logger = logger
+        self.core = ClientCore()
+    }
+
+    deinit {
+        // A client dropped without disconnect(): stop its thread (which destroys the handle itself) and end
+        // the streams so that no consumer waits forever.
+        core.state.withLock { $0.connection }?.requestStop(clean: true)
+        core.finishStreams()
+    }
+
+    public var connectionState: MQTTConnectionState { core.state.withLock { $0.connectionState } }
+
+    /// Publishes accepted by libmosquitto and not yet written (QoS 0) or acknowledged (QoS 1/2).
+    public var queuedPublishCount: Int {
+        core.state.withLock { $0.connection }?.control.withLock { $0.outstanding.count } ?? 0
+    }
+
+    /// The highest `queuedPublishCount` seen by the current connection (for tests and diagnostics).
+    var queuedPublishHighWater: Int {
+        core.state.withLock { $0.connection }?.control.withLock { $0.highWater } ?? 0
+    }
+
+    // MARK: Connecting
+
+    /// Connects and returns after a successful CONNACK. Throws on refusal, unreachable host, TLS failure or
+    /// timeout (`connectTimeout`). After success the client reconnects by itself whenever the connection drops.
+    public func connect() async throws(MQTTError) {
+        if let existing = core.state.withLock({ $0.connection }) {
+            // Already running (connected or reconnecting): wait for it rather than opening a second session.
+            try await existing.awaitConnected(timeout: configuration.connectTimeout).get()
+            return
+        }
+        let handle = try Connection.makeHandle(configuration)
+        let connection = Connection(handle: handle, core: core, configuration: configuration, logger: logger)
+        let installed = core.state.withLock { state -> Bool in
+            guard state.connection == nil else { return false }
+            state.connection = connection
+            return true
+        }
+        guard installed else {
+            connection.discardUnstarted()
+            try await connect()
+            return
+        }
+        core.setState(.connecting, from: connection)
+        connection.start()
+        let result = await connection.awaitConnected(timeout: configuration.connectTimeout)
+        if case .failure(let error) = result {
+            connection.requestStop(clean: false)
+            core.detach(connection, finalState: .disconnected(error))
+            throw error
+        }
+    }
+
+    /// Clean DISCONNECT (the broker discards the will), stops the network thread, destroys the handle and
+    /// finishes all message and state streams. Idempotent; safe from any state.
+    public func disconnect() async {
+        let connection = core.state.withLock { $0.connection }
+        if let connection {
+            connection.requestStop(clean: true)
+            // Bounded: a network thread stuck in a blocking TCP connect to a black-holed host finishes (and
+            // destroys its handle) on its own later.
+            await connection.awaitFinished(timeout: configuration.connectTimeout + 5)
+            core.detach(connection, finalState: .disconnected(nil))
+        } else {
+            core.setState(.disconnected(nil), from: nil, onlyIfNotIdle: true)
+        }
+        core.finishStreams()
+    }
+
+    /// Service entry point: connects (retrying transient failures with backoff), stays until graceful shutdown
+    /// or cancellation, then disconnects. Throws when the broker refuses (credentials, TLS, configuration).
+    public func run() async throws {
+        var delay = configuration.reconnectDelayMin
+        while !connectionState.isConnected {
+            do {
+                try await connect()
+            } catch {
+                if Task.isCancelled {
+                    await disconnect()
+                    return
+                }
+                guard error.isTransient else {
+                    await disconnect()
+                    throw error
+                }
+                logger.warning("MQTT connect failed, retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
+                do {
+                    try await Task.sleep(for: .seconds(delay))
+                } catch {
+                    await disconnect()
+                    return
+                }
+                delay = min(delay * 2, configuration.reconnectDelayMax)
+            }
+        }
+        try? await gracefulShutdown()
+        await disconnect()
+    }
+
+    // MARK: Publishing
+
+    public func publish(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false,
+        properties: MQTTPublishProperties = .init()
+    ) async throws(MQTTError) {
+        try Connection.validatePublishTopic(topic)
+        guard let connection = core.state.withLock({ $0.connection }) else { throw .notConnected }
+        try await connection.publish(topic, payload: payload, qos: qos, retain: retain, properties: properties).get()
+    }
+
+    public func publish(_ topic: String, _ text: String, qos: MQTTQoS = .atMostOnce, retain: Bool = false)
+        async throws(MQTTError)
+    {
+        try await publish(topic, payload: Array(text.utf8), qos: qos, retain: retain)
+    }
+
+    // MARK: Subscriptions
+
+    /// Subscribes and waits for the SUBACK. The filter is remembered and restored after reconnects.
+    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) async throws(MQTTError) {
+        try await subscribe([(filter, qos)])
+    }
+
+    public func subscribe(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) {
+        guard !filters.isEmpty else { return }
+        for (filter, _) in filters { try Connection.validateFilter(filter) }
+        let connection = core.remember(filters)
+        guard let connection else { return }
+        let result = await connection.subscribe(filters)
+        if case .failure(let error) = result {
+            if error.code == "subscription-refused" { core.forget(filters.map(\.0)) }
+            throw error
+        }
+    }
+
+    public func unsubscribe(_ filter: String) async throws(MQTTError) {
+        try Connection.validateFilter(filter)
+        core.forget([filter])
+        guard let connection = core.state.withLock({ $0.connection }) else { return }
+        try await connection.unsubscribe(filter).get()
+    }
+
+    // MARK: Streams
+
+    /// A new stream of every message received from now on. Unbounded buffer: nothing acknowledged is lost.
+    /// Finishes on `disconnect()`.
+    public func messages() -> AsyncStream<MQTTMessage> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .unbounded)
+        let id = core.state.withLock { state -> UInt64 in
+            state.nextID += 1
+            state.messageContinuations[state.nextID] = continuation
+            return state.nextID
+        }
+        continuation.onTermination = { [core] _ in
+            _ = core.state.withLock { $0.messageContinuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Yields the current state first, then every change. Finishes on `disconnect()` (after `.disconnected`).
+    public func connectionStates() -> AsyncStream<MQTTConnectionState> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: MQTTConnectionState.self, bufferingPolicy: .unbounded)
+        let id = core.state.withLock { state -> UInt64 in
+            state.nextID += 1
+            state.stateContinuations[state.nextID] = continuation
+            continuation.yield(state.connectionState)
+            return state.nextID
+        }
+        continuation.onTermination = { [core] _ in
+            _ = core.state.withLock { $0.stateContinuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}
+
+/// State that outlives a single connection: the public connection state, streams and remembered subscriptions.
+final class ClientCore: Sendable {
+    struct State {
+        var connectionState: MQTTConnectionState = .idle
+        var connection: Connection?
+        var subscriptions: [(filter: String, qos: MQTTQoS)] = []
+        /// Filters added while not connected: sent on the next CONNACK even when the session is present.
+        var unconfirmed: Set<String> = []
+        var messageContinuations: [UInt64: AsyncStream<MQTTMessage>.Continuation] = [:]
+        var stateContinuations: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    let state = Mutex(State())
+
+    /// Changes the state if `connection` is still the current one (a late, superseded thread must not).
+    /// Yields inside the lock so that observers see changes in order; `yield` never calls back into us.
+    func setState(_ new: MQTTConnectionState, from connection: Connection?, onlyIfNotIdle: Bool = false) {
+        state.withLock { state in
+            if let connection, state.connection !== connection { return }
+            if onlyIfNotIdle, state.connectionState == .idle { return }
+            guard state.connectionState != new else { return }
+            state.connectionState = new
+            for continuation in state.stateContinuations.values { continuation.yield(new) }
+        }
+    }
+
+    func detach(_ connection: Connection, finalState: MQTTConnectionState) {
+        state.withLock { state in
+            guard state.connection === connection else { return }
+            state.connection = nil
+            guard state.connectionState != finalState else { return }
+            state.connectionState = finalState
+            for continuation in state.stateContinuations.values { continuation.yield(finalState) }
+        }
+    }
+
+    func deliver(_ message: MQTTMessage) {
+        state.withLock { state in
+            for continuation in state.messageContinuations.values { continuation.yield(message) }
+        }
+    }
+
+    /// Finishing runs `onTermination` handlers, which take the lock: so finish outside it.
+    func finishStreams() {
+        let (messages, states) = state.withLock { state in
+            let taken = (Array(state.messageContinuations.values), Array(state.stateContinuations.values))
+            state.messageContinuations.removeAll()
+            state.stateContinuations.removeAll()
+            return taken
+        }
+        for continuation in messages { continuation.finish() }
+        for continuation in states { continuation.finish() }
+    }
+
+    /// Records filters; returns the connection to send them on, or nil when not connected (then they are
+    /// marked unconfirmed and sent at the next CONNACK).
+    func remember(_ filters: [(String, MQTTQoS)]) -> Connection? {
+        let connection = state.withLock { state -> Connection? in
+            for (filter, qos) in filters {
+                if let index = state.subscriptions.firstIndex(where: { $0.filter == filter }) {
+                    state.subscriptions[index].qos = qos
+                } else {
+                    state.subscriptions.append((filter, qos))
+                }
+                state.unconfirmed.insert(filter)
+            }
+            return state.connection
+        }
+        // Checked after recording: the network thread marks itself connected before it reads the list.
+        guard let connection, connection.control.withLock({ $0.connected }) else { return nil }
+        state.withLock { state in for (filter, _) in filters { state.unconfirmed.remove(filter) } }
+        return connection
+    }
+
+    func forget(_ filters: [String]) {
+        state.withLock { state in
+            state.subscriptions.removeAll { filters.contains($0.filter) }
+            for filter in filters { state.unconfirmed.remove(filter) }
+        }
+    }
+
+    /// What to (re)subscribe after a CONNACK.
+    func subscriptionsToRestore(sessionPresent: Bool) -> [(String, MQTTQoS)] {
+        state.withLock { state in
+            let list = state.subscriptions.filter { !sessionPresent || state.unconfirmed.contains($0.filter) }
+            state.unconfirmed.removeAll()
+            return list.map { ($0.filter, $0.qos) }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+
+public enum MQTTQoS: Int, Sendable, Hashable, Comparable, CaseIterable {
+    case atMostOnce = 0, atLeastOnce = 1, exactlyOnce = 2
+
+    public static func < (lhs: MQTTQoS, rhs: MQTTQoS) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+public enum MQTTProtocolVersion: Sendable, Hashable {
+    case v311, v5
+}
+
+/// The last will: published by the broker when the client vanishes without a clean DISCONNECT.
+public struct MQTTWill: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    public var retain: Bool
+
+    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+    }
+}
+
+/// TLS settings. Without `caFile`/`caDirectory` the operating system's trust store is used.
+/// The server certificate and its hostname are always verified unless `insecure` is set.
+public struct MQTTTLS: Sendable, Hashable {
+    public var caFile: String?
+    public var caDirectory: String?
+    public var certificateFile: String?
+    public var keyFile: String?
+    /// Skips verification of the server certificate chain and hostname. For tests and lab setups only.
+    public var insecure: Bool
+
+    public init(
+        caFile: String? = nil, caDirectory: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
+        insecure: Bool = false
+    ) {
+        self.caFile = caFile
+        self.caDirectory = caDirectory
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.insecure = insecure
+    }
+}
+
+public struct MQTTConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    public var clientID: String
+    public var protocolVersion: MQTTProtocolVersion = .v5
+    /// Seconds; libmosquitto requires at least 5.
+    public var keepAlive: Int = 30
+    /// `false` asks for a persistent session (the broker keeps subscriptions and queues QoS>0 messages while
+    /// the client is away). Needs a non-empty `clientID`.
+    public var cleanStart: Bool = true
+    /// MQTT 5 session expiry in seconds. When `cleanStart` is false and this is nil, the session never
+    /// expires (`UInt32.max`), which is what MQTT 3.1.1 persistent sessions do. Ignored for 3.1.1.
+    public var sessionExpiry: UInt32?
+    public var username: String?
+    public var password: String?
+    public var tls: MQTTTLS?
+    public var will: MQTTWill?
+    /// Reconnect backoff: first delay, doubled per failed attempt up to `reconnectDelayMax` (seconds).
+    public var reconnectDelayMin: Double = 0.5
+    public var reconnectDelayMax: Double = 30
+    /// Seconds to wait for the TCP/TLS connection and the CONNACK.
+    public var connectTimeout: Double = 10
+    /// Backpressure: the most publishes accepted by libmosquitto but not yet written (QoS 0) or acknowledged
+    /// (QoS 1/2). `publish` suspends while this many are outstanding.
+    public var maxQueuedPublishes: Int = 1000
+
+    /// MQTT 5 subscription option for every subscription of this client: the broker does not
+    /// send this client's own publications back to it. Ignored for 3.1.1.
+    public var noLocal: Bool = false
+
+    /// MQTT 5 subscription option for every subscription of this client: messages forwarded
+    /// live keep the retain flag they were published with, so that a retained request can be
+    /// told from a plain one. Ignored for 3.1.1.
+    public var retainAsPublished: Bool = false
+
+    public init(host: String = "127.0.0.1", port: Int = 1883) {
+        self.host = host
+        self.port = port
+        self.clientID = MQTTConfiguration.randomClientID()
+    }
+
+    /// `mqtt://[user[:password]@]host[:port]` or `mqtts://…` (TLS, default port 8883, system trust store).
+    /// User and password are percent-decoded.
+    public init(url: String) throws(MQTTError) {
+        guard let components = URLComponents(string: url) else {
+            throw .badURL("'\(url)' is not a URL")
+        }
+        let scheme = components.scheme?.lowercased()
+        let secure: Bool
+        switch scheme {
+        case "mqtt", "tcp": secure = false
+        case "mqtts", "ssl", "tls": secure = true
+        case nil: throw .badURL("'\(url)' has no scheme (expected mqtt:// or mqtts://)")
+        case let other?: throw .badURL("unsupported scheme '\(other)' in '\(url)' (expected mqtt or mqtts)")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw .badURL("'\(url)' has no host")
+        }
+        // URLComponents accepts ports it cannot represent as nil; check the raw text for a bad port.
+        var port = secure ? 8883 : 1883
+        if let explicit = components.port {
+            guard (1...65535).contains(explicit) else { throw .badURL("port \(explicit) in '\(url)' is out of range") }
+            port = explicit
+        }
+        if !components.path.isEmpty && components.path != "/" {
+            throw .badURL("'\(url)' has a path ('\(components.path)'); an MQTT URL names only host and port")
+        }
+        self.init(host: host, port: port)
+        if let user = components.percentEncodedUser {
+            guard let decoded = user.removingPercentEncoding else { throw .badURL("bad percent-encoding in user name") }
+            username = decoded
+        }
+        if let pass = components.percentEncodedPassword {
+            guard let decoded = pass.removingPercentEncoding else { throw .badURL("bad percent-encoding in password") }
+            password = decoded
+        }
+        if secure { tls = MQTTTLS() }
+    }
+
+    static func randomClientID() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        return "homemqtt-" + String((0..<12).map { _ in alphabet.randomElement()! })
+    }
+}
+
+public struct MQTTUserProperty: Sendable, Hashable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// MQTT 5 publish properties. Ignored (not sent) on MQTT 3.1.1 connections.
+public struct MQTTPublishProperties: Sendable, Hashable {
+    /// Seconds after which the broker discards the message if it has not been delivered.
+    public var messageExpiry: UInt32? = nil
+    public var userProperties: [MQTTUserProperty] = []
+    public init(messageExpiry: UInt32? = nil, userProperties: [MQTTUserProperty] = []) {
+        self.messageExpiry = messageExpiry
+        self.userProperties = userProperties
+    }
+}
+
+/// A received message, copied out of libmosquitto's callback.
+public struct MQTTMessage: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    /// True when the broker delivered this as a retained message (e.g. to a new subscriber).
+    public var retain: Bool
+    public var properties: MQTTPublishProperties
+
+    public init(
+        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties = .init()
+    ) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+        self.properties = properties
+    }
+
+    /// The payload as UTF-8 text; invalid sequences become U+FFFD.
+    public var string: String { String(decoding: payload, as: UTF8.self) }
+}
+
+public enum MQTTConnectionState: Sendable, Hashable {
+    /// Never connected (or `connect()` not yet called).
+    case idle
+    /// First connection attempt in progress.
+    case connecting
+    case connected
+    /// The connection was lost (the error says why); the client is retrying with backoff.
+    case reconnecting(MQTTError?)
+    /// Not connected and not retrying: after `disconnect()` (nil) or a failed `connect()` (its error).
+    case disconnected(MQTTError?)
+
+    public var isConnected: Bool {
+        if case .connected = self { return true }
+        return false
+    }
+}

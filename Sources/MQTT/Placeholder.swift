@@ -1,1 +1,0 @@
-// MQTT module: see the issue that builds it.

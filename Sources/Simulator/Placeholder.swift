@@ -1,1 +1,0 @@
-// Simulator module: see the issue that builds it.

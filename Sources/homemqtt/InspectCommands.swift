@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import Gateway
+import HomeModel
+import Logging
+
+/// Loads everything `run` would, without a broker: for the commands that only look.
+struct Inspection {
+    var config: GatewayConfig
+    var tree: TopicTree
+    var home: Home
+
+    init(_ options: ConfigOptions) async throws {
+        config = try Setup.loadConfig(options)
+        let logger = Logger(label: "homemqtt")
+        let source = try Setup.source(config, logger: logger)
+        let database = try Setup.openDatabase(config, exclusive: false)
+        let accessories = await source.accessories()
+        let scopeStore = ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory))
+        let scope: ScopeFilter
+        do {
+            scope = try ScopeFilter(scopeStore.load() ?? config.scope, file: config.file)
+        } catch {
+            throw CLIError(error.description)
+        }
+        // Where the gateway has never run, rooms suggested by the files are shown as it would
+        // create them, without writing anything.
+        let preview = HomeDatabase.inMemory(copying: await database.home)
+        try await preview.adopt(accessories)
+        home = await preview.home
+        tree = TopicTree(base: config.baseTopic, accessories: accessories, home: home, scope: scope)
+    }
+}
+
+struct TreeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tree",
+        abstract: "Print the scoped home: rooms (or categories), accessories, services, characteristics."
+    )
+
+    enum Grouping: String, ExpressibleByArgument, CaseIterable { case room, category }
+
+    @OptionGroup var options: ConfigOptions
+    @Option(help: "Group accessories by room or by category.") var by: Grouping = .room
+    @Flag(help: "Print the tree as JSON, as home/$gateway/tree carries it.") var json = false
+
+    func run() async throws {
+        let inspection = try await Inspection.load(options)
+        if json {
+            print(TreeText.json(inspection))
+            return
+        }
+        print(TreeText.render(inspection, by: by == .room ? .room : .category), terminator: "")
+    }
+}
+
+struct TopicsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "topics",
+        abstract: "List every topic the gateway publishes (pub) and serves (sub) with this config."
+    )
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let inspection = try await Inspection.load(options)
+        print(TreeText.topics(inspection), terminator: "")
+    }
+}
+
+struct CheckConfigCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate the config and accessory files; errors name the file and key."
+    )
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let inspection = try await Inspection.load(options)
+        print("ok: \(options.config): \(inspection.tree.accessories.count) accessories, \(inspection.tree.characteristicCount) characteristics in scope")
+    }
+}
+
+extension Inspection {
+    /// Loads, turning every failure into one line on stderr and exit code 2.
+    static func load(_ options: ConfigOptions) async throws -> Inspection {
+        do {
+            return try await Inspection(options)
+        } catch {
+            FileHandle.standardError.write(Data("homemqtt: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import Gateway
+import HAP
+import HomeModel
+import Logging
+import Simulator
+
+/// Turns a config into the running parts. The only place that knows which sources exist;
+/// the gateway sees them as one `AccessorySource`.
+enum Setup {
+    static func loadConfig(_ options: ConfigOptions) throws -> GatewayConfig {
+        do {
+            return try GatewayConfig.load(file: options.config)
+        } catch {
+            throw CLIError(error.description)
+        }
+    }
+
+    static func makeSources(_ config: GatewayConfig, logger: Logger) throws -> [any AccessorySource] {
+        var sources: [any AccessorySource] = []
+        for source in config.sources {
+            switch source {
+            case .simulator(let directory):
+                do {
+                    sources.append(try SimulatedHome.load(directory: URL(fileURLWithPath: directory)))
+                } catch {
+                    throw CLIError("\(error)")
+                }
+            case .hap(let pollInterval):
+                let store = HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent("pairings"))
+                sources.append(HAPSource(store: store, logger: logger, pollInterval: pollInterval ?? config.pollInterval))
+            }
+        }
+        return sources
+    }
+
+    static func source(_ config: GatewayConfig, logger: Logger) throws -> any AccessorySource {
+        let sources = try makeSources(config, logger: logger)
+        return sources.count == 1 ? sources[0] : CompositeSource(sources)
+    }
+
+    static func openDatabase(_ config: GatewayConfig, exclusive: Bool) throws -> HomeDatabase {
+        do {
+            return try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: exclusive)
+        } catch {
+            throw CLIError("\(config.stateDirectory): \(error.message)")
+        }
+    }
+
+    static func logger(level: String) -> Logger {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = Logger.Level(rawValue: level) ?? .info
+            return handler
+        }
+        return Logger(label: "homemqtt")
+    }
+}
+
+/// A failure the CLI reports as one line on stderr with a non-zero exit.
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,335 @@
+import Foundation
+import Gateway
+import HomeModel
+import MQTT
+import Simulator
+import TestSupport
+import XCTest
+
+/// The topic contract, end to end through a real broker, with the shipped simulated home.
+final class GatewayContractTests: XCTestCase {
+    let door = "home/garage/garage-door-opener/garage-door"
+    let light = "home/garage/garage-door-opener/garage-light"
+
+    func testStartPublishesStateMetaInfoAvailabilityTreeAndStatus() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let retained = try await gw.retainedOnBroker()
+        XCTAssertEqual(retained["home/$gateway/status"], "online")
+        XCTAssertEqual(retained["\(door)/target-door-state/state"], "1")
+        XCTAssertEqual(retained["\(door)/current-door-state/state"], "1")
+        XCTAssertEqual(retained["\(door)/obstruction-detected/state"], "false")
+        XCTAssertEqual(retained["\(light)/brightness/state"], "80")
+        XCTAssertEqual(retained["\(light)/fade-rate/state"], "1.0")
+        XCTAssertEqual(retained["home/garage/garage-door-opener/$availability"], "online")
+
+        let meta = try JSONValue(parsing: XCTUnwrap(retained["\(light)/brightness/meta"]))
+        XCTAssertEqual(meta["format"], .string("int"))
+        XCTAssertEqual(meta["unit"], .string("percentage"))
+        XCTAssertNotNil(meta["min"] ?? meta["minValue"])
+        let doorMeta = try JSONValue(parsing: XCTUnwrap(retained["\(door)/target-door-state/meta"])).encoded()
+        XCTAssertTrue(doorMeta.contains("open") && doorMeta.contains("closed"), doorMeta)
+
+        let info = try JSONValue(parsing: XCTUnwrap(retained["home/garage/garage-door-opener/$info"]))
+        XCTAssertEqual(info["manufacturer"], .string("Kilgo Devices, Inc."))
+        XCTAssertEqual(info["bridged"], .bool(false))
+        let services = try XCTUnwrap(info["services"]?.arrayValue)
+        XCTAssertTrue(services.contains { $0["type-name"] == .string("accessory-information") && $0["user-interactive"] == .bool(false) })
+        XCTAssertTrue(services.contains { $0["type-name"] == .string("garage-door-opener") && $0["user-interactive"] == .bool(true) })
+
+        let tree = try JSONValue(parsing: XCTUnwrap(retained["home/$gateway/tree"])).encoded()
+        XCTAssertTrue(tree.contains("\(door)/target-door-state"), "tree lists every topic")
+        // Bridged accessories say so and name their bridge.
+        let bridgedInfo = retained.filter { $0.key.hasSuffix("/$info") }.values.compactMap { try? JSONValue(parsing: $0) }
+            .filter { $0["bridged"] == .bool(true) }
+        XCTAssertGreaterThanOrEqual(bridgedInfo.count, 2)
+        XCTAssertTrue(bridgedInfo.allSatisfy { $0["bridge"]?.stringValue != nil })
+    }
+
+    func testSetInEveryPayloadFormThenTheDoorTravels() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        // Plain valid-value name.
+        var answer = try await gw.request("\(door)/target-door-state/set", "open", answer: "\(door)/target-door-state/result")
+        XCTAssertEqual(answer["status"], .string("ok"))
+        XCTAssertEqual(answer["op"], .string("set"))
+        XCTAssertEqual(answer["value"], .int(0))
+        XCTAssertEqual(answer["id"], .null)
+        try await gw.next("\(door)/target-door-state/state") { $0 == "0" }
+        try await gw.next("\(door)/current-door-state/state") { $0 == "2" }   // opening
+        await gw.home.advance(by: 13)
+        try await gw.next("\(door)/current-door-state/state") { $0 == "0" }   // open
+
+        // JSON with an id, valid-value name inside.
+        answer = try await gw.request("\(door)/target-door-state/set", #"{"value": "closed", "id": "close-1"}"#, answer: "\(door)/target-door-state/result")
+        XCTAssertEqual(answer["status"], .string("ok"))
+        XCTAssertEqual(answer["id"], .string("close-1"))
+        try await gw.next("\(door)/current-door-state/state") { $0 == "3" }   // closing
+
+        // Bool words and numbers.
+        for (payload, expected) in [("on", "true"), ("0", "false"), ("YES", "true"), (#"{"value": false}"#, "false")] {
+            answer = try await gw.request("\(light)/power-state/set", payload, answer: "\(light)/power-state/result")
+            XCTAssertEqual(answer["status"], .string("ok"), payload)
+            try await gw.next("\(light)/power-state/state") { $0 == expected }
+        }
+        answer = try await gw.request("\(light)/brightness/set", "42", answer: "\(light)/brightness/result")
+        XCTAssertEqual(answer["value"], .int(42))
+        try await gw.next("\(light)/brightness/state") { $0 == "42" }
+        let written = await gw.home.accessories().first { $0.name == "Garage Door Opener" }
+        XCTAssertNotNil(written)
+        answer = try await gw.request("\(light)/fade-rate/set", "2.5", answer: "\(light)/fade-rate/result")
+        XCTAssertEqual(answer["status"], .string("ok"))
+        try await gw.next("\(light)/fade-rate/state") { $0 == "2.5" }
+    }
+
+    func testEveryErrorIsAnsweredOnResult() async throws {
+        let gw = try await GatewayHarness.start(configure: { $0.scope.readOnly = ["Front Door Lock"] })
+        addTeardownBlock { await gw.stop() }
+        let cases: [(String, String, String)] = [
+            ("\(light)/brightness/set", "140", "out-of-range"),
+            ("\(light)/brightness/set", "", "empty"),
+            ("\(light)/brightness/set", "{\"value\": ", "invalid-json"),
+            ("\(light)/brightness/set", "{\"id\": \"x\"}", "missing-value"),
+            ("\(light)/brightness/set", "{\"value\": 1, \"colour\": 2}", "unknown-field"),
+            ("\(light)/brightness/set", "bright", "invalid-type"),
+            ("\(light)/power-state/set", "maybe", "invalid-type"),
+            ("\(door)/target-door-state/set", "ajar", "not-a-valid-value"),
+            ("\(door)/target-door-state/set", "7", "not-a-valid-value"),
+            ("\(door)/current-door-state/set", "0", "read-only"),
+            ("\(light)/fade-rate/set", "0.3", "not-a-step"),
+        ]
+        for (topic, payload, code) in cases {
+            let answer = try await gw.request(topic, payload, answer: topic.replacingOccurrences(of: "/set", with: "/result"))
+            XCTAssertEqual(answer["status"], .string("error"), "\(topic) \(payload)")
+            XCTAssertEqual(answer["code"], .string(code), "\(topic) \(payload): \(answer)")
+            XCTAssertFalse(answer["message"]?.stringValue?.isEmpty ?? true)
+        }
+        let range = try await gw.request("\(light)/brightness/set", "140", answer: "\(light)/brightness/result")
+        XCTAssertEqual(range["hap"], .int(-70410))
+        XCTAssertTrue(range["message"]?.stringValue?.contains("140") ?? false)
+
+        // The read-only scope list.
+        let lockTree = try await gw.retainedOnBroker().keys.first { $0.hasSuffix("/lock-target-state/state") || $0.hasSuffix("/target-lock-mechanism-state/state") }
+        let lockTopic = try XCTUnwrap(lockTree).replacingOccurrences(of: "/state", with: "")
+        let scoped = try await gw.request("\(lockTopic)/set", "1", answer: "\(lockTopic)/result")
+        XCTAssertEqual(scoped["code"], .string("read-only-scope"))
+
+        // Unknown topics under the base are reported on $gateway/error.
+        gw.observer.clear()
+        try await gw.publish("home/garage/no-such-thing/x/brightness/set", "1")
+        let error = try await gw.next("home/$gateway/error")
+        XCTAssertTrue(error.string.contains("unknown-topic"), error.string)
+        try await gw.publish("\(light)/brightness/sett", "1")
+        let error2 = try await gw.next("home/$gateway/error") { $0.contains("sett") }
+        XCTAssertTrue(error2.string.contains("unknown-topic"))
+
+        // Still serving after all that.
+        let ok = try await gw.request("\(light)/brightness/set", "10", answer: "\(light)/brightness/result")
+        XCTAssertEqual(ok["status"], .string("ok"))
+    }
+
+    func testUnreachableAccessoryAndTimeouts() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let id = try await gw.accessoryID(named: "Garage Door Opener")
+        _ = await gw.home.setReachable(id, false)
+        try await gw.next("home/garage/garage-door-opener/$availability") { $0 == "offline" }
+        let answer = try await gw.request("\(light)/power-state/set", "on", answer: "\(light)/power-state/result")
+        XCTAssertEqual(answer["code"], .string("unreachable"))
+        XCTAssertEqual(answer["hap"], .int(-70402))
+        _ = await gw.home.setReachable(id, true)
+        try await gw.next("home/garage/garage-door-opener/$availability") { $0 == "online" }
+
+        await gw.home.setWriteDelay(.seconds(5))
+        let late = try await gw.request("\(light)/power-state/set", "on", answer: "\(light)/power-state/result")
+        XCTAssertEqual(late["code"], .string("timeout"))
+        await gw.home.setWriteDelay(.zero)
+        let ok = try await gw.request("\(light)/power-state/set", "off", answer: "\(light)/power-state/result")
+        XCTAssertEqual(ok["status"], .string("ok"))
+    }
+
+    func testGetReadsTheAccessoryAndToggleFlipsThePrimaryControl() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let id = try await gw.accessoryID(named: "Garage Door Opener")
+        let accessories = await gw.home.accessories()
+        let brightnessIID = try XCTUnwrap(accessories.first { $0.id == id }?.services
+            .flatMap(\.characteristics).first { $0.type == Catalog.characteristicType(named: "brightness")?.uuid }?.iid)
+        // Change the value behind the gateway's back, with notifications off for it.
+        _ = await gw.home.setNotifications(enabled: false, for: [CharacteristicAddress(accessoryID: id, iid: brightnessIID)])
+        try await gw.home.setValue(CharacteristicAddress(accessoryID: id, iid: brightnessIID), .int(33))
+        let answer = try await gw.request("\(light)/brightness/get", "", answer: "\(light)/brightness/result")
+        XCTAssertEqual(answer["op"], .string("get"))
+        XCTAssertEqual(answer["value"], .int(33))
+        try await gw.next("\(light)/brightness/state") { $0 == "33" }
+
+        let toggled = try await gw.request("\(light)/$toggle", "", answer: "\(light)/$result")
+        XCTAssertEqual(toggled["status"], .string("ok"))
+        XCTAssertEqual(toggled["op"], .string("toggle"))
+        XCTAssertEqual(toggled["value"], .bool(true))
+        try await gw.next("\(light)/power-state/state") { $0 == "true" }
+        let back = try await gw.request("\(light)/$toggle", #"{"id": 7}"#, answer: "\(light)/$result")
+        XCTAssertEqual(back["value"], .bool(false))
+        XCTAssertEqual(back["id"], .int(7))
+
+        let doorToggle = try await gw.request("\(door)/$toggle", "", answer: "\(door)/$result")
+        XCTAssertEqual(doorToggle["value"], .int(0), "a closed door toggles open")
+    }
+
+    func testNotificationsAreEnabledExactlyForTheScope() async throws {
+        let gw = try await GatewayHarness.start(configure: {
+            $0.scope.characteristicTypes = ScopeList(deny: ["brightness"])
+            $0.scope.manufacturers = ScopeList(deny: ["Thermal Dynamics Co."])
+        })
+        addTeardownBlock { await gw.stop() }
+        let accessories = await gw.home.accessories()
+        let garage = try XCTUnwrap(accessories.first { $0.name == "Garage Door Opener" })
+        let thermostat = try XCTUnwrap(accessories.first { $0.manufacturer == "Thermal Dynamics Co." })
+        let brightness = Catalog.characteristicType(named: "brightness")!.uuid
+        let power = Catalog.characteristicType(named: "power-state")!.uuid
+        func address(_ accessory: Accessory, _ type: String) throws -> CharacteristicAddress {
+            let iid = try XCTUnwrap(accessory.services.flatMap(\.characteristics).first { $0.type == type }?.iid)
+            return CharacteristicAddress(accessoryID: accessory.id, iid: iid)
+        }
+        let enabledPower = try address(garage, power)
+        try await waitUntil("notifications enabled") { await gw.home.notificationsEnabled().contains(enabledPower) }
+        let enabled = await gw.home.notificationsEnabled()
+        XCTAssertFalse(enabled.contains(try address(garage, brightness)))
+        XCTAssertFalse(enabled.contains { $0.accessoryID == thermostat.id })
+        // Accessory information never notifies: not in scope by default.
+        let infoIIDs = Set(garage.services.filter { !$0.isUserInteractive }.flatMap(\.characteristics).map(\.iid))
+        XCTAssertFalse(enabled.contains { $0.accessoryID == garage.id && infoIIDs.contains($0.iid) })
+        let retained = try await gw.retainedOnBroker()
+        XCTAssertNil(retained["\(light)/brightness/state"])
+        XCTAssertFalse(retained.keys.contains { $0.contains("thermostat") })
+
+        // Leaving scope at run time turns notifications off again.
+        let reply = try await gw.request("home/$gateway/request/scope/set", #"{"scope": {"characteristic-types": {"deny": ["power-state", "brightness"]}}}"#, answer: "home/$gateway/response/scope/set")
+        XCTAssertEqual(reply["status"], .string("ok"), "\(reply)")
+        try await waitUntil("power-state notifications off") { await !gw.home.notificationsEnabled().contains(enabledPower) }
+        try await waitUntil("thermostat notifications on") { await gw.home.notificationsEnabled().contains { $0.accessoryID == thermostat.id } }
+    }
+
+    func testRetainedRequestsAreRefusedAndCleared() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        gw.observer.clear()
+        try await gw.publish("\(light)/power-state/set", "on", retain: true)
+        let answer = try await gw.next("\(light)/power-state/result")
+        XCTAssertTrue(answer.string.contains("\"retained\""), answer.string)
+        let retained = try await gw.retainedOnBroker()
+        XCTAssertNil(retained["\(light)/power-state/set"], "the careless retained set is cleared")
+        XCTAssertEqual(retained["\(light)/power-state/state"], "false", "and was not applied")
+    }
+
+    func testARetainedSetLeftBeforeStartIsNotApplied() async throws {
+        let light = self.light
+        let gw = try await GatewayHarness.start(before: { _, publisher in
+            try await publisher.publish("\(light)/power-state/set", payload: Array("on".utf8), qos: .atLeastOnce, retain: true)
+        })
+        addTeardownBlock { await gw.stop() }
+        try await gw.next("\(light)/power-state/result") { $0.contains("retained") }
+        let retained = try await gw.retainedOnBroker()
+        XCTAssertEqual(retained["\(light)/power-state/state"], "false")
+        XCTAssertNil(retained["\(light)/power-state/set"])
+    }
+
+    func testStaleRetainedTopicsFromAnEarlierRunAreCleared() async throws {
+        let gw = try await GatewayHarness.start(before: { _, publisher in
+            try await publisher.publish("home/attic/old-lamp/lightbulb/power-state/state", payload: Array("true".utf8), qos: .atLeastOnce, retain: true)
+            try await publisher.publish("home/attic/old-lamp/$info", payload: Array("{}".utf8), qos: .atLeastOnce, retain: true)
+        })
+        addTeardownBlock { await gw.stop() }
+        try await waitUntil("ghosts cleared") {
+            let retained = try await gw.retainedOnBroker(settle: 0.2)
+            return !retained.keys.contains { $0.hasPrefix("home/attic/") }
+        }
+    }
+
+    func testStructuralChangesClearOldTopicsAndAnnounce() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let id = try await gw.accessoryID(named: "Garage Door Opener")
+        // Rename through the home database.
+        gw.observer.clear()
+        try await gw.database.renameAccessory(id: id, to: "Kilgo Door")
+        let renamed = try await gw.next("home/$gateway/event") { $0.contains("accessory-renamed") }
+        XCTAssertTrue(renamed.string.contains("home/garage/kilgo-door"))
+        try await gw.next("home/garage/kilgo-door/garage-door/target-door-state/state")
+        try await assertNoGhosts(gw, gone: "home/garage/garage-door-opener/")
+
+        // Move to another room.
+        let room = try await gw.database.addRoom(named: "Workshop")
+        try await gw.database.assign(accessoryID: id, toRoom: room.id)
+        try await gw.next("home/$gateway/event") { $0.contains("accessory-moved") }
+        try await assertNoGhosts(gw, gone: "home/garage/kilgo-door/")
+        let retained = try await gw.retainedOnBroker()
+        XCTAssertNotNil(retained["home/workshop/kilgo-door/garage-door/target-door-state/state"])
+
+        // A source renames, removes and adds accessories.
+        _ = await gw.home.rename(accessoryID: try await gw.accessoryID(named: "Office Fan Switch"), to: "Desk Switch")
+        let lampID = try await gw.accessoryID(named: "Bedroom Lamp")
+        _ = await gw.home.remove(accessoryID: lampID)
+        try await gw.next("home/$gateway/event") { $0.contains("accessory-removed") && $0.contains(lampID) }
+        try await assertNoGhosts(gw, gone: "home/bedroom/bedroom-lamp/")
+    }
+
+    /// After a change, a fresh subscriber sees exactly the gateway's tree: nothing under the
+    /// old prefix, and every retained topic it sees is one the gateway holds.
+    func assertNoGhosts(_ gw: GatewayHarness, gone prefix: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+        try await waitUntil("old topics under \(prefix) cleared") {
+            let retained = try await gw.retainedOnBroker(settle: 0.3)
+            return !retained.keys.contains { $0.hasPrefix(prefix) }
+        }
+        let retained = try await gw.retainedOnBroker()
+        let held = Set(await gw.gateway.retainedTopicList)
+        let extra = Set(retained.keys).subtracting(held).subtracting(["home/$gateway/status"])
+        XCTAssertEqual(extra, [], "retained on the broker but not in the gateway's tree", file: file, line: line)
+        let tree = try XCTUnwrap(retained["home/$gateway/tree"])
+        XCTAssertFalse(tree.contains(prefix), file: file, line: line)
+    }
+
+    func testReconnectRepublishesEverything() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        // A broker without persistence forgets every retained message when it restarts.
+        try await gw.broker.restart()
+        try await waitUntil("republished after reconnect", timeout: 20) {
+            let retained = try await gw.retainedOnBroker(settle: 0.2)
+            return retained["\(door)/target-door-state/state"] == "1" && retained["home/$gateway/status"] == "online"
+                && retained["home/$gateway/tree"] != nil
+        }
+        // And serves requests again.
+        try await waitUntil("serving again", timeout: 10) {
+            let answer = try? await gw.request("\(light)/brightness/set", "55", answer: "\(light)/brightness/result")
+            return answer?["status"] == .string("ok")
+        }
+    }
+
+    func testABurstOfTenThousandSetsIsAnsweredInFull() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let count = 10_000
+        let counter = try await MQTTTestSubscriber.start(broker: gw.broker, filter: "home/+/+/+/+/result", clientID: "burst-counter")
+        addTeardownBlock { await counter.stop() }
+        let targets = ["\(light)/brightness/set", "\(light)/power-state/set", "home/bedroom/bedroom-lamp/bedroom-lamp/brightness/set"]
+        for i in 0..<count {
+            let topic = targets[i % targets.count]
+            let payload: String = switch i % 5 {
+            case 0: "\(i % 101)"                      // valid brightness / invalid bool for power-state
+            case 1: "{\"value\": \(i % 200), \"id\": \(i)}"
+            case 2: "not json {"
+            case 3: ""
+            default: "on"
+            }
+            try await gw.publisher.publish(topic, payload: Array(payload.utf8), qos: .atLeastOnce)
+        }
+        let results = try await counter.waitForMessages(count: count, timeout: 120)
+        XCTAssertEqual(results.count, count)
+        XCTAssertTrue(results.contains { $0.string.contains("\"ok\"") })
+        XCTAssertTrue(results.contains { $0.string.contains("\"error\"") })
+        // Still alive and answering.
+        let ok = try await gw.request("\(light)/brightness/set", "12", answer: "\(light)/brightness/result")
+        XCTAssertEqual(ok["status"], .string("ok"))
+    }
+}

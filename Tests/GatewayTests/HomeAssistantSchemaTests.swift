@@ -1,0 +1,317 @@
+import XCTest
+import Gateway
+import HomeModel
+
+/// What Home Assistant's documentation says each MQTT platform takes (home-assistant.io,
+/// `source/_integrations/<platform>.mqtt.markdown` and the MQTT discovery page): required
+/// options, the type of every option we use, and allowed values where the docs list them.
+/// Options not listed here fail the check, so a misspelt key cannot slip through.
+enum HASchema {
+    enum Kind: Equatable {
+        case string, topic, template, integer, number, boolean, stringList
+        /// A string, or null to switch the feature off (cover `payload_stop`).
+        case nullableString
+        case oneOf(Set<String>)
+        case availabilityList
+    }
+
+    struct Platform {
+        var required: Set<String>
+        var keys: [String: Kind]
+    }
+
+    static let common: [String: Kind] = [
+        "platform": .string, "unique_id": .string, "name": .nullableString,
+        "availability": .availabilityList, "availability_mode": .oneOf(["all", "any", "latest"]),
+        "entity_category": .oneOf(["config", "diagnostic"]), "enabled_by_default": .boolean,
+        "icon": .string, "qos": .integer,
+    ]
+
+    static let sensorDeviceClasses: Set<String> = [
+        "apparent_power", "aqi", "atmospheric_pressure", "battery", "carbon_dioxide", "carbon_monoxide",
+        "current", "data_rate", "data_size", "date", "distance", "duration", "energy", "enum", "frequency",
+        "gas", "humidity", "illuminance", "irradiance", "moisture", "monetary", "nitrogen_dioxide",
+        "nitrogen_monoxide", "nitrous_oxide", "ozone", "pm1", "pm10", "pm25", "power_factor", "power",
+        "precipitation", "precipitation_intensity", "pressure", "reactive_power", "signal_strength",
+        "sound_pressure", "speed", "sulphur_dioxide", "temperature", "timestamp", "volatile_organic_compounds",
+        "voltage", "volume", "water", "weight", "wind_speed",
+    ]
+
+    static let binarySensorDeviceClasses: Set<String> = [
+        "battery", "battery_charging", "carbon_monoxide", "cold", "connectivity", "door", "garage_door", "gas",
+        "heat", "light", "lock", "moisture", "motion", "moving", "occupancy", "opening", "plug", "power",
+        "presence", "problem", "running", "safety", "smoke", "sound", "tamper", "update", "vibration", "window",
+    ]
+
+    /// Units the sensor docs allow per device class (the ones we use).
+    static let unitsByDeviceClass: [String: Set<String>] = [
+        "temperature": ["°C", "°F", "K"], "humidity": ["%"], "illuminance": ["lx"], "battery": ["%"],
+        "carbon_dioxide": ["ppm"], "carbon_monoxide": ["ppm"], "pm25": ["µg/m³"], "pm10": ["µg/m³"],
+        "ozone": ["µg/m³"], "nitrogen_dioxide": ["µg/m³"], "sulphur_dioxide": ["µg/m³"],
+        "volatile_organic_compounds": ["µg/m³", "mg/m³"], "duration": ["d", "h", "min", "s", "ms"],
+    ]
+
+    static let platforms: [String: Platform] = [
+        "light": Platform(required: ["command_topic"], keys: [
+            "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
+            "payload_on": .string, "payload_off": .string,
+            "brightness_command_topic": .topic, "brightness_state_topic": .topic, "brightness_scale": .integer,
+            "brightness_value_template": .template, "brightness_command_template": .template,
+            "color_temp_command_topic": .topic, "color_temp_state_topic": .topic, "color_temp_value_template": .template,
+            "min_mireds": .integer, "max_mireds": .integer,
+            "hs_command_topic": .topic, "hs_state_topic": .topic, "hs_value_template": .template,
+        ]),
+        "switch": Platform(required: ["command_topic"], keys: [
+            "command_topic": .topic, "state_topic": .topic, "payload_on": .string, "payload_off": .string,
+            "state_on": .string, "state_off": .string, "value_template": .template,
+            "device_class": .oneOf(["outlet", "switch"]),
+        ]),
+        "cover": Platform(required: [], keys: [
+            "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+            "payload_open": .nullableString, "payload_close": .nullableString, "payload_stop": .nullableString,
+            "position_topic": .topic, "position_template": .template, "set_position_topic": .topic,
+            "position_open": .integer, "position_closed": .integer,
+            "tilt_command_topic": .topic, "tilt_status_topic": .topic, "tilt_status_template": .template,
+            "tilt_min": .integer, "tilt_max": .integer, "tilt_opened_value": .integer, "tilt_closed_value": .integer,
+            "device_class": .oneOf(["awning", "blind", "curtain", "damper", "door", "garage", "gate", "shade", "shutter", "window"]),
+        ]),
+        "lock": Platform(required: ["command_topic"], keys: [
+            "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+            "payload_lock": .string, "payload_unlock": .string, "payload_open": .string,
+            "state_locked": .string, "state_unlocked": .string, "state_jammed": .string,
+        ]),
+        "climate": Platform(required: [], keys: [
+            "modes": .stringList, "mode_state_topic": .topic, "mode_state_template": .template,
+            "mode_command_topic": .topic, "mode_command_template": .template,
+            "action_topic": .topic, "action_template": .template,
+            "current_temperature_topic": .topic, "current_temperature_template": .template,
+            "temperature_state_topic": .topic, "temperature_state_template": .template,
+            "temperature_command_topic": .topic, "temperature_command_template": .template,
+            "temperature_low_state_topic": .topic, "temperature_low_command_topic": .topic,
+            "temperature_high_state_topic": .topic, "temperature_high_command_topic": .topic,
+            "current_humidity_topic": .topic, "target_humidity_state_topic": .topic, "target_humidity_command_topic": .topic,
+            "min_temp": .number, "max_temp": .number, "temp_step": .number, "precision": .number,
+            "min_humidity": .number, "max_humidity": .number,
+            "temperature_unit": .oneOf(["C", "F"]),
+        ]),
+        "fan": Platform(required: ["command_topic"], keys: [
+            "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
+            "payload_on": .string, "payload_off": .string,
+            "percentage_command_topic": .topic, "percentage_state_topic": .topic, "percentage_value_template": .template,
+            "speed_range_min": .integer, "speed_range_max": .integer,
+            "direction_command_topic": .topic, "direction_command_template": .template,
+            "direction_state_topic": .topic, "direction_value_template": .template,
+            "oscillation_command_topic": .topic, "oscillation_state_topic": .topic,
+            "payload_oscillation_on": .string, "payload_oscillation_off": .string,
+        ]),
+        "sensor": Platform(required: ["state_topic"], keys: [
+            "state_topic": .topic, "value_template": .template, "unit_of_measurement": .string,
+            "device_class": .oneOf(sensorDeviceClasses),
+            "state_class": .oneOf(["measurement", "total", "total_increasing"]), "options": .stringList,
+        ]),
+        "binary_sensor": Platform(required: ["state_topic"], keys: [
+            "state_topic": .topic, "value_template": .template, "payload_on": .string, "payload_off": .string,
+            "device_class": .oneOf(binarySensorDeviceClasses),
+        ]),
+        "number": Platform(required: ["command_topic"], keys: [
+            "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+            "min": .number, "max": .number, "step": .number, "mode": .oneOf(["auto", "box", "slider"]),
+            "unit_of_measurement": .string, "device_class": .oneOf(sensorDeviceClasses),
+        ]),
+        "select": Platform(required: ["command_topic", "options"], keys: [
+            "command_topic": .topic, "state_topic": .topic, "value_template": .template, "options": .stringList,
+        ]),
+        "text": Platform(required: ["command_topic"], keys: [
+            "command_topic": .topic, "state_topic": .topic, "value_template": .template, "min": .integer, "max": .integer,
+        ]),
+        "button": Platform(required: ["command_topic"], keys: [
+            "command_topic": .topic, "payload_press": .string, "device_class": .oneOf(["identify", "restart", "update"]),
+        ]),
+    ]
+
+    /// Problems with one component's config, empty when it fits the documented schema.
+    static func problems(_ config: [String: JSONValue]) -> [String] {
+        guard let platformName = config["platform"]?.stringValue, let platform = platforms[platformName] else {
+            return ["unknown platform \(config["platform"].map { $0.encoded() } ?? "nil")"]
+        }
+        var out: [String] = []
+        for key in platform.required.union(["platform", "unique_id"]) where config[key] == nil {
+            out.append("\(platformName): missing required \(key)")
+        }
+        for (key, value) in config {
+            guard let kind = platform.keys[key] ?? common[key] else {
+                out.append("\(platformName): undocumented option \(key)")
+                continue
+            }
+            if !fits(value, kind) { out.append("\(platformName): \(key) = \(value.encoded()) is not \(kind)") }
+        }
+        if let deviceClass = config["device_class"]?.stringValue, let unit = config["unit_of_measurement"]?.stringValue,
+           let allowed = unitsByDeviceClass[deviceClass], !allowed.contains(unit) {
+            out.append("\(platformName): unit \(unit) is not one of \(allowed.sorted()) for \(deviceClass)")
+        }
+        if config["device_class"] == "enum" {
+            if config["options"] == nil { out.append("enum sensor without options") }
+            if config["unit_of_measurement"] != nil || config["state_class"] != nil {
+                out.append("enum sensor with a unit or state class")
+            }
+        }
+        return out
+    }
+
+    static func fits(_ value: JSONValue, _ kind: Kind) -> Bool {
+        switch kind {
+        case .string: return value.stringValue != nil
+        case .topic:
+            guard let s = value.stringValue else { return false }
+            return !s.isEmpty && !s.contains("+") && !s.contains("#")
+        case .template:
+            guard let s = value.stringValue else { return false }
+            return (try? HATemplate.parse(s)) != nil
+        case .integer: return value.int64Value != nil && value.stringValue == nil && value.boolValue == nil
+        case .number: return value.doubleValue != nil
+        case .boolean: return value.boolValue != nil
+        case .stringList: return value.arrayValue.map { !$0.isEmpty && $0.allSatisfy { $0.stringValue != nil } } ?? false
+        case .nullableString: return value.isNull || value.stringValue != nil
+        case .oneOf(let allowed): return value.stringValue.map(allowed.contains) ?? false
+        case .availabilityList:
+            guard let list = value.arrayValue, !list.isEmpty else { return false }
+            return list.allSatisfy { entry in
+                guard let object = entry.objectValue, let topic = object["topic"]?.stringValue, !topic.isEmpty else { return false }
+                return object.keys.allSatisfy { ["topic", "payload_available", "payload_not_available", "value_template"].contains($0) }
+                    && object.values.allSatisfy { $0.stringValue != nil }
+            }
+        }
+    }
+}
+
+/// A tiny evaluator for exactly the template forms the discovery configs may use, with Jinja's
+/// meaning. Any other form is an error, so a template that reads more than `value` (or that
+/// this evaluator does not understand) fails the tests instead of being trusted.
+enum HATemplate {
+    enum Form: Equatable {
+        /// `{{ {'k': 'v', …}[value] | default('d') }}`
+        case lookup([String: String], fallback: String)
+        /// `{{ value | float | round(0) | int }}`
+        case roundedInteger
+        /// `{{ [value | int, N] | max }}`
+        case atLeast(Int64)
+    }
+
+    struct Unsupported: Error, CustomStringConvertible {
+        var template: String
+        var why: String
+        var description: String { "unsupported template (\(why)): \(template)" }
+    }
+
+    static func parse(_ template: String) throws -> Form {
+        if template == "{{ value | float | round(0) | int }}" { return .roundedInteger }
+        let clampHead = "{{ [value | int, ", clampTail = "] | max }}"
+        if template.hasPrefix(clampHead), template.hasSuffix(clampTail) {
+            let number = template.dropFirst(clampHead.count).dropLast(clampTail.count)
+            guard let bound = Int64(number) else { throw Unsupported(template: template, why: "bound is no integer") }
+            return .atLeast(bound)
+        }
+        var scanner = Scanner(Array(template))
+        try scanner.expect("{{ {", template)
+        var table: [String: String] = [:]
+        if !scanner.peek("}") {
+            while true {
+                let key = try scanner.stringLiteral(template)
+                try scanner.expect(": ", template)
+                let value = try scanner.stringLiteral(template)
+                guard table.updateValue(value, forKey: key) == nil else { throw Unsupported(template: template, why: "duplicate key \(key)") }
+                if scanner.peek(", ") { try scanner.expect(", ", template); continue }
+                break
+            }
+        }
+        try scanner.expect("}[value] | default(", template)
+        let fallback = try scanner.stringLiteral(template)
+        try scanner.expect(") }}", template)
+        guard scanner.atEnd else { throw Unsupported(template: template, why: "text after the expression") }
+        return .lookup(table, fallback: fallback)
+    }
+
+    /// Renders a template for a payload as Home Assistant would (`value` is the payload text);
+    /// nil where Jinja would raise (a non-number through `float` renders 0.0 in Jinja, which
+    /// we count as a failure: it would be a wrong value, not an error).
+    static func render(_ template: String, value: String) throws -> String? {
+        switch try parse(template) {
+        case .lookup(let table, let fallback):
+            return table[value] ?? fallback
+        case .roundedInteger:
+            guard let d = Double(value.trimmingCharacters(in: .whitespaces)), d.isFinite else { return nil }
+            return String(Int64(d.rounded(.toNearestOrEven)))
+        case .atLeast(let bound):
+            // Jinja's int filter: int(value), else int(float(value)), else 0.
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            let number = Int64(trimmed) ?? Double(trimmed).flatMap { Int64(exactly: $0.rounded(.towardZero)) } ?? 0
+            return String(max(number, bound))
+        }
+    }
+
+    private struct Scanner {
+        let chars: [Character]
+        var index = 0
+        init(_ chars: [Character]) { self.chars = chars }
+
+        var atEnd: Bool { index == chars.count }
+
+        func peek(_ text: String) -> Bool {
+            let t = Array(text)
+            return index + t.count <= chars.count && Array(chars[index..<index + t.count]) == t
+        }
+
+        mutating func expect(_ text: String, _ template: String) throws {
+            guard peek(text) else { throw Unsupported(template: template, why: "expected '\(text)' at \(index)") }
+            index += text.count
+        }
+
+        /// A single-quoted Jinja string literal with `\\` and `\'` escapes.
+        mutating func stringLiteral(_ template: String) throws -> String {
+            try expect("'", template)
+            var out = ""
+            while index < chars.count {
+                let c = chars[index]
+                index += 1
+                if c == "'" { return out }
+                if c == "\\" {
+                    guard index < chars.count else { break }
+                    out.append(chars[index])
+                    index += 1
+                } else {
+                    out.append(c)
+                }
+            }
+            throw Unsupported(template: template, why: "unterminated string")
+        }
+    }
+}
+
+final class HomeAssistantSchemaTests: XCTestCase {
+    func testEvaluatorFollowsJinjaForTheLookupForm() throws {
+        let template = "{{ {'0': 'open', '1': 'it\\'s'}[value] | default('None') }}"
+        XCTAssertEqual(try HATemplate.render(template, value: "0"), "open")
+        XCTAssertEqual(try HATemplate.render(template, value: "1"), "it's")
+        // A missing key is undefined in Jinja, and `default` replaces undefined.
+        XCTAssertEqual(try HATemplate.render(template, value: "7"), "None")
+        XCTAssertEqual(try HATemplate.render("{{ value | float | round(0) | int }}", value: "49.6"), "50")
+        XCTAssertEqual(try HATemplate.render("{{ value | float | round(0) | int }}", value: "20.0"), "20")
+        XCTAssertEqual(try HATemplate.render("{{ [value | int, 10] | max }}", value: "3"), "10")
+        XCTAssertEqual(try HATemplate.render("{{ [value | int, 10] | max }}", value: "55"), "55")
+    }
+
+    func testEvaluatorRefusesOtherForms() {
+        for template in ["{{ value_json.x }}", "{{ states('sensor.x') }}", "{{ {'0': 'a'}[value] }}", "{{ value }} extra"] {
+            XCTAssertThrowsError(try HATemplate.parse(template), template)
+        }
+    }
+
+    func testSchemaCheckCatchesMistakes() {
+        XCTAssertFalse(HASchema.problems(["platform": "light", "unique_id": "x"]).isEmpty, "light without command_topic")
+        XCTAssertFalse(HASchema.problems(["platform": "sensor", "unique_id": "x", "state_topic": "a/state", "stat_topic": "a"]).isEmpty)
+        XCTAssertFalse(HASchema.problems(["platform": "sensor", "unique_id": "x", "state_topic": "a/state",
+                                          "device_class": "temperature", "unit_of_measurement": "%"]).isEmpty)
+        XCTAssertFalse(HASchema.problems(["platform": "light", "unique_id": "x", "command_topic": "a/set", "brightness_scale": "100"]).isEmpty)
+        XCTAssertEqual(HASchema.problems(["platform": "light", "unique_id": "x", "command_topic": "a/set"]), [])
+    }
+}

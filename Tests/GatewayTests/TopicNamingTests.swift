@@ -1,0 +1,179 @@
+import XCTest
+@testable import Gateway
+import HomeModel
+
+final class SlugTests: XCTestCase {
+    func testSlugsAreLowercaseFoldedAndDashed() {
+        XCTAssertEqual(Slug.make("Living Room"), "living-room")
+        XCTAssertEqual(Slug.make("Café Ü-Bahn"), "cafe-u-bahn")
+        XCTAssertEqual(Slug.make("  Kilgo's  Garage!! "), "kilgo-s-garage")
+        XCTAssertEqual(Slug.make("a/b+c#d$e"), "a-b-c-d-e")
+        XCTAssertEqual(Slug.make("***"), "unnamed")
+        XCTAssertEqual(Slug.make("", fallback: "room"), "room")
+    }
+
+    func testSlugsNeverContainTopicSpecials() {
+        for name in ["$gateway", "+", "#", "a/b", "x$y", "😀 lamp", "\u{0}\n\t"] {
+            let slug = Slug.make(name)
+            XCTAssertFalse(slug.contains { "$+#/".contains($0) }, slug)
+            XCTAssertTrue(slug.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }, slug)
+            XCTAssertFalse(slug.hasPrefix("-") || slug.hasSuffix("-"), slug)
+        }
+    }
+
+    func testCollisionsGetStableSuffixes() {
+        XCTAssertEqual(Slug.unique(["Lamp", "lamp", "LAMP"]), ["lamp", "lamp-2", "lamp-3"])
+        // A real name `lamp-2` keeps its slug; the duplicate skips it.
+        XCTAssertEqual(Slug.unique(["Lamp", "Lamp", "Lamp 2"]), ["lamp", "lamp-3", "lamp-2"])
+    }
+
+    func testTopicFilterMatching() {
+        XCTAssertTrue(TopicMatch.matches(filter: "home/garage/#", topic: "home/garage/door/x/set"))
+        XCTAssertTrue(TopicMatch.matches(filter: "home/+/door/#", topic: "home/garage/door/x"))
+        XCTAssertFalse(TopicMatch.matches(filter: "home/+/door", topic: "home/garage/door/x"))
+        XCTAssertFalse(TopicMatch.matches(filter: "home/kitchen/#", topic: "home/garage/door"))
+        XCTAssertTrue(TopicMatch.matches(filter: "home/#", topic: "home"))
+    }
+}
+
+final class TopicTreeTests: XCTestCase {
+    static func characteristic(_ iid: UInt64, _ name: String, _ value: CharacteristicValue? = nil) -> Characteristic {
+        let type = Catalog.characteristicType(named: name)!
+        return Characteristic(iid: iid, type: type.uuid, value: value, metadata: type.metadata)
+    }
+
+    static func lamp(id: String, name: String, manufacturer: String = "Acme", room: String? = nil) -> Accessory {
+        let info = AccessoryService(iid: 1, type: Catalog.serviceType(named: "accessory-information")!.uuid, characteristics: [
+            characteristic(2, "name", .string(name)), characteristic(3, "identify"),
+        ])
+        let bulb = AccessoryService(iid: 10, type: Catalog.serviceType(named: "lightbulb")!.uuid, characteristics: [
+            characteristic(11, "power-state", .bool(false)), characteristic(12, "brightness", .int(50)),
+        ])
+        return Accessory(id: id, name: name, manufacturer: manufacturer, category: 5, services: [info, bulb], suggestedRoom: room)
+    }
+
+    func home(_ accessories: [Accessory]) async throws -> Home {
+        let db = HomeDatabase.inMemory()
+        try await db.adopt(accessories)
+        return await db.home
+    }
+
+    func testTopicsFollowRoomsAndCollidingNamesGetSuffixesByID() async throws {
+        let list = [
+            Self.lamp(id: "b", name: "Lamp", room: "Living Room"),
+            Self.lamp(id: "a", name: "Lamp", room: "Living Room"),
+            Self.lamp(id: "c", name: "Desk Lamp"),
+        ]
+        let tree = TopicTree(base: "home", accessories: list, home: try await home(list), scope: try ScopeFilter(ScopeConfig()))
+        XCTAssertEqual(tree.accessory(id: "a")?.topic, "home/living-room/lamp")
+        XCTAssertEqual(tree.accessory(id: "b")?.topic, "home/living-room/lamp-2")
+        XCTAssertEqual(tree.accessory(id: "c")?.topic, "home/default-room/desk-lamp")
+        let brightness = tree.characteristic(topic: "home/living-room/lamp/lightbulb/brightness")
+        XCTAssertEqual(brightness?.address, CharacteristicAddress(accessoryID: "a", iid: 12))
+        // The accessory-information service is not user-interactive: no topics by default.
+        XCTAssertNil(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 2)))
+    }
+
+    func testScopeCriteria() async throws {
+        let list = [
+            Self.lamp(id: "a", name: "Lamp", manufacturer: "Acme", room: "Kitchen"),
+            Self.lamp(id: "b", name: "Other", manufacturer: "Globex", room: "Bedroom"),
+        ]
+        let home = try await home(list)
+        func ids(_ scope: ScopeConfig) throws -> [String] {
+            TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(scope)).accessories.map(\.id).sorted()
+        }
+        var scope = ScopeConfig()
+        scope.manufacturers = ScopeList(allow: ["Acme"])
+        XCTAssertEqual(try ids(scope), ["a"])
+        scope = ScopeConfig()
+        scope.rooms = ScopeList(deny: ["kitchen"])
+        XCTAssertEqual(try ids(scope), ["b"])
+        scope = ScopeConfig()
+        scope.accessories = ScopeList(deny: ["Other"])
+        XCTAssertEqual(try ids(scope), ["a"])
+
+        scope = ScopeConfig()
+        scope.characteristicTypes = ScopeList(deny: ["brightness"])
+        var tree = TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(scope))
+        XCTAssertNil(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 12)))
+        XCTAssertNotNil(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 11)))
+
+        scope = ScopeConfig()
+        scope.userInteractiveOnly = false
+        tree = TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(scope))
+        XCTAssertEqual(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 2))?.topic, "home/kitchen/lamp/accessory-information/name")
+
+        scope = ScopeConfig()
+        scope.readOnly = ["home/kitchen/#", "Other"]
+        tree = TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(scope))
+        XCTAssertEqual(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 11))?.isReadOnlyScope, true)
+        XCTAssertEqual(tree.characteristic(CharacteristicAddress(accessoryID: "b", iid: 11))?.isReadOnlyScope, true)
+
+        scope = ScopeConfig()
+        scope.serviceTypes = ScopeList(allow: ["no-such-service"])
+        XCTAssertThrowsError(try ScopeFilter(scope, file: "gw.yml")) { error in
+            XCTAssertEqual((error as? ConfigError)?.key, "scope.service-types.allow")
+        }
+    }
+}
+
+final class ConfigTests: XCTestCase {
+    func testFullConfigParses() throws {
+        let config = try GatewayConfig.parse("""
+        broker:
+          url: mqtt://user:secret@broker.local:1884
+          client-id: gw1
+          protocol: 3.1.1
+          qos: 0
+        base-topic: house/main
+        poll-interval: 5
+        scope:
+          services: all
+          manufacturers: { deny: [Globex] }
+          read-only: [home/garage/#]
+        sources:
+          - type: simulator
+            directory: sim
+        """, file: "/etc/homemqtt/gateway.yml")
+        XCTAssertEqual(config.mqtt.host, "broker.local")
+        XCTAssertEqual(config.mqtt.port, 1884)
+        XCTAssertEqual(config.mqtt.username, "user")
+        XCTAssertEqual(config.mqtt.password, "secret")
+        XCTAssertEqual(config.mqtt.clientID, "gw1")
+        XCTAssertEqual(config.qos, .atMostOnce)
+        XCTAssertEqual(config.baseTopic, "house/main")
+        XCTAssertFalse(config.scope.userInteractiveOnly)
+        XCTAssertEqual(config.sources, [.simulator(directory: "/etc/homemqtt/sim")])
+        XCTAssertFalse(config.brokerDisplay.contains("secret"))
+    }
+
+    func testEnvironmentSuppliesCredentials() throws {
+        let config = try GatewayConfig.parse("base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_MQTT_PASSWORD": "pw", "HOMEMQTT_MQTT_USERNAME": "me"])
+        XCTAssertEqual(config.mqtt.username, "me")
+        XCTAssertEqual(config.mqtt.password, "pw")
+    }
+
+    func testErrorsNameFileAndKey() {
+        let cases: [(String, String?)] = [
+            ("brokr:\n  url: x\n", "brokr"),
+            ("broker:\n  url: ftp://x\n", "broker.url"),
+            ("broker:\n  qos: 3\n", "broker.qos"),
+            ("poll-interval: soon\n", "poll-interval"),
+            ("base-topic: home/#\n", "base-topic"),
+            ("scope:\n  services: some\n", "scope.services"),
+            ("scope:\n  rooms: { alow: [x] }\n", "scope.rooms.alow"),
+            ("sources:\n  - type: zigbee\n", "sources[0].type"),
+            ("sources: []\n", "sources"),
+            ("key: [unclosed\n", nil),
+        ]
+        for (text, key) in cases {
+            XCTAssertThrowsError(try GatewayConfig.parse(text, file: "gw.yml"), text) { error in
+                guard let error = error as? ConfigError else { return XCTFail("\(error)") }
+                XCTAssertEqual(error.file, "gw.yml")
+                XCTAssertEqual(error.key, key, text)
+                XCTAssertTrue(error.description.hasPrefix("gw.yml"), error.description)
+            }
+        }
+    }
+}

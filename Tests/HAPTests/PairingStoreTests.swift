@@ -1,0 +1,50 @@
+import Foundation
+import XCTest
+@testable import HAP
+
+final class PairingStoreTests: XCTestCase {
+    func sample(_ id: String) -> HAPPairing {
+        HAPPairing(
+            accessoryPairingID: id, accessoryLTPK: HAPCrypto.randomBytes(32).hexString, controllerPairingID: UUID().uuidString,
+            controllerLTSK: HAPCrypto.randomBytes(32).hexString, controllerLTPK: HAPCrypto.randomBytes(32).hexString,
+            host: "127.0.0.1", port: 51826, name: "Lamp", category: 5)
+    }
+
+    func testSaveLoadReplaceRemove() throws {
+        let dir = try makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = HAPPairingStore(directory: dir.appendingPathComponent("state"))
+        XCTAssertEqual(try store.all(), [])
+        var a = sample("AA:BB:CC:DD:EE:01")
+        let b = sample("AA:BB:CC:DD:EE:02")
+        try store.save(a)
+        try store.save(b)
+        a.host = "10.0.0.9"
+        try store.save(a)
+        XCTAssertEqual(try store.all().sorted { $0.accessoryPairingID < $1.accessoryPairingID }, [a, b])
+        let names = try FileManager.default.contentsOfDirectory(atPath: store.directory.path)
+        XCTAssertEqual(names.count, 2, "no temporary files are left behind: \(names)")
+        for n in names {
+            let attrs = try FileManager.default.attributesOfItem(atPath: store.directory.appendingPathComponent(n).path)
+            XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600)
+        }
+        try store.remove(id: a.accessoryPairingID)
+        try store.remove(id: a.accessoryPairingID)
+        XCTAssertEqual(try store.all(), [b])
+    }
+
+    func testCorruptFileIsANamedError() throws {
+        let dir = try makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = HAPPairingStore(directory: dir)
+        try Data("{\"accessoryPairingID\": 1".utf8).write(to: store.fileURL(for: "X"))
+        XCTAssertThrowsError(try store.all()) { error in
+            XCTAssertEqual((error as? HAPError)?.code, "bad-pairing-file")
+            XCTAssertTrue((error as? HAPError)?.message.contains("hap-pairing-X.json") ?? false)
+        }
+        var bad = sample("Y")
+        bad.accessoryLTPK = "zz"
+        try store.save(bad)
+        XCTAssertThrowsError(try store.pairing(id: "Y")) { XCTAssertEqual(($0 as? HAPError)?.code, "bad-pairing-file") }
+    }
+}

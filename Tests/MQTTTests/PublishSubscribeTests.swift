@@ -1,0 +1,137 @@
+import Foundation
+import MQTT
+import Testing
+import TestSupport
+
+@Suite("Publish and subscribe against a real mosquitto")
+struct PublishSubscribeTests {
+    @Test(arguments: [MQTTProtocolVersion.v5, .v311])
+    func roundTripAtEveryQoS(version: MQTTProtocolVersion) async throws {
+        try await MosquittoBroker.with { broker in
+            let subscriber = try await MQTTTestSubscriber.start(broker: broker, filter: "rt/#", qos: .exactlyOnce)
+            let publisher = try await connectedClient(broker) { $0.protocolVersion = version }
+            for qos in MQTTQoS.allCases {
+                let payload: [UInt8] = [0, 1, 2, 255] + Array("qos \(qos.rawValue)".utf8)
+                try await publisher.publish("rt/\(qos.rawValue)", payload: payload, qos: qos)
+                let received = try await subscriber.waitForMessage { $0.topic == "rt/\(qos.rawValue)" }
+                #expect(received.payload == payload)
+                #expect(received.qos == qos)
+                #expect(received.retain == false)
+            }
+            #expect(subscriber.messages.count == 3)
+            await publisher.disconnect()
+            await subscriber.stop()
+        }
+    }
+
+    @Test func grantedQoSIsTheLowerOfPublishAndSubscription() async throws {
+        try await MosquittoBroker.with { broker in
+            let subscriber = try await MQTTTestSubscriber.start(broker: broker, filter: "low/#", qos: .atMostOnce)
+            let publisher = try await connectedClient(broker)
+            try await publisher.publish("low/x", "hello", qos: .exactlyOnce)
+            let received = try await subscriber.waitForMessage()
+            #expect(received.qos == .atMostOnce)
+            #expect(received.string == "hello")
+            await publisher.disconnect()
+            await subscriber.stop()
+        }
+    }
+
+    @Test func retainedMessageReachesALateSubscriber() async throws {
+        try await MosquittoBroker.with { broker in
+            let publisher = try await connectedClient(broker)
+            try await publisher.publish("home/lamp/state", "on", qos: .atLeastOnce, retain: true)
+            // PUBACK received means the broker stored the retained message.
+            try await waitUntil("the retained publish to be acknowledged") { publisher.queuedPublishCount == 0 }
+
+            let late = try await MQTTTestSubscriber.start(broker: broker, filter: "home/+/state", qos: .atLeastOnce)
+            let message = try await late.waitForMessage { $0.topic == "home/lamp/state" }
+            #expect(message.string == "on")
+            #expect(message.retain, "a retained message delivered on subscribe carries the retain flag")
+
+            // A live publish after subscribing is not flagged retained even if published with retain.
+            try await publisher.publish("home/lamp/state", "off", qos: .atLeastOnce, retain: true)
+            let live = try await late.waitForMessage { $0.string == "off" }
+            #expect(live.retain == false)
+
+            // mosquitto_sub sees what we retained, too (interoperability): %r prints the retain flag.
+            let output = try await runChecked(
+                "mosquitto_sub", broker.clientArguments + ["-t", "home/lamp/state", "-C", "1", "-W", "5", "-F", "%r %t %p"])
+            #expect(output.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == "1 home/lamp/state off")
+            await late.stop()
+            await publisher.disconnect()
+        }
+    }
+
+    @Test func singleAndMultiLevelWildcards() async throws {
+        try await MosquittoBroker.with { broker in
+            let client = try await connectedClient(broker)
+            let collector = MessageCollector(client.messages())
+            try await client.subscribe([("sensors/+/temperature", .atLeastOnce), ("alarm/#", .atLeastOnce)])
+            let topics = [
+                "sensors/kitchen/temperature",  // matches +
+                "sensors/kitchen/humidity",  // no
+                "sensors/a/b/temperature",  // no: + is one level
+                "alarm",  // matches # (parent level)
+                "alarm/zone1/door",  // matches #
+                "alarms/zone1",  // no
+                "sensors/hall/temperature",  // matches +
+            ]
+            for topic in topics { try await client.publish(topic, topic, qos: .atLeastOnce) }
+            try await client.publish("alarm/end", "end", qos: .atLeastOnce)
+            try await collector.waitFor("the end marker") { $0.topic == "alarm/end" }
+            let received = collector.elements.map(\.topic).filter { $0 != "alarm/end" }
+            #expect(received == ["sensors/kitchen/temperature", "alarm", "alarm/zone1/door", "sensors/hall/temperature"])
+            await client.disconnect()
+        }
+    }
+
+    @Test func unsubscribeStopsDelivery() async throws {
+        try await MosquittoBroker.with { broker in
+            let client = try await connectedClient(broker)
+            let collector = MessageCollector(client.messages())
+            try await client.subscribe("a/#", qos: .atLeastOnce)
+            try await client.subscribe("b/#", qos: .atLeastOnce)
+            try await client.unsubscribe("a/#")
+            try await client.publish("a/1", "x", qos: .atLeastOnce)
+            try await client.publish("b/1", "y", qos: .atLeastOnce)
+            try await collector.waitFor { $0.topic == "b/1" }
+            // Same client, same QoS: a/1 would have arrived before b/1.
+            #expect(collector.elements.map(\.topic) == ["b/1"])
+            await client.disconnect()
+        }
+    }
+
+    @Test func mqtt5PropertiesAndInteroperabilityWithMosquittoClients() async throws {
+        try await MosquittoBroker.with { broker in
+            let client = try await connectedClient(broker)
+            let collector = MessageCollector(client.messages())
+            try await client.subscribe("props/#", qos: .atLeastOnce)
+            // mosquitto_pub → our client, with MQTT 5 user property and message expiry.
+            try await runChecked(
+                "mosquitto_pub",
+                broker.clientArguments + [
+                    "-V", "mqttv5", "-t", "props/in", "-m", "from-cli", "-q", "1",
+                    "-D", "publish", "user-property", "origin", "cli", "-D", "publish", "message-expiry-interval", "120",
+                ])
+            let incoming = try await collector.waitFor { $0.topic == "props/in" }
+            #expect(incoming.string == "from-cli")
+            #expect(incoming.properties.userProperties == [MQTTUserProperty(name: "origin", value: "cli")])
+            #expect(incoming.properties.messageExpiry.map { $0 > 0 && $0 <= 120 } == true)
+
+            // Our client → mosquitto_sub, with properties (%P prints user properties).
+            let sub = try ChildProcess(
+                "mosquitto_sub",
+                broker.clientArguments + ["-V", "mqttv5", "-t", "props/out", "-C", "1", "-W", "10", "-F", "%t %p %P"])
+            try await broker.waitForSubscription(to: "props/out")
+            var properties = MQTTPublishProperties()
+            properties.userProperties = [MQTTUserProperty(name: "k", value: "v")]
+            properties.messageExpiry = 60
+            try await client.publish("props/out", payload: Array("to-cli".utf8), qos: .atLeastOnce, properties: properties)
+            let status = try await sub.waitForExit(timeout: 10)
+            #expect(status == 0)
+            #expect(sub.standardOutput.split(separator: "\n").contains("props/out to-cli k:v"), "\(sub.standardOutput)")
+            await client.disconnect()
+        }
+    }
+}

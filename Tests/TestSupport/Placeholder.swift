@@ -1,1 +1,0 @@
-// Test support: broker harness and process helpers.
