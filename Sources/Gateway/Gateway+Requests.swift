@@ -60,7 +60,15 @@ extension Gateway {
     static let operations = [
         "tree", "republish", "health", "room/add", "room/rename", "room/remove", "accessory/rename",
         "accessory/move", "accessory/remove", "accessory/identify", "service/rename", "scope/get", "scope/set",
+        "pair", "unpair", "discover",
     ]
+
+    func requirePairing(_ op: String) throws(GatewayFailure) -> any PairingManager {
+        guard let pairing else {
+            throw GatewayFailure(code: "no-pairing-source", message: "\(op) needs the hap source; add `- type: hap` under sources in the config")
+        }
+        return pairing
+    }
 
     func perform(op: String, _ request: RequestFields) async -> Result<JSONValue, GatewayFailure> {
         do throws(GatewayFailure) {
@@ -106,6 +114,11 @@ extension Gateway {
             case "accessory/remove":
                 let accessory = try resolveAccessory(request)
                 try request.finish(extra: ["accessory"])
+                // A paired accessory leaves the home by losing its pairing; its source then
+                // reports it removed.
+                if let pairing, let pairingID = pairing.pairingID(forAccessory: accessory.id) {
+                    try await pairing.unpair(id: pairingID)
+                }
                 try await database { db throws(ModelError) in try await db.forgetAccessory(id: accessory.id) }
                 await removeFromHome(accessory.id)
                 return .success(.object(["id": .string(accessory.id), "name": .string(accessory.displayName)]))
@@ -137,6 +150,25 @@ extension Gateway {
                 let newScope = try Self.decodeScope(raw)
                 try setScope(newScope)
                 return .success(try Self.scopeJSON(newScope))
+            case "pair":
+                let manager = try requirePairing(op)
+                let host = try request.string("host")
+                let port = try request.int("port", in: 1...65535)
+                let code = try request.string("code")
+                let name = try request.optionalString("name")
+                try request.finish()
+                return .success(try await manager.pair(host: host, port: port, setupCode: code, name: name))
+            case "unpair":
+                let manager = try requirePairing(op)
+                let id = try request.string("pairing")
+                try request.finish()
+                try await manager.unpair(id: id)
+                return .success(.object(["pairing": .string(id)]))
+            case "discover":
+                let manager = try requirePairing(op)
+                let timeout = try request.optionalDouble("timeout", in: 0.5...30) ?? 3
+                try request.finish()
+                return .success(try await manager.discover(timeout: timeout))
             default:
                 throw GatewayFailure(code: "unknown-op", message: "unknown operation '\(op)'; known: \(Self.operations.joined(separator: ", "))")
             }
@@ -299,6 +331,26 @@ final class RequestFields: @unchecked Sendable {
         case .string(let text)?: return text.isEmpty ? nil : text
         default: throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a string or null")
         }
+    }
+
+    func int(_ key: String, in range: ClosedRange<Int>) throws(GatewayFailure) -> Int {
+        used.insert(key)
+        guard let value = fields[key] else {
+            throw GatewayFailure(code: "missing-field", message: "the request needs \"\(key)\"")
+        }
+        guard let number = value.intValue, range.contains(number) else {
+            throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)")
+        }
+        return number
+    }
+
+    func optionalDouble(_ key: String, in range: ClosedRange<Double>) throws(GatewayFailure) -> Double? {
+        used.insert(key)
+        guard let value = fields[key], value != .null else { return nil }
+        guard let number = value.doubleValue, range.contains(number) else {
+            throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a number in \(range.lowerBound)…\(range.upperBound)")
+        }
+        return number
     }
 
     func finish(extra: [String] = []) throws(GatewayFailure) {

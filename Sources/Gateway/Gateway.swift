@@ -18,6 +18,7 @@ public actor Gateway: Service {
     public let mqtt: MQTTClient
     let logger: Logger
     let scopeStore: ScopeStore?
+    let pairing: (any PairingManager)?
     let startedAt = ContinuousClock.now
 
     var scope: ScopeFilter
@@ -67,8 +68,10 @@ public actor Gateway: Service {
 
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: MQTTClient,
-        scopeStore: ScopeStore? = nil, logger: Logger = Logger(label: "homemqtt.gateway")
+        scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
+        logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
+        self.pairing = pairing
         self.config = config
         self.source = source
         self.database = database
