@@ -25,7 +25,7 @@ public actor Gateway: Service {
     var accessories: [String: Accessory] = [:]
     var accessoryOrder: [String] = []
     var values: [CharacteristicAddress: CharacteristicValue] = [:]
-    var tree: TopicTree
+    public var tree: TopicTree
     /// Every retained topic this gateway has published and not cleared, with its payload.
     var retained: [String: [UInt8]] = [:]
     var isStarted = false
@@ -167,8 +167,8 @@ public actor Gateway: Service {
                 logger.warning("cannot reach the broker, retrying", metadata: [
                     "broker": "\(config.brokerDisplay)", "error": "\(error)", "retry-in": "\(delay)s",
                 ])
-                // A refusal of our credentials will not fix itself.
-                if error.code == "not-authorized" || error.code == "bad-username-or-password" { throw error }
+                // A refusal of our credentials, TLS or configuration will not fix itself.
+                if !error.isTransient { throw error }
             }
             try await Task.sleep(for: .seconds(delay))
             delay = min(delay * 2, 30)

@@ -1,0 +1,93 @@
+import Foundation
+import Gateway
+import HomeModel
+import MQTT
+import TestSupport
+import XCTest
+
+/// Discovery through a real broker: configs retained at start, republished on Home
+/// Assistant's birth message, cleared when an accessory leaves.
+final class HomeAssistantMQTTTests: XCTestCase {
+    func discoveryConfigs(_ gw: GatewayHarness) async throws -> [String: String] {
+        try await gw.retainedOnBroker("homeassistant/#")
+    }
+
+    func testConfigsAreRetainedOnePerAccessoryAndUseOurTopics() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let configs = try await discoveryConfigs(gw)
+        let accessories = await gw.gateway.tree.accessories.count
+        XCTAssertGreaterThan(configs.count, 5)
+        XCTAssertLessThanOrEqual(configs.count, accessories)
+        for (topic, payload) in configs {
+            XCTAssertTrue(topic.hasPrefix("homeassistant/device/homemqtt_") && topic.hasSuffix("/config"), topic)
+            let json = try JSONValue(parsing: payload)
+            XCTAssertEqual(json["origin"]?["name"], .string("HomeMQTT"))
+            let components = try XCTUnwrap(json["components"]?.objectValue, topic)
+            for (_, component) in components {
+                for key in ["state_topic", "command_topic"] {
+                    if let value = component[key]?.stringValue { XCTAssertTrue(value.hasPrefix("home/"), "\(key) \(value)") }
+                }
+            }
+        }
+        let garage = try XCTUnwrap(configs.values.first { $0.contains("Kilgo Devices") })
+        XCTAssertTrue(garage.contains("\"device_class\":\"garage\""), garage)
+    }
+
+    func testBirthMessageRepublishesEveryConfig() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let before = try await discoveryConfigs(gw)
+        let listener = try await MQTTTestSubscriber.start(broker: gw.broker, filter: "homeassistant/device/#", clientID: "ha-listener")
+        addTeardownBlock { await listener.stop() }
+        try await Task.sleep(for: .milliseconds(300))
+        listener.clear()
+        try await gw.publisher.publish("homeassistant/status", payload: Array("offline".utf8), qos: .atLeastOnce)
+        try await Task.sleep(for: .milliseconds(300))
+        XCTAssertEqual(listener.messages.count, 0, "offline republishes nothing")
+        try await gw.publisher.publish("homeassistant/status", payload: Array("online".utf8), qos: .atLeastOnce)
+        let again = try await listener.waitForMessages(count: before.count, timeout: 10)
+        var seen: [String: String] = [:]
+        for message in again { seen[message.topic] = message.string }
+        XCTAssertEqual(seen, before, "the same configs, byte for byte")
+    }
+
+    func testAnAccessoryThatLeavesLeavesNoRetainedConfig() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let lampID = try await gw.accessoryID(named: "Garage Door Opener")
+        let topic = "homeassistant/device/\(HomeAssistantDiscovery.nodeID(accessoryID: lampID))/config"
+        let before = try await discoveryConfigs(gw)
+        XCTAssertNotNil(before[topic])
+        // Renaming keeps the config topic.
+        try await gw.database.renameAccessory(id: lampID, to: "Kilgo Door")
+        try await gw.next("home/$gateway/event") { $0.contains("accessory-renamed") }
+        try await waitUntil("renamed device") { try await self.discoveryConfigs(gw)[topic]?.contains("Kilgo Door") == true }
+        // Leaving scope clears it.
+        _ = try await gw.request("home/$gateway/request/scope/set", #"{"scope": {"manufacturers": {"deny": ["Kilgo Devices, Inc."]}}}"#, answer: "home/$gateway/response/scope/set")
+        try await waitUntil("config cleared") { try await self.discoveryConfigs(gw)[topic] == nil }
+        let after = try await discoveryConfigs(gw)
+        XCTAssertEqual(Set(after.keys), Set(before.keys).subtracting([topic]))
+    }
+
+    func testDiscoveryCanBeTurnedOff() async throws {
+        let gw = try await GatewayHarness.start(configure: { $0.homeAssistant.enabled = false })
+        addTeardownBlock { await gw.stop() }
+        let configs = try await discoveryConfigs(gw)
+        XCTAssertEqual(configs, [:])
+    }
+
+    func testStaleConfigsOfOursAreClearedAndOthersLeftAlone() async throws {
+        let foreign = #"{"device":{"identifiers":["zigbee_1"]},"components":{}}"#
+        let gw = try await GatewayHarness.start(before: { broker, publisher in
+            // What an earlier run left for an accessory that is gone now: a config naming our status topic.
+            let ghost = #"{"origin":{"name":"HomeMQTT"},"device":{"identifiers":["homemqtt_sim_gone"]},"availability":[{"topic":"home/$gateway/status"}],"components":{}}"#
+            try await publisher.publish("homeassistant/device/homemqtt_sim_gone/config", payload: Array(ghost.utf8), qos: .atLeastOnce, retain: true)
+            try await publisher.publish("homeassistant/device/zigbee_1/config", payload: Array(foreign.utf8), qos: .atLeastOnce, retain: true)
+        })
+        addTeardownBlock { await gw.stop() }
+        try await waitUntil("ghost config cleared") { try await self.discoveryConfigs(gw)["homeassistant/device/homemqtt_sim_gone/config"] == nil }
+        let configs = try await discoveryConfigs(gw)
+        XCTAssertEqual(configs["homeassistant/device/zigbee_1/config"], foreign)
+    }
+}
