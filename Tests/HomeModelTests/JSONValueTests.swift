@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func rejectsInvalidUTF8() {
-        #expect(throws: ModelError(code: "invalid-json", message: "invalid JSON at byte 3: string is not valid UTF-8")) {
+        #expect(throws: ModelError(code: "invalid-json", message: "invalid JSON at byte 4: string is not valid UTF-8")) {
             try JSONValue(parsing: [0x22, 0xFF, 0xFE, 0x22])
         }
     }
