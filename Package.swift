@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "homemqtt", targets: ["homemqtt"]),
+        .executable(name: "homemqtt-bench", targets: ["homemqtt-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -77,6 +78,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Benchmarks against baselines measured in the same run (issue 8); starts its own broker.
+        .executableTarget(
+            name: "homemqtt-bench",
+            dependencies: [
+                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Shared by the test targets: a real mosquitto on a free loopback port, process helpers.
         .target(
             name: "TestSupport",
@@ -93,7 +104,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "HomeModelTests", dependencies: ["HomeModel"]),
+        .testTarget(name: "BenchTests", dependencies: ["homemqtt-bench", "TestSupport"]),
+        .testTarget(name: "HomeModelTests", dependencies: ["HomeModel", "TestSupport"]),
         .testTarget(
             name: "SimulatorTests",
             dependencies: [
@@ -106,7 +118,8 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
+                // homemqtt: built for the end-to-end tests, which run the binary.
+                "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt", "HAP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

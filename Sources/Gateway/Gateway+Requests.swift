@@ -119,8 +119,16 @@ extension Gateway {
                 if let pairing, let pairingID = pairing.pairingID(forAccessory: accessory.id) {
                     try await pairing.unpair(id: pairingID)
                 }
-                try await database { db throws(ModelError) in try await db.forgetAccessory(id: accessory.id) }
-                await removeFromHome(accessory.id)
+                // Out of the tree before the database forgets its room, so that it is never
+                // published in the default room on its way out.
+                removedAccessories.insert(accessory.id)
+                do throws(GatewayFailure) {
+                    try await database { db throws(ModelError) in try await db.forgetAccessory(id: accessory.id) }
+                } catch {
+                    removedAccessories.remove(accessory.id)
+                    rebuild(announce: true)
+                    throw error
+                }
                 return .success(.object(["id": .string(accessory.id), "name": .string(accessory.displayName)]))
             case "accessory/identify":
                 let accessory = try resolveAccessory(request)
@@ -181,18 +189,14 @@ extension Gateway {
         do throws(ModelError) {
             let result = try await body(database)
             // The database's event reaches `handle(homeEvent:)` too; refreshing here makes the
-            // topics current before the response is sent.
+            // topics current before the response is sent. Whichever rebuild sees the change
+            // first announces it (the tree diff), the other finds nothing left to announce.
             await refreshHome()
-            rebuild(announce: false)
+            rebuild(announce: true)
             return result
         } catch {
             throw GatewayFailure(code: error.code, message: error.message)
         }
-    }
-
-    private func removeFromHome(_ id: String) async {
-        removedAccessories.insert(id)
-        rebuild(announce: true)
     }
 
     func resolveRoom(_ request: RequestFields) async throws(GatewayFailure) -> Room {
@@ -230,7 +234,7 @@ extension Gateway {
         throw GatewayFailure(code: "unknown-service", message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
     }
 
-    static func scopeJSON(_ scope: ScopeConfig) throws(GatewayFailure) -> JSONValue {
+    public static func scopeJSON(_ scope: ScopeConfig) throws(GatewayFailure) -> JSONValue {
         do {
             let data = try JSONEncoder().encode(scope)
             return try JSONValue(parsing: Array(data))
@@ -239,7 +243,9 @@ extension Gateway {
         }
     }
 
-    static func decodeScope(_ value: JSONValue) throws(GatewayFailure) -> ScopeConfig {
+    /// Read strictly, as the config file's scope is: a key left out keeps its default, an
+    /// unknown or ill-typed one is an error naming it (`scope.rooms.alow`).
+    public static func decodeScope(_ value: JSONValue) throws(GatewayFailure) -> ScopeConfig {
         guard case .object(let object) = value else {
             throw GatewayFailure(code: "invalid-field", message: "\"scope\" must be an object")
         }
@@ -247,20 +253,47 @@ extension Gateway {
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             throw GatewayFailure(code: "unknown-field", message: "scope has no field '\(unknown)'; fields: \(known.sorted().joined(separator: ", "))")
         }
-        do {
-            var scope = ScopeConfig()
-            let decoded = try JSONDecoder().decode(PartialScope.self, from: Data(value.encoded().utf8))
-            if let v = decoded.manufacturers { scope.manufacturers = v }
-            if let v = decoded.userInteractiveOnly { scope.userInteractiveOnly = v }
-            if let v = decoded.serviceTypes { scope.serviceTypes = v }
-            if let v = decoded.characteristicTypes { scope.characteristicTypes = v }
-            if let v = decoded.rooms { scope.rooms = v }
-            if let v = decoded.accessories { scope.accessories = v }
-            if let v = decoded.readOnly { scope.readOnly = v }
-            return scope
-        } catch {
-            throw GatewayFailure(code: "invalid-field", message: "scope is not valid: \(error)")
+        func strings(_ value: JSONValue?, _ path: String) throws(GatewayFailure) -> [String]? {
+            switch value {
+            case nil, .null?:
+                return nil
+            case .array(let items)?:
+                var out: [String] = []
+                for item in items {
+                    guard let text = item.stringValue else {
+                        throw GatewayFailure(code: "invalid-field", message: "\(path) must be a list of strings, got \(item.kindName) in it")
+                    }
+                    out.append(text)
+                }
+                return out
+            case let other?:
+                throw GatewayFailure(code: "invalid-field", message: "\(path) must be a list of strings, got \(other.kindName)")
+            }
         }
+        func list(_ key: String) throws(GatewayFailure) -> ScopeList? {
+            guard let value = object[key], value != .null else { return nil }
+            guard case .object(let fields) = value else {
+                throw GatewayFailure(code: "invalid-field", message: "scope.\(key) must be an object with allow and/or deny")
+            }
+            if let unknown = fields.keys.sorted().first(where: { $0 != "allow" && $0 != "deny" }) {
+                throw GatewayFailure(code: "unknown-field", message: "scope.\(key) has no field '\(unknown)'; fields: allow, deny")
+            }
+            return ScopeList(allow: try strings(fields["allow"], "scope.\(key).allow"), deny: try strings(fields["deny"], "scope.\(key).deny") ?? [])
+        }
+        var scope = ScopeConfig()
+        if let v = try list("manufacturers") { scope.manufacturers = v }
+        if let v = try list("service-types") { scope.serviceTypes = v }
+        if let v = try list("characteristic-types") { scope.characteristicTypes = v }
+        if let v = try list("rooms") { scope.rooms = v }
+        if let v = try list("accessories") { scope.accessories = v }
+        if let v = try strings(object["read-only"], "scope.read-only") { scope.readOnly = v }
+        switch object["user-interactive-only"] {
+        case nil, .null?: break
+        case .bool(let flag)?: scope.userInteractiveOnly = flag
+        case let other?:
+            throw GatewayFailure(code: "invalid-field", message: "scope.user-interactive-only must be true or false, got \(other.kindName)")
+        }
+        return scope
     }
 
     func setScope(_ newScope: ScopeConfig) throws(GatewayFailure) {
@@ -280,26 +313,6 @@ extension Gateway {
         scope = filter
         rebuild(announce: true)
         event("scope-changed", fields: [:])
-    }
-}
-
-/// A partial scope document: keys left out keep their defaults.
-private struct PartialScope: Decodable {
-    var manufacturers: ScopeList?
-    var userInteractiveOnly: Bool?
-    var serviceTypes: ScopeList?
-    var characteristicTypes: ScopeList?
-    var rooms: ScopeList?
-    var accessories: ScopeList?
-    var readOnly: [String]?
-
-    enum CodingKeys: String, CodingKey {
-        case manufacturers
-        case userInteractiveOnly = "user-interactive-only"
-        case serviceTypes = "service-types"
-        case characteristicTypes = "characteristic-types"
-        case rooms, accessories
-        case readOnly = "read-only"
     }
 }
 

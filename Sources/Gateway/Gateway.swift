@@ -37,6 +37,12 @@ public actor Gateway: Service {
     let outboxStream: AsyncStream<Outgoing>
     let notificationTargets: AsyncStream<Set<CharacteristicAddress>>.Continuation
     let notificationStream: AsyncStream<Set<CharacteristicAddress>>
+    /// Home events ask for a rebuild here rather than rebuilding each: a rebuild costs the whole
+    /// tree, and a burst of events (the first start adopts every room and accessory, one event
+    /// each) would otherwise cost events × tree — minutes at 10,000 accessories. Requests made
+    /// while a rebuild runs collapse into one more.
+    let rebuildRequests: AsyncStream<Void>.Continuation
+    let rebuildStream: AsyncStream<Void>
     let workerCount = 8
     let workers: [AsyncStream<Job>.Continuation]
     let workerStreams: [AsyncStream<Job>]
@@ -82,6 +88,7 @@ public actor Gateway: Service {
         self.tree = TopicTree(base: config.baseTopic)
         (outboxStream, outbox) = AsyncStream<Outgoing>.makeStream()
         (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         var streams: [AsyncStream<Job>] = []
         var continuations: [AsyncStream<Job>.Continuation] = []
         for _ in 0..<workerCount {
@@ -93,8 +100,8 @@ public actor Gateway: Service {
         workers = continuations
     }
 
-    var base: String { config.baseTopic }
-    var statusTopic: String { "\(base)/$gateway/status" }
+    nonisolated var base: String { config.baseTopic }
+    nonisolated var statusTopic: String { "\(base)/$gateway/status" }
 
     // MARK: - Running
 
@@ -134,6 +141,15 @@ public actor Gateway: Service {
 
             group.addTask { for await event in sourceEvents { await self.handle(sourceEvent: event) } }
             group.addTask { for await event in homeEvents { await self.handle(homeEvent: event) } }
+            group.addTask {
+                for await _ in self.rebuildStream {
+                    // The events of a burst arrive one actor turn apart; a short wait lets them
+                    // all ask, so that one rebuild (and at most one more) answers the burst.
+                    try? await Task.sleep(for: .milliseconds(20))
+                    await self.refreshHome()
+                    await self.rebuild(announce: true)
+                }
+            }
             group.addTask { for await message in messages { await self.handle(message: message) } }
             group.addTask { for await state in states { await self.handle(connection: state) } }
             if config.pollInterval > 0 { group.addTask { try await self.pollLoop() } }
@@ -151,6 +167,7 @@ public actor Gateway: Service {
     func shutdown() async {
         outbox.finish()
         notificationTargets.finish()
+        rebuildRequests.finish()
         workers.forEach { $0.finish() }
         try? await mqtt.publish(statusTopic, payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
         await mqtt.disconnect()
@@ -202,7 +219,9 @@ public actor Gateway: Service {
 
     // MARK: - Outbox
 
-    private func drainOutbox() async {
+    /// Runs off the actor: publishing never waits for the actor's other work (a rebuild, a
+    /// burst of notifications), and the actor never waits for the network.
+    private nonisolated func drainOutbox() async {
         for await item in outboxStream {
             switch item {
             case .publish(let topic, let payload, let retain):
@@ -226,7 +245,7 @@ public actor Gateway: Service {
         retained.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    private func send(_ topic: String, _ payload: [UInt8], retain: Bool) async {
+    private nonisolated func send(_ topic: String, _ payload: [UInt8], retain: Bool) async {
         do {
             try await mqtt.publish(topic, payload: payload, qos: config.qos, retain: retain)
         } catch {
@@ -349,7 +368,7 @@ public actor Gateway: Service {
             }
         }
         for node in old.accessories where tree.accessory(id: node.id) == nil {
-            let reason = accessories[node.id] == nil ? "accessory-removed" : "accessory-left-scope"
+            let reason = accessories[node.id] == nil || removedAccessories.contains(node.id) ? "accessory-removed" : "accessory-left-scope"
             event(reason, accessory: node)
         }
     }
@@ -416,7 +435,7 @@ public actor Gateway: Service {
         case .accessoryAssigned, .accessoryRenamed, .accessoryForgotten:
             break // announced by the tree diff, which knows the topics
         }
-        rebuild(announce: true)
+        rebuildRequests.yield()
     }
 
     private func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
@@ -479,6 +498,9 @@ public actor Gateway: Service {
                 outbox.yield(.republishAll)
             }
             wasConnected = true
+        case .disconnected(nil):
+            // Our own clean disconnect at shutdown: nothing was lost.
+            wasConnected = false
         case .reconnecting(let error), .disconnected(let error):
             if wasConnected {
                 logger.warning("lost the broker", metadata: ["error": "\(error.map { "\($0)" } ?? "none")"])

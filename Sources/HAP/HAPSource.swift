@@ -44,7 +44,7 @@ final class EventHub: @unchecked Sendable {
 /// each reconnect (differences become added/removed/changed events).
 public actor HAPSource: AccessorySource {
     public nonisolated let sourceName = "hap"
-    public let store: HAPPairingStore
+    public nonisolated let store: HAPPairingStore
     let logger: Logger
     let pollInterval: Double
     let connectTimeout: Double
@@ -58,6 +58,23 @@ public actor HAPSource: AccessorySource {
     /// Characteristics the gateway turned notifications off for.
     private var notificationsOff: Set<CharacteristicAddress> = []
 
+    /// One connection loop per pairing. The token tells a loop of a pairing that was removed
+    /// (and perhaps added again) from the current one, so a stale loop never touches state.
+    private struct Loop {
+        var token: UUID
+        var stop: AsyncStream<Void>.Continuation
+        var stopSignal: AsyncStream<Void>
+        /// Callers of `add(pairing:)` waiting for the first connection attempt.
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var attempted = false
+    }
+    private var loops: [String: Loop] = [:]
+    /// Loops for `run()` to start: pairings added before or while it runs.
+    private let starts: AsyncStream<(String, UUID)>.Continuation
+    private let startStream: AsyncStream<(String, UUID)>
+    private var isRunning = false
+    private var hasRun = false
+
     public init(
         store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap"), pollInterval: Double = 60,
         connectTimeout: Double = 5, backoff: (initial: Double, factor: Double, max: Double) = (0.5, 1.5, 60)
@@ -67,6 +84,7 @@ public actor HAPSource: AccessorySource {
         self.pollInterval = pollInterval
         self.connectTimeout = connectTimeout
         self.backoff = backoff
+        (startStream, starts) = AsyncStream.makeStream(of: (String, UUID).self)
     }
 
     public nonisolated func events() -> AsyncStream<SourceEvent> { hub.stream() }
@@ -77,6 +95,11 @@ public actor HAPSource: AccessorySource {
     public func isConnected(pairingID: String) -> Bool { connections[pairingID] != nil }
 
     public func run() async throws {
+        guard !hasRun else {
+            logger.error("HAP source run twice; the second run does nothing")
+            return
+        }
+        hasRun = true
         let loaded: [HAPPairing]
         do {
             loaded = try store.all()
@@ -84,18 +107,112 @@ public actor HAPSource: AccessorySource {
             logger.error("cannot load HAP pairings: \(error.message)")
             throw error
         }
-        for p in loaded { pairings[p.accessoryPairingID] = p }
-        logger.info("HAP source starting with \(loaded.count) paired accessory server(s)")
+        // Pairings added before run() are already registered; the store has them too.
+        for p in loaded where loops[p.accessoryPairingID] == nil { register(p) }
+        isRunning = true
+        logger.info("HAP source starting with \(pairings.count) paired accessory server(s)")
         // Graceful shutdown cancels the connection loops; each closes its connection.
+        let startStream = self.startStream
         try? await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
-                for p in loaded {
-                    group.addTask { await self.connectionLoop(p.accessoryPairingID) }
+                for await (pairingID, token) in startStream {
+                    group.addTask { await self.supervise(pairingID, token: token) }
                 }
+                group.cancelAll()
             }
         }
+        isRunning = false
+        for id in Array(loops.keys) { finishLoop(id) }
         await closeAll()
         hub.finish()
+    }
+
+    // MARK: pairings added and removed while running
+
+    /// Starts serving a pairing (already saved in the store) while running: connects, reports
+    /// its accessories as added and keeps it connected. Returns once the first connection
+    /// attempt has ended, with the accessories it brought (none if the accessory could not be
+    /// reached yet; the source keeps retrying). Adding a pairing that is served replaces it.
+    @discardableResult
+    public func add(pairing: HAPPairing) async -> [Accessory] {
+        let id = pairing.accessoryPairingID
+        if loops[id] != nil { await remove(pairingID: id) }
+        let token = register(pairing)
+        guard isRunning else { return [] }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            if var loop = loops[id], loop.token == token, !loop.attempted {
+                loop.waiters.append(c)
+                loops[id] = loop
+            } else {
+                c.resume()
+            }
+        }
+        return accessoriesFor(id)
+    }
+
+    /// Stops serving a pairing: disconnects and reports its accessories as removed. The
+    /// pairing file is the caller's business (`HAPController.unpair` removes it).
+    public func remove(pairingID: String) async {
+        guard loops[pairingID] != nil else { return }
+        pairings[pairingID] = nil
+        finishLoop(pairingID)
+        let prefix = "hap:\(pairingID):"
+        let gone = order.filter { $0.hasPrefix(prefix) }
+        order.removeAll { $0.hasPrefix(prefix) }
+        for id in gone {
+            accessoriesByID[id] = nil
+            hub.yield(.accessoryRemoved(id: id))
+        }
+        notificationsOff = notificationsOff.filter { !$0.accessoryID.hasPrefix(prefix) }
+        if let c = connections.removeValue(forKey: pairingID) { await c.close() }
+    }
+
+    /// The ids of the pairings served now.
+    public func pairingIDs() -> [String] { pairings.keys.sorted() }
+
+    /// `hap:<pairing id>:<aid>` → the pairing id; nil for an id that is not a HAP accessory's.
+    public nonisolated static func pairingID(forAccessoryID id: String) -> String? {
+        parseAccessoryID(id)?.0
+    }
+
+    @discardableResult
+    private func register(_ pairing: HAPPairing) -> UUID {
+        let token = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        pairings[pairing.accessoryPairingID] = pairing
+        loops[pairing.accessoryPairingID] = Loop(token: token, stop: continuation, stopSignal: stream)
+        starts.yield((pairing.accessoryPairingID, token))
+        return token
+    }
+
+    /// Ends a loop's life: its stop signal fires and whoever waits for it is released.
+    private func finishLoop(_ pairingID: String) {
+        guard let loop = loops.removeValue(forKey: pairingID) else { return }
+        loop.stop.finish()
+        for w in loop.waiters { w.resume() }
+    }
+
+    private func isCurrent(_ pairingID: String, _ token: UUID) -> Bool { loops[pairingID]?.token == token }
+
+    private func attempted(_ pairingID: String, _ token: UUID) {
+        guard var loop = loops[pairingID], loop.token == token, !loop.attempted else { return }
+        loop.attempted = true
+        let waiters = loop.waiters
+        loop.waiters = []
+        loops[pairingID] = loop
+        for w in waiters { w.resume() }
+    }
+
+    /// Runs a pairing's connection loop until the pairing is removed or the source stops.
+    private func supervise(_ pairingID: String, token: UUID) async {
+        guard let stopSignal = loops[pairingID].flatMap({ $0.token == token ? $0.stopSignal : nil }) else { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.connectionLoop(pairingID, token: token) }
+            group.addTask { for await _ in stopSignal {} }
+            await group.next()
+            group.cancelAll()
+        }
+        attempted(pairingID, token)
     }
 
     private func closeAll() async {
@@ -105,34 +222,39 @@ public actor HAPSource: AccessorySource {
 
     // MARK: connection life
 
-    /// Keeps one accessory server connected until cancelled.
-    private func connectionLoop(_ pairingID: String) async {
+    /// Keeps one accessory server connected until cancelled or its pairing is removed.
+    private func connectionLoop(_ pairingID: String, token: UUID) async {
         var delay = backoff.initial
-        while !Task.isCancelled {
+        while !Task.isCancelled && isCurrent(pairingID, token) {
             guard let pairing = pairings[pairingID] else { return }
             do throws(HAPError) {
                 let connection = try await HAPConnection.connect(host: pairing.host, port: pairing.port, timeout: connectTimeout, logger: logger)
                 do throws(HAPError) {
                     try await connection.verify(pairing)
-                    try await refresh(pairing, connection: connection)
+                    try await refresh(pairing, token: token, connection: connection)
                     connections[pairingID] = connection
                     delay = backoff.initial
                     setReachable(pairingID, true)
                     try await subscribeAll(pairingID, connection: connection)
                     logger.info("connected to accessory \(pairingID) at \(pairing.host):\(pairing.port)")
+                    attempted(pairingID, token)
                     await serve(pairingID, connection: connection)
                 } catch {
                     await connection.close()
                     throw error
                 }
-                if let reason = await connection.closeReason, !Task.isCancelled {
+                if let reason = await connection.closeReason, !Task.isCancelled, isCurrent(pairingID, token) {
                     logger.warning("lost accessory \(pairingID): \(reason.message)")
                 }
             } catch {
-                if !Task.isCancelled {
+                if !Task.isCancelled && isCurrent(pairingID, token) {
                     logger.warning("accessory \(pairingID) at \(pairing.host):\(pairing.port): \(error.message); retrying in \(String(format: "%.1f", delay)) s")
                 }
             }
+            attempted(pairingID, token)
+            // A loop whose pairing was removed leaves the connections and accessories alone:
+            // they are gone, or belong to a newer loop of the same pairing.
+            guard isCurrent(pairingID, token) else { return }
             if let c = connections.removeValue(forKey: pairingID) { await c.close() }
             setReachable(pairingID, false)
             if Task.isCancelled { return }
@@ -151,10 +273,13 @@ public actor HAPSource: AccessorySource {
                     await self.applyEvent(pairingID, message)
                 }
             }
-            group.addTask {
-                while !Task.isCancelled {
-                    do { try await Task.sleep(nanoseconds: UInt64(self.pollInterval * 1_000_000_000)) } catch { return }
-                    await self.poll(pairingID, connection: connection)
+            // A poll interval of 0 turns polling off (the config's meaning), not into a busy loop.
+            if pollInterval > 0 {
+                group.addTask {
+                    while !Task.isCancelled {
+                        do { try await Task.sleep(nanoseconds: UInt64(self.pollInterval * 1_000_000_000)) } catch { return }
+                        await self.poll(pairingID, connection: connection)
+                    }
                 }
             }
             // When the events stream ends the connection is gone: stop polling too.
@@ -220,8 +345,9 @@ public actor HAPSource: AccessorySource {
     }
 
     /// Fetches `/accessories` and turns differences from what we knew into events.
-    private func refresh(_ pairing: HAPPairing, connection: HAPConnection) async throws(HAPError) {
+    private func refresh(_ pairing: HAPPairing, token: UUID, connection: HAPConnection) async throws(HAPError) {
         let json = try await connection.accessoriesJSON()
+        guard isCurrent(pairing.accessoryPairingID, token) else { throw HAPError.closed("the pairing was removed") }
         let fresh: [Accessory]
         do {
             fresh = try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)

@@ -123,9 +123,18 @@ final class FileLock: Sendable {
         self.path = path
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw AtomicFileWriter.ioError("open lock file \(path)") }
+        // A lock just released can stay held for a moment when this process spawns a child at
+        // that instant (the child shares the open file until its exec closes it), so a busy
+        // lock is tried again for a quarter of a second before it counts as held.
+        var attempts = 0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             let busy = errno == EWOULDBLOCK || errno == EAGAIN
+            if busy && attempts < 25 {
+                attempts += 1
+                usleep(10_000)
+                continue
+            }
             let error = busy
                 ? ModelError(code: "locked", message: "the home database is in use by another process (\(path) is locked)")
                 : AtomicFileWriter.ioError("lock \(path)")

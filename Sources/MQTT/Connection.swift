@@ -113,6 +113,11 @@ final class Connection: Sendable {
 
     private static func configure(_ h: OpaquePointer, _ config: MQTTConfiguration) throws(MQTTError) {
         try check(mosquitto_threaded_set(h, true), "threaded mode")
+        // Every MQTT packet is a small write. With Nagle's algorithm on, a packet waits for the
+        // TCP ACK of the previous one, which the broker delays (delayed ACK, 40 ms and more) while
+        // it has nothing to send back: a publisher then trickles at a packet per delayed ACK
+        // instead of going at the speed of the broker, and every request/answer pays the delay.
+        try check(mosquitto_int_option(h, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
         let version = config.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
         try check(mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
         if config.username != nil || config.password != nil {

@@ -6,7 +6,8 @@ struct HomeMQTT: AsyncParsableCommand {
         commandName: "homemqtt",
         abstract: "Puts a HomeKit home — rooms, accessories, services, characteristics — onto MQTT.",
         subcommands: [
-            RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self,
+            RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self, PairCommand.self, PairingsCommand.self, UnpairCommand.self,
+            RoomCommand.self, AccessoryCommand.self, ServiceCommand.self, ScopeCommand.self, HealthCommand.self, RepublishCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )

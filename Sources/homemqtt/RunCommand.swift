@@ -28,12 +28,13 @@ struct RunCommand: AsyncParsableCommand {
         let logger = Setup.logger(level: logLevel ?? config.logLevel)
         config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
         do {
-            let source = try Setup.source(config, logger: logger)
+            let (source, hap) = try Setup.sources(config, logger: logger)
             let database = try Setup.openDatabase(config, exclusive: true)
             let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
             let gateway = try Gateway(
                 config: config, source: source, database: database, mqtt: mqtt,
-                scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)), logger: logger)
+                scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
+                pairing: hap.map { HAPPairingManager(source: $0, logger: logger) }, logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: gateway)],
                 gracefulShutdownSignals: [.sigterm, .sigint],

@@ -28,16 +28,26 @@ enum Setup {
                     throw CLIError("\(error)")
                 }
             case .hap(let pollInterval):
-                let store = HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent("pairings"))
-                sources.append(HAPSource(store: store, logger: logger, pollInterval: pollInterval ?? config.pollInterval))
+                sources.append(HAPSource(store: pairingStore(config), logger: logger, pollInterval: pollInterval ?? config.pollInterval))
             }
         }
         return sources
     }
 
     static func source(_ config: GatewayConfig, logger: Logger) throws -> any AccessorySource {
+        try sources(config, logger: logger).source
+    }
+
+    /// The gateway's source, and the HAP source among its parts (for pairing while running).
+    static func sources(_ config: GatewayConfig, logger: Logger) throws -> (source: any AccessorySource, hap: HAPSource?) {
         let sources = try makeSources(config, logger: logger)
-        return sources.count == 1 ? sources[0] : CompositeSource(sources)
+        let hap = sources.lazy.compactMap { $0 as? HAPSource }.first
+        return (sources.count == 1 ? sources[0] : CompositeSource(sources), hap)
+    }
+
+    /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
+    static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {
+        HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent("pairings"))
     }
 
     static func openDatabase(_ config: GatewayConfig, exclusive: Bool) throws -> HomeDatabase {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import HomeModel
 
 /// The shared catalog beside the checkout: `<repo>/../shared/hap-catalog`, found by walking up
@@ -159,18 +160,13 @@ enum SharedCatalog {
 
     /// The committed generated source is what the script makes from the shared catalog now.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
-    func generatedSourceIsUpToDate() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [
+    func generatedSourceIsUpToDate() async throws {
+        // TestSupport's spawner, not Foundation's Process: the latter reaps children it does not
+        // own and so breaks other tests' process handling when suites run in parallel.
+        let result = try await runProcess("/usr/bin/python3", [
             SharedCatalog.repo.appendingPathComponent("Scripts/generate-catalog.py").path,
             "--catalog", SharedCatalog.directory.path, "--check",
-        ]
-        let pipe = Pipe()
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(output)")
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
     }
 }

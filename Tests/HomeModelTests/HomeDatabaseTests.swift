@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import HomeModel
 
 /// A fresh directory under the system temp dir, removed when the test is done with it.
@@ -127,12 +128,14 @@ final class CrashSwitch: @unchecked Sendable {
 
         // Reloading from disk gives exactly the home in memory.
         #expect(try await onDisk(dir) == (await db.home))
-        var count = 0
-        for await _ in other {
-            count += 1
-            if count == 15 { break }
+        // The second stream saw the same 14 events (the first one's were checked one by one).
+        var seen: [HomeEvent] = []
+        for await event in other {
+            seen.append(event)
+            if seen.count == 14 { break }
         }
-        #expect(count == 15)
+        #expect(seen.first == .roomAdded(kitchen))
+        #expect(seen.last == .accessoryForgotten(accessoryID: "a2"))
     }
 
     @Test func noChangeMeansNoEventAndNoWrite() async throws {
@@ -207,6 +210,19 @@ final class CrashSwitch: @unchecked Sendable {
         #expect(await events.next() == .accessoryAssigned(accessoryID: "door", room: garage))
     }
 
+    @Test func inMemoryCopyStartsFromTheGivenHomeAndStaysApart() async throws {
+        let dir = TempDirectory()
+        let db = try HomeDatabase(directory: dir.url)
+        try await db.addRoom(named: "Porch")
+        let before = try dir.bytes()
+        let preview = HomeDatabase.inMemory(copying: await db.home)
+        #expect(await preview.home == (await db.home))
+        try await preview.addRoom(named: "Attic")
+        #expect(await preview.home.rooms.map(\.name) == ["Porch", "Attic"])
+        #expect(await db.home.rooms.map(\.name) == ["Porch"])
+        #expect(try dir.bytes() == before)
+    }
+
     @Test func homeLookups() {
         let kitchen = Room(id: "k", name: "Kitchen")
         let home = Home(id: "h", rooms: [kitchen], roomForEntireHome: Room(id: "d", name: "Default Room"),
@@ -269,7 +285,7 @@ final class CrashSwitch: @unchecked Sendable {
     @Test func interruptedWriteLeavesOldOrNew() async throws {
         // How many steps one change takes, with 16-byte chunks.
         let probeDir = TempDirectory()
-        _ = try await HomeDatabase(directory: probeDir.url).addRoom(named: "Old")
+        _ = try await HomeDatabase(directory: probeDir.url, exclusive: false).addRoom(named: "Old")
         let probe = CrashSwitch(crashAt: nil)
         try await HomeDatabase(directory: probeDir.url, exclusive: false, writer: AtomicFileWriter(chunkSize: 16, hook: probe.hook))
             .addRoom(named: "New")
@@ -339,19 +355,13 @@ final class CrashSwitch: @unchecked Sendable {
     func lockHeldByAnotherProcess() async throws {
         let dir = TempDirectory()
         try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = ["-n", dir.url.appendingPathComponent("home.lock").path, "-c", "echo ready; read line"]
-        let input = Pipe(), output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
-        try holder.run()
-        let ready = output.fileHandleForReading.availableData  // blocks until the lock is held
-        #expect(String(decoding: ready, as: UTF8.self).contains("ready"))
+        // `-o`: the command does not inherit the lock, so killing flock releases it.
+        let holder = try ChildProcess("/usr/bin/flock", ["-n", "-o", dir.url.appendingPathComponent("home.lock").path, "/bin/sh", "-c", "echo ready; sleep 30"])
+        try await holder.waitForOutput(containing: "ready")
         #expect(throws: ModelError.self) { try HomeDatabase(directory: dir.url) }
         do { _ = try HomeDatabase(directory: dir.url) } catch { #expect(error.code == "locked") }
-        try input.fileHandleForWriting.close()
-        holder.waitUntilExit()
+        holder.signal(SIGKILL)
+        _ = try await holder.waitForExit()
         _ = try HomeDatabase(directory: dir.url)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import HomeModel
 
@@ -56,6 +57,14 @@ import Testing
         #expect(try JSONValue(parsing: Array(value.encoded(pretty: true).utf8)) == value)
         #expect(JSONValue.double(.infinity).encoded() == "null")
         #expect(JSONValue.uint(UInt64.max).encoded() == "18446744073709551615")
+    }
+
+    @Test func codableKeepsBoolsIntegersAndDoublesApart() throws {
+        let data = Data(#"{"b":true,"i":1,"d":1.5,"n":null,"s":"x","a":[false,2]}"#.utf8)
+        let value = try JSONDecoder().decode(JSONValue.self, from: data)
+        #expect(value == ["b": true, "i": 1, "d": 1.5, "n": .null, "s": "x", "a": [false, 2]])
+        let again = try JSONDecoder().decode(JSONValue.self, from: try JSONEncoder().encode(value))
+        #expect(again == value)
     }
 
     @Test func accessors() throws {

@@ -35,6 +35,8 @@ public final class ChildProcess: Sendable {
     public let executable: String
     public let arguments: [String]
     public let pid: pid_t
+    /// The write end of the child's stdin, when started with `standardInput: true`.
+    private let input = Mutex<Int32>(-1)
 
     public var standardOutputPath: String { outputDirectory.file("stdout") }
     public var standardErrorPath: String { outputDirectory.file("stderr") }
@@ -43,7 +45,7 @@ public final class ChildProcess: Sendable {
     /// `environment` entries are added to (override) the test process's environment.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-        workingDirectory: String? = nil
+        workingDirectory: String? = nil, standardInput: Bool = false
     ) throws {
         let path = try findExecutable(executable)
         self.executable = path
@@ -63,7 +65,16 @@ public final class ChildProcess: Sendable {
             }
             _ = unsafeBitCast(symbol, to: AddChdir.self)(&actions, workingDirectory)
         }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var pipeEnds: [Int32] = [-1, -1]
+        if standardInput {
+            guard pipe(&pipeEnds) == 0 else { throw ProcessError("pipe failed: \(String(cString: strerror(errno)))") }
+            // Close-on-exec on both ends; dup2 gives the child a plain fd 0.
+            for fd in pipeEnds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            // dup2 clears close-on-exec on the child's fd 0 only.
+            posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, outputDirectory.file("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, outputDirectory.file("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
 
@@ -88,15 +99,51 @@ public final class ChildProcess: Sendable {
         }
         var child: pid_t = 0
         let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        if standardInput { close(pipeEnds[0]) }
         guard rc == 0 else {
+            if standardInput { close(pipeEnds[1]) }
             throw ProcessError("could not start \(path): \(String(cString: strerror(rc)))")
         }
         pid = child
+        input.withLock { $0 = pipeEnds[1] }
         _ = ExitCleanup.registered
         ExitCleanup.processes.withLock { _ = $0.insert(child) }
     }
 
+    /// Writes to the child's stdin (started with `standardInput: true`).
+    public func write(_ text: String) throws {
+        try input.withLock { fd in
+            guard fd >= 0 else { throw ProcessError("\(executable) has no stdin pipe (or it was closed)") }
+            var bytes = Array(text.utf8)[...]
+            while !bytes.isEmpty {
+                let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw ProcessError("writing to \(executable) failed: \(String(cString: strerror(errno)))")
+                }
+                bytes = bytes.dropFirst(written)
+            }
+        }
+    }
+
+    /// Closes the child's stdin: it reads end of file.
+    public func closeInput() {
+        input.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+    }
+
+    /// stdout split into complete lines (a line still being written is left out).
+    public var outputLines: [String] {
+        let text = standardOutput
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        lines.removeLast()  // after the last newline: empty, or a partial line
+        return lines
+    }
+
     deinit {
+        closeInput()
         if reap() == nil {
             kill(pid, SIGKILL)
             var status: Int32 = 0
@@ -110,7 +157,14 @@ public final class ChildProcess: Sendable {
         state.withLock { state -> Int32? in
             if state.reaped { return state.status }
             var status: Int32 = 0
-            guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == -1 && errno == ECHILD {
+                // Reaped by someone else (a SIGCHLD handler in the process): it has exited.
+                state = (true, -1)
+                ExitCleanup.processes.withLock { _ = $0.remove(pid) }
+                return -1
+            }
+            guard result == pid else { return nil }
             let signalled = status & 0x7f
             state = (true, signalled == 0 ? (status >> 8) & 0xff : 128 + signalled)
             ExitCleanup.processes.withLock { _ = $0.remove(pid) }

@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import Gateway
+import HomeModel
+import Logging
+import MQTT
+import ServiceLifecycle
+import Simulator
+
+enum Scale: String, ExpressibleByArgument, Sendable {
+    /// Every scenario at a tiny size: seconds, for the smoke test.
+    case small
+    /// The sizes the issue names.
+    case full
+}
+
+@main
+struct HomeMQTTBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "homemqtt-bench",
+        abstract: "Benchmarks HomeMQTT against baselines measured in the same run, on a broker of its own.",
+        subcommands: [RunBenchmarks.self, GatewayChild.self],
+        defaultSubcommand: RunBenchmarks.self
+    )
+}
+
+struct RunBenchmarks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the scenarios and print a table (the default command)."
+    )
+
+    @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes of issue 8.")
+    var scale: Scale = .full
+
+    @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP).")
+    var only: Int?
+
+    func validate() throws {
+        if let only, !(1...4).contains(only) {
+            throw ValidationError("--only must be 1, 2, 3 or 4, got \(only)")
+        }
+    }
+
+    func run() async throws {
+        bootstrapLogging(level: .warning)
+        let scenarios: [(Int, String, @Sendable (Scale) async throws -> [Row])] = [
+            (1, ThroughputScenario.name, ThroughputScenario.run),
+            (2, RoundTripScenario.name, RoundTripScenario.run),
+            (3, StartupScenario.name, StartupScenario.run),
+            (4, HAPScenario.name, HAPScenario.run),
+        ]
+        print("homemqtt-bench --scale \(scale.rawValue) on \(Report.machine())")
+        var rows: [Row] = []
+        var failed = false
+        for (number, name, body) in scenarios where only == nil || only == number {
+            log("scenario \(name)…")
+            let start = ContinuousClock.now
+            do {
+                rows += try await body(scale)
+            } catch {
+                failed = true
+                rows.append(.failed(name, error))
+            }
+            log("scenario \(name) took \(Format.seconds(elapsed(start)))")
+        }
+        print(Report.table(rows))
+        if failed { throw ExitCode(1) }
+    }
+
+    private func log(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}
+
+/// The gateway as `homemqtt run` starts it, for the start-up scenario: in a process of its own so
+/// that its peak memory is its own.
+struct GatewayChild: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gateway-child",
+        abstract: "Run a gateway on a simulator config (used by the start-up scenario).",
+        shouldDisplay: false
+    )
+
+    @Option var config: String
+
+    func run() async throws {
+        bootstrapLogging(level: .warning)
+        var config = try GatewayConfig.load(file: config)
+        let logger = Logger(label: "homemqtt")
+        config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
+        guard case .simulator(let directory) = config.sources.first else {
+            throw BenchError("the bench's gateway runs a simulator source only")
+        }
+        let source = try SimulatedHome.load(directory: URL(fileURLWithPath: directory))
+        let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: true)
+        let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
+        let gateway = try Gateway(config: config, source: source, database: database, mqtt: mqtt,
+                                  scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)), logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: gateway)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do {
+            try await group.run()
+        } catch is CancellationError {
+            return
+        }
+    }
+}
+
+func bootstrapLogging(level: Logger.Level) {
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import HAP
+import HomeModel
+import TestSupport
+
+/// Scenario 4: our HAP controller against a real HAP-python accessory, beside aiohomekit doing
+/// the same against the same accessory with the same pairing, one after the other.
+enum HAPScenario {
+    static let name = "4 HAP"
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let aiohomekitPython = root.appendingPathComponent(".venv-bench/bin/python")
+    static let aiohomekitScript = root.appendingPathComponent("Scripts/bench-aiohomekit.py")
+
+    struct Samples {
+        var verify: [Double] = []
+        var read: [Double] = []
+        var write: [Double] = []
+    }
+
+    static func run(scale: Scale) async throws -> [Row] {
+        if let reason = HAPPeer.unavailableReason {
+            return [Row(name, "read/write/pair-verify latency", ours: "blocked", met: "blocked: \(reason)")]
+        }
+        let (verifies, operations) = scale == .full ? (50, 1000) : (3, 10)
+        let state = try TemporaryDirectory(prefix: "homemqtt-bench-hap")
+        // A single lightbulb (aid 1), not the bridge: one characteristic is all the loops touch.
+        let peer = try await HAPPeer.start(state: state.file("peer.json"), bridge: false)
+        do {
+            let rows = try await measure(peer: peer, state: state, verifies: verifies, operations: operations)
+            await peer.stop()
+            return rows
+        } catch {
+            await peer.stop()
+            throw error
+        }
+    }
+
+    static func measure(peer: HAPPeer, state: TemporaryDirectory, verifies: Int, operations: Int) async throws -> [Row] {
+        let controller = HAPController(store: HAPPairingStore(directory: URL(fileURLWithPath: state.file("pairings"))), logger: quietLogger)
+        let pairing = try await controller.pair(host: "127.0.0.1", port: peer.port, setupCode: HAPPeer.defaultSetupCode, name: "Bench Peer")
+        let brightness = Catalog.characteristicType(named: "brightness").map { StandardUUID.longForm($0.uuid).lowercased() }
+        var target: HAPCharacteristicID?
+        for accessory in try await controller.accessories(of: pairing) {
+            for service in accessory.services {
+                for c in service.characteristics where StandardUUID.longForm(c.type).lowercased() == brightness {
+                    target = HAPCharacteristicID(aid: accessory.aid, iid: c.iid)
+                }
+            }
+        }
+        guard let target else { throw BenchError("the peer's lightbulb has no brightness characteristic") }
+
+        var ours = Samples()
+        for _ in 0..<verifies {
+            let start = ContinuousClock.now
+            let connection = try await controller.connect(pairing)
+            ours.verify.append(elapsed(start))
+            await connection.close()
+        }
+        let connection = try await controller.connect(pairing)
+        for _ in 0..<operations {
+            let start = ContinuousClock.now
+            let answer = try await connection.readCharacteristics([target])
+            ours.read.append(elapsed(start))
+            guard case .success = answer[target] else { throw BenchError("read of \(target) failed: \(String(describing: answer[target]))") }
+        }
+        for n in 0..<operations {
+            let start = ContinuousClock.now
+            let failures = try await connection.writeCharacteristics([target: ["value": .int(Int64(1 + n % 40))]])
+            ours.write.append(elapsed(start))
+            guard failures.isEmpty else { throw BenchError("write of \(target) failed: \(failures)") }
+        }
+        await connection.close()
+
+        var rows: [Row] = []
+        let theirs: Samples
+        let version: String
+        switch try await aiohomekit(pairing: pairing, port: peer.port, target: target, state: state, verifies: verifies, operations: operations) {
+        case .success(let (samples, v)):
+            theirs = samples
+            version = v
+        case .failure(let reason):
+            return [
+                Row(name, "pair-verify median", ours: Format.micros(Stats.median(ours.verify)), met: "blocked: \(reason)"),
+                Row(name, "read median", ours: Format.micros(Stats.median(ours.read)), met: "blocked"),
+                Row(name, "write median", ours: Format.micros(Stats.median(ours.write)), met: "blocked"),
+            ]
+        }
+        for (metric, mine, other, count) in [
+            ("pair-verify (TCP connect + verify) median of \(verifies)", ours.verify, theirs.verify, verifies),
+            ("read (GET /characteristics) median of \(operations)", ours.read, theirs.read, operations),
+            ("write (PUT /characteristics) median of \(operations)", ours.write, theirs.write, operations),
+        ] {
+            _ = count
+            let ratio = Stats.median(mine) / Stats.median(other)
+            rows.append(Row(name, metric, ours: Format.micros(Stats.median(mine)),
+                            baseline: "aiohomekit \(version) " + Format.micros(Stats.median(other)),
+                            ratio: Format.ratio(ratio), target: "≤ 0.50×", met: Format.met(ratio <= 0.5)))
+        }
+        return rows
+    }
+
+    enum Outcome { case success((Samples, String)), failure(String) }
+
+    /// Runs Scripts/bench-aiohomekit.py with our pairing handed over in aiohomekit's format.
+    static func aiohomekit(pairing: HAPPairing, port: Int, target: HAPCharacteristicID, state: TemporaryDirectory,
+                           verifies: Int, operations: Int) async throws -> Outcome {
+        guard FileManager.default.isExecutableFile(atPath: aiohomekitPython.path) else {
+            return .failure("no aiohomekit venv at \(aiohomekitPython.path) (python3 -m venv .venv-bench && .venv-bench/bin/pip install aiohomekit==4.0.1)")
+        }
+        let data: [String: Any] = [
+            "AccessoryPairingID": pairing.accessoryPairingID, "AccessoryLTPK": pairing.accessoryLTPK,
+            "iOSPairingId": pairing.controllerPairingID, "iOSDeviceLTSK": pairing.controllerLTSK,
+            "iOSDeviceLTPK": pairing.controllerLTPK, "AccessoryIP": "127.0.0.1", "AccessoryPort": port,
+            "Connection": "IP",
+        ]
+        let file = state.file("aiohomekit-pairing.json")
+        try JSONSerialization.data(withJSONObject: data).write(to: URL(fileURLWithPath: file))
+        let result = try await runProcess(aiohomekitPython.path, [
+            aiohomekitScript.path, file, "--aid", String(target.aid), "--iid", String(target.iid),
+            "--verifies", String(verifies), "--reads", String(operations), "--writes", String(operations),
+        ], timeout: 600)
+        guard result.status == 0,
+              let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any],
+              let verify = object["verify"] as? [Double], let read = object["read"] as? [Double],
+              let write = object["write"] as? [Double]
+        else {
+            return .failure("aiohomekit run failed (exit \(result.status)): \(result.standardError.suffix(400))")
+        }
+        return .success((Samples(verify: verify, read: read, write: write), object["version"] as? String ?? "?"))
+    }
+}

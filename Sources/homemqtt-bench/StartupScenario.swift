@@ -1,0 +1,143 @@
+import Foundation
+import Gateway
+import MQTT
+import TestSupport
+
+/// Scenario 3: a gateway process started on N generated accessory files; the time from spawning
+/// it until `home/$gateway/status` says `online` (published after the whole retained tree) and
+/// its peak RSS. Baseline: our MQTT module alone publishing the same retained messages.
+enum StartupScenario {
+    static let name = "3 start-up"
+    static let servicesPerAccessory = 5
+    static let shape = HomeGenerator.Shape.colourLightNoTemperature
+
+    struct Measurement {
+        var accessories: Int
+        var characteristics: Int
+        var seconds: Double
+        var peakKB: Int
+        var baselineSeconds: Double
+        var retained: Int
+    }
+
+    static func run(scale: Scale) async throws -> [Row] {
+        let sizes = scale == .full ? [1000, 5000, 10_000] : [10, 20, 40]
+        var results: [Measurement] = []
+        for size in sizes {
+            results.append(try await measure(accessories: size))
+        }
+        var rows: [Row] = []
+        let largest = sizes.last ?? 0
+        for m in results {
+            let checked = m.accessories == largest && scale == .full
+            let ratio = m.seconds / m.baselineSeconds
+            rows.append(Row(name, "\(m.accessories) acc × \(m.characteristics / max(m.accessories, 1)) char: time to `online` (\(m.retained) retained msgs)",
+                            ours: Format.seconds(m.seconds), baseline: "bare publisher " + Format.seconds(m.baselineSeconds),
+                            ratio: Format.ratio(ratio), target: checked ? "≤ 3 s" : "—",
+                            met: checked ? Format.met(m.seconds <= 3) : "—"))
+            rows.append(Row(name, "\(m.accessories) acc: peak RSS (VmHWM) of the gateway process", ours: Format.megabytes(m.peakKB),
+                            target: checked ? "≤ 300 MB" : "—", met: checked ? Format.met(m.peakKB <= 300 * 1024) : "—"))
+        }
+        let time = Stats.linearFit(results.map { (Double($0.characteristics), $0.seconds) })
+        let memory = Stats.linearFit(results.map { (Double($0.characteristics), Double($0.peakKB) * 1024) })
+        let baseline = Stats.linearFit(results.map { (Double($0.characteristics), $0.baselineSeconds) })
+        let linear = linearity(results)
+        rows.append(Row(name, "slope per characteristic, time (linear fit; intercept \(Format.seconds(time.intercept)))",
+                        ours: Format.micros(time.slope), baseline: "bare publisher " + Format.micros(baseline.slope),
+                        ratio: Format.ratio(time.slope / baseline.slope),
+                        target: "linear", met: linear))
+        rows.append(Row(name, "slope per characteristic, peak RSS (intercept \(Format.megabytes(Int(memory.intercept / 1024))))",
+                        ours: String(format: "%.2f KB", memory.slope / 1024)))
+        return rows
+    }
+
+    /// "yes" when time per characteristic at the largest size is within 1.5× of the smallest
+    /// (fixed costs — process start, connect — make the small sizes look dearer, not cheaper).
+    static func linearity(_ results: [Measurement]) -> String {
+        guard let first = results.first, let last = results.last, first.characteristics > 0, last.characteristics > 0 else { return "—" }
+        let small = first.seconds / Double(first.characteristics)
+        let large = last.seconds / Double(last.characteristics)
+        return Format.met(large <= small * 1.5) + String(format: " (%.1f → %.1f µs/char)", small * 1e6, large * 1e6)
+    }
+
+    static func measure(accessories: Int) async throws -> Measurement {
+        let files = try TemporaryDirectory(prefix: "homemqtt-bench-startup")
+        let directory = URL(fileURLWithPath: files.path).appendingPathComponent("accessories")
+        try HomeGenerator.write(to: directory, accessories: accessories, services: servicesPerAccessory, shape: shape)
+        let expected = accessories * servicesPerAccessory * shape.characteristicsPerService
+
+        let (seconds, peak, messages, kinds) = try await withBroker { broker in
+            let config = files.file("gateway.yml")
+            try """
+            broker:
+              url: mqtt://\(broker.host):\(broker.port)
+              client-id: homemqtt-bench-gateway
+            base-topic: home
+            state-directory: \(files.file("state"))
+            poll-interval: 0
+            sources:
+              - type: simulator
+                directory: \(directory.path)
+            log-level: warning
+
+            """.write(toFile: config, atomically: false, encoding: .utf8)
+            let subscriber = try await CountingSubscriber.start(broker: broker, filter: "home/#", statusTopic: "home/$gateway/status") {
+                $0.topic != "home/$gateway/status"
+            }
+            subscriber.reset(recording: true)
+            let start = ContinuousClock.now
+            let child = try ChildProcess(try executablePath(), ["gateway-child", "--config", config])
+            do {
+                let online = try await subscriber.waitOnline(timeout: 600, what: "the gateway process to say online") {
+                    child.isRunning ? nil : "the gateway process exited (\(child.exitStatus ?? -1)): \(child.standardError.suffix(600))"
+                }
+                let peak = peakRSS(pid: child.pid) ?? 0
+                await child.terminate(grace: 10)
+                let result = (elapsed(start, online), peak, subscriber.recorded, subscriber.kinds)
+                await subscriber.stop()
+                return result
+            } catch {
+                await child.terminate(grace: 5)
+                await subscriber.stop()
+                throw error
+            }
+        }
+        guard kinds["meta"] == expected, kinds["state"] == expected, kinds["$info"] == accessories else {
+            throw BenchError("expected \(expected) meta and state topics and \(accessories) $info, got \(kinds)")
+        }
+        let baseline = try await withBroker { broker in try await bare(messages, broker: broker) }
+        return Measurement(accessories: accessories, characteristics: expected, seconds: seconds, peakKB: peak,
+                           baselineSeconds: baseline, retained: messages.count)
+    }
+
+    /// The same retained messages from our MQTT module alone, until a subscriber has them all.
+    static func bare(_ messages: [MQTTMessage], broker: MosquittoBroker) async throws -> Double {
+        let subscriber = try await CountingSubscriber.start(broker: broker, filter: "home/#")
+        var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
+        GatewayConfig.applyGatewayOptions(&configuration)
+        let publisher = MQTTClient(configuration: configuration, logger: quietLogger)
+        let start = ContinuousClock.now
+        try await publisher.connect()
+        for message in messages {
+            try await publisher.publish(message.topic, payload: message.payload, qos: .atLeastOnce, retain: true)
+        }
+        let last = try await subscriber.waitFor(count: messages.count, timeout: 600, what: "the bare publisher's retained tree")
+        await publisher.disconnect()
+        await subscriber.stop()
+        return elapsed(start, last)
+    }
+
+    /// VmHWM of a running process, in kB.
+    static func peakRSS(pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        return status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            .flatMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first }
+            .flatMap { Int($0) }
+    }
+
+    static func executablePath() throws -> String {
+        let path = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw BenchError("cannot find the bench's own executable") }
+        return path
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import Gateway
+import HomeModel
+import Logging
+import MQTT
+import ServiceLifecycle
+import Simulator
+import Synchronization
+import TestSupport
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A mosquitto of our own on a free loopback port, set up so that no subscriber loses
+/// messages (by default mosquitto drops what exceeds 1,000 queued messages per client, which
+/// would make a fast publisher look slow to the counting subscriber), and without Nagle's
+/// algorithm on its sockets (otherwise each answer waits for a delayed ACK: every round trip,
+/// gateway or echo client alike, takes 40+ ms and measures the kernel, not the clients).
+func withBroker<T>(_ body: (MosquittoBroker) async throws -> T) async throws -> T {
+    try await MosquittoBroker.with(.init(extraConfiguration: ["max_queued_messages 0", "set_tcp_nodelay true"]), body)
+}
+
+let quietLogger: Logger = {
+    var logger = Logger(label: "homemqtt.bench")
+    logger.logLevel = .warning
+    return logger
+}()
+
+/// Counts what arrives on one subscription; the counting happens as messages are taken from the
+/// client's stream, so the time of the last one is when a consumer really had it.
+final class Tally: Sendable {
+    struct State {
+        var count = 0
+        var last: ContinuousClock.Instant?
+        var recording = false
+        var recorded: [MQTTMessage] = []
+        var kinds: [String: Int] = [:]
+        var onlineAt: ContinuousClock.Instant?
+    }
+
+    let state = Mutex(State())
+    let matches: @Sendable (MQTTMessage) -> Bool
+    let statusTopic: String?
+
+    init(statusTopic: String?, matches: @escaping @Sendable (MQTTMessage) -> Bool) {
+        self.statusTopic = statusTopic
+        self.matches = matches
+    }
+
+    func take(_ message: MQTTMessage) {
+        let now = ContinuousClock.now
+        let isOnline = message.topic == statusTopic && message.payload == Array("online".utf8)
+        let counted = matches(message)
+        state.withLock { state in
+            if isOnline { state.onlineAt = now }
+            guard counted else { return }
+            state.count += 1
+            state.last = now
+            if state.recording { state.recorded.append(message) }
+            if let slash = message.topic.lastIndex(of: "/") {
+                state.kinds[String(message.topic[message.topic.index(after: slash)...]), default: 0] += 1
+            }
+        }
+    }
+}
+
+/// Our MQTT client on one filter, counting into a `Tally`. The consumer task is owned by the
+/// object and ends when the client disconnects (which finishes the stream).
+final class CountingSubscriber: Sendable {
+    let client: MQTTClient
+    let tally: Tally
+    let consumer: Task<Void, Never>
+
+    private init(client: MQTTClient, tally: Tally) {
+        self.client = client
+        self.tally = tally
+        let stream = client.messages()
+        consumer = Task { for await message in stream { tally.take(message) } }
+    }
+
+    static func start(
+        broker: MosquittoBroker, filter: String, qos: MQTTQoS = .atMostOnce, statusTopic: String? = nil,
+        matches: @escaping @Sendable (MQTTMessage) -> Bool = { _ in true }
+    ) async throws -> CountingSubscriber {
+        var configuration = broker.clientConfiguration(clientID: "bench-counter-\(UInt32.random(in: 0...UInt32.max))")
+        configuration.connectTimeout = 10
+        let subscriber = CountingSubscriber(
+            client: MQTTClient(configuration: configuration, logger: quietLogger),
+            tally: Tally(statusTopic: statusTopic, matches: matches))
+        try await subscriber.client.connect()
+        try await subscriber.client.subscribe(filter, qos: qos)
+        return subscriber
+    }
+
+    func reset(recording: Bool = false) {
+        tally.state.withLock { $0 = Tally.State(); $0.recording = recording }
+    }
+
+    var count: Int { tally.state.withLock { $0.count } }
+    var recorded: [MQTTMessage] { tally.state.withLock { $0.recorded } }
+    var kinds: [String: Int] { tally.state.withLock { $0.kinds } }
+
+    /// Waits until `count` matching messages arrived; returns when the last of them did.
+    func waitFor(count: Int, timeout: Double, what: String) async throws -> ContinuousClock.Instant {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while true {
+            let (have, last) = tally.state.withLock { ($0.count, $0.last) }
+            if have >= count, let last { return last }
+            if ContinuousClock.now > deadline {
+                throw BenchError("timed out after \(timeout) s waiting for \(what): \(have) of \(count) messages")
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    /// Waits for `online` on the status topic; returns when it arrived.
+    func waitOnline(timeout: Double, what: String, failIf: () -> String? = { nil }) async throws -> ContinuousClock.Instant {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while true {
+            if let at = tally.state.withLock({ $0.onlineAt }) { return at }
+            if let failure = failIf() { throw BenchError(failure) }
+            if ContinuousClock.now > deadline {
+                throw BenchError("timed out after \(timeout) s waiting for \(what) (\(count) messages so far)")
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    func stop() async {
+        await client.disconnect()
+        await consumer.value
+    }
+}
+
+/// The gateway in this process on a simulated home with a manual clock, the way the gateway
+/// tests run it, against the bench's broker.
+final class InProcessGateway: Sendable {
+    let gateway: Gateway
+    let home: SimulatedHome
+    let group: ServiceGroup
+    let runner: Task<Void, any Error>
+    let state: TemporaryDirectory
+    let config: GatewayConfig
+
+    private init(gateway: Gateway, home: SimulatedHome, group: ServiceGroup, runner: Task<Void, any Error>,
+                 state: TemporaryDirectory, config: GatewayConfig) {
+        self.gateway = gateway
+        self.home = home
+        self.group = group
+        self.runner = runner
+        self.state = state
+        self.config = config
+    }
+
+    static func start(broker: MosquittoBroker, accessories directory: URL) async throws -> InProcessGateway {
+        let state = try TemporaryDirectory(prefix: "homemqtt-bench-state")
+        let home = try SimulatedHome.load(directory: directory, clock: .manual)
+        var config = GatewayConfig(file: "bench.yml", directory: directory.deletingLastPathComponent().path)
+        config.mqtt = broker.clientConfiguration(clientID: "homemqtt-bench-gateway")
+        GatewayConfig.applyGatewayOptions(&config.mqtt)
+        config.mqtt.connectTimeout = 10
+        config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
+        config.stateDirectory = state.path
+        config.pollInterval = 0
+        let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
+        let mqtt = MQTTClient(configuration: config.mqtt, logger: quietLogger)
+        let gateway = try Gateway(config: config, source: home, database: database, mqtt: mqtt,
+                                  scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), logger: quietLogger)
+        let status = try await CountingSubscriber.start(broker: broker, filter: "\(config.baseTopic)/$gateway/status",
+                                                        statusTopic: "\(config.baseTopic)/$gateway/status")
+        let group = ServiceGroup(configuration: .init(services: [.init(service: gateway)], logger: quietLogger))
+        let runner = Task { try await group.run() }
+        let started = InProcessGateway(gateway: gateway, home: home, group: group, runner: runner, state: state, config: config)
+        do {
+            _ = try await status.waitOnline(timeout: 120, what: "the gateway to say online") {
+                // A gateway that stopped will never say online.
+                nil
+            }
+        } catch {
+            await status.stop()
+            await started.stop()
+            throw error
+        }
+        await status.stop()
+        return started
+    }
+
+    /// Waits until the gateway has enabled notifications on `count` characteristics.
+    func waitForNotifications(count: Int, timeout: Double = 60) async throws {
+        try await waitUntil("notifications on \(count) characteristics", timeout: timeout, pollInterval: 0.005) {
+            await home.notificationsEnabled().count >= count
+        }
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await runner.result
+    }
+}
+
+/// A monotonic instant as seconds since `origin`.
+func elapsed(_ origin: ContinuousClock.Instant, _ end: ContinuousClock.Instant = .now) -> Double {
+    (end - origin).seconds
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HomeModel
+import Logging
+import XCTest
+@testable import HAP
+
+/// Pairings added to and removed from a running `HAPSource` (what `pair`/`unpair` over MQTT do).
+final class RuntimePairingTests: XCTestCase {
+    func testAddAndRemoveAPairingWhileRunning() async throws {
+        try PeerProcess.requireVenv()
+        let dir = try makeTempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
+        addTeardownBlock { await peer.stop() }
+        try await peer.waitReady()
+        let store = HAPPairingStore(directory: dir.appendingPathComponent("pairings"))
+        let controller = HAPController(store: store)
+
+        // Running with no pairings: nothing, and run() keeps going, waiting for one.
+        let source = HAPSource(store: store, pollInterval: 0, backoff: (0.2, 1.5, 2))
+        let log = EventLog()
+        let stream = source.events()
+        let consumer = Task { for await e in stream { log.append(e) } }
+        let runner = Task { try await source.run() }
+        defer { runner.cancel(); consumer.cancel() }
+        let none = await source.accessories()
+        XCTAssertEqual(none, [])
+
+        let paired = try await Self.pair(controller, port: peer.port)
+
+        // add: connected, its accessories reported, and usable at once.
+        let added = await source.add(pairing: paired)
+        XCTAssertEqual(added.count, 5)
+        let connected = await source.isConnected(pairingID: paired.accessoryPairingID)
+        XCTAssertTrue(connected)
+        try await log.wait("5 accessories added") { _ in log.all.filter { if case .accessoryAdded = $0 { true } else { false } }.count == 5 }
+        let light = try XCTUnwrap(added.first { $0.name == "Peer Light" })
+        let bulb = try XCTUnwrap(light.services.first { $0.type == StandardUUID.longForm("43") })
+        let on = try XCTUnwrap(bulb.characteristic(type: StandardUUID.longForm("25")))
+        let onAddress = CharacteristicAddress(accessoryID: light.id, iid: on.iid)
+        try await source.write(onAddress, value: .bool(true))
+        let inside = try await peer.command("get \(light.aid) \(on.iid)")
+        XCTAssertEqual(inside, "VALUE \(light.aid) \(on.iid) true")
+        XCTAssertEqual(HAPSource.pairingID(forAccessoryID: light.id), paired.accessoryPairingID)
+        XCTAssertNil(HAPSource.pairingID(forAccessoryID: "sim:garage"))
+
+        // remove: disconnected, every accessory reported removed, no longer writable.
+        var mark = log.all.count
+        await source.remove(pairingID: paired.accessoryPairingID)
+        let removedIDs = { Set(log.all[mark...].compactMap { if case .accessoryRemoved(let id) = $0 { id } else { nil } }) }
+        try await log.wait(from: mark, "5 accessories removed") { _ in removedIDs().count >= 5 }
+        XCTAssertEqual(removedIDs(), Set(added.map(\.id)))
+        let left = await source.accessories()
+        XCTAssertEqual(left, [])
+        let stillConnected = await source.isConnected(pairingID: paired.accessoryPairingID)
+        XCTAssertFalse(stillConnected)
+        do {
+            try await source.write(onAddress, value: .bool(false))
+            XCTFail("a removed accessory was written")
+        } catch {
+            XCTAssertEqual(error.status, .doesNotExist)
+        }
+
+        // The same pairing added again is served again, events included.
+        mark = log.all.count
+        let again = await source.add(pairing: paired)
+        XCTAssertEqual(Set(again.map(\.id)), Set(added.map(\.id)))
+        let brightness = try XCTUnwrap(bulb.characteristic(type: StandardUUID.longForm("8")))
+        let set = try await peer.command("set \(light.aid) \(brightness.iid) 61")
+        XCTAssertEqual(set, "OK")
+        try await log.wait(from: mark, "brightness 61 after adding again") {
+            if case .valueUpdated(let a, let v) = $0 { a == CharacteristicAddress(accessoryID: light.id, iid: brightness.iid) && v.doubleValue == 61 } else { false }
+        }
+
+        runner.cancel()
+        _ = await runner.result
+        try await controller.unpair(id: paired.accessoryPairingID)
+    }
+
+    /// Pairs, retrying only HAP-python's occasional SRP failure (see PeerTests.pairRetrying).
+    static func pair(_ controller: HAPController, port: Int) async throws -> HAPPairing {
+        var last: HAPError?
+        for _ in 0..<4 {
+            do {
+                return try await controller.pair(host: "127.0.0.1", port: port, setupCode: "031-45-154")
+            } catch {
+                last = error
+                guard error.code == "wrong-setup-code" || error.code == "bad-signature" else { throw error }
+            }
+        }
+        throw last ?? HAPError(code: "protocol", message: "pairing failed")
+    }
+}
