@@ -41,8 +41,7 @@ extension Gateway {
             }
         }
         id = fields["id"] ?? .null
-        let outcome = await perform(op: op, RequestFields(fields: fields))
-        respond(responseTopic, id: id, outcome)
+        requestQueue.yield(GatewayRequest(op: op, fields: fields, responseTopic: responseTopic, id: id))
     }
 
     func respond(_ topic: String, id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>) {
@@ -116,14 +115,16 @@ extension Gateway {
                 try request.finish(extra: ["accessory"])
                 // A paired accessory leaves the home by losing its pairing; its source then
                 // reports it removed.
-                if let pairing, let pairingID = pairing.pairingID(forAccessory: accessory.id) {
+                // A bridged accessory cannot be unpaired alone: it only leaves the home, and
+                // removing its bridge removes them all.
+                if accessory.accessory.bridgeID == nil, let pairing, let pairingID = pairing.pairingID(forAccessory: accessory.id) {
                     try await pairing.unpair(id: pairingID)
                 }
                 // Out of the tree before the database forgets its room, so that it is never
                 // published in the default room on its way out.
                 removedAccessories.insert(accessory.id)
                 do throws(GatewayFailure) {
-                    try await database { db throws(ModelError) in try await db.forgetAccessory(id: accessory.id) }
+                    try await database { db throws(ModelError) in try await db.removeAccessory(id: accessory.id) }
                 } catch {
                     removedAccessories.remove(accessory.id)
                     rebuild(announce: true)
@@ -165,7 +166,15 @@ extension Gateway {
                 let code = try request.string("code")
                 let name = try request.optionalString("name")
                 try request.finish()
-                return .success(try await manager.pair(host: host, port: port, setupCode: code, name: name))
+                let paired = try await manager.pair(host: host, port: port, setupCode: code, name: name)
+                // Paired anew: accessories removed from the home earlier are welcome again.
+                for entry in paired["accessories"]?.arrayValue ?? [] {
+                    if let id = entry["id"]?.stringValue, removedAccessories.remove(id) != nil {
+                        try? await database.restoreAccessory(id: id)
+                    }
+                }
+                rebuild(announce: true)
+                return .success(paired)
             case "unpair":
                 let manager = try requirePairing(op)
                 let id = try request.string("pairing")
@@ -314,6 +323,14 @@ extension Gateway {
         rebuild(announce: true)
         event("scope-changed", fields: [:])
     }
+}
+
+/// A gateway request waiting for its turn.
+struct GatewayRequest: Sendable {
+    var op: String
+    var fields: [String: JSONValue]
+    var responseTopic: String
+    var id: JSONValue
 }
 
 /// A request's JSON fields, read strictly: a missing or ill-typed field, or one nobody asked

@@ -32,12 +32,17 @@ public struct Home: Sendable, Hashable, Codable, Identifiable {
     /// Every accessory the home has taken in (sorted). A known accessory's suggested room is
     /// never applied again, so the user's choices stick.
     public var knownAccessoryIDs: [String]
+    /// Accessories removed from the home while their source still has them (a simulated one,
+    /// or one bridged behind a paired bridge): kept out of the home until restored (sorted).
+    public var removedAccessoryIDs: [String]
 
     public init(
         id: String = UUID().uuidString, name: String = Home.defaultName, rooms: [Room] = [],
         roomForEntireHome: Room = Room(name: Home.defaultRoomName), assignments: [String: String] = [:],
-        accessoryNames: [String: String] = [:], serviceNames: [String: String] = [:], knownAccessoryIDs: [String] = []
+        accessoryNames: [String: String] = [:], serviceNames: [String: String] = [:], knownAccessoryIDs: [String] = [],
+        removedAccessoryIDs: [String] = []
     ) {
+        self.removedAccessoryIDs = removedAccessoryIDs
         self.id = id
         self.name = name
         self.rooms = rooms
@@ -58,6 +63,7 @@ public struct Home: Sendable, Hashable, Codable, Identifiable {
         accessoryNames = try c.decodeIfPresent([String: String].self, forKey: .accessoryNames) ?? [:]
         serviceNames = try c.decodeIfPresent([String: String].self, forKey: .serviceNames) ?? [:]
         knownAccessoryIDs = try c.decodeIfPresent([String].self, forKey: .knownAccessoryIDs) ?? []
+        removedAccessoryIDs = try c.decodeIfPresent([String].self, forKey: .removedAccessoryIDs) ?? []
     }
 
     public static func serviceKey(accessoryID: String, iid: UInt64) -> String { "\(accessoryID)#\(iid)" }

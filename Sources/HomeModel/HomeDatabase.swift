@@ -203,12 +203,35 @@ public actor HomeDatabase {
         }
     }
 
+    /// Removes an accessory from the home for good: forgotten as `forgetAccessory` does, and
+    /// not taken in again while its source still reports it, until `restoreAccessory`.
+    public func removeAccessory(id: String) throws(ModelError) {
+        try change { home throws(ModelError) in
+            try Self.checkKnown(id, in: home)
+            home.assignments[id] = nil
+            home.accessoryNames[id] = nil
+            let prefix = id + "#"
+            home.serviceNames = home.serviceNames.filter { !$0.key.hasPrefix(prefix) }
+            home.knownAccessoryIDs.removeAll { $0 == id }
+            home.removedAccessoryIDs = Array(Set(home.removedAccessoryIDs).union([id])).sorted()
+            return ((), [.accessoryForgotten(accessoryID: id)])
+        }
+    }
+
+    /// Lets a removed accessory back into the home (it is adopted again as new).
+    public func restoreAccessory(id: String) throws(ModelError) {
+        try change { home throws(ModelError) in
+            home.removedAccessoryIDs.removeAll { $0 == id }
+            return ((), [])
+        }
+    }
+
     /// Takes in accessories from the sources. One never seen before is remembered, and if it
     /// suggests a room, placed there (the room is made if missing). A known accessory is never
     /// moved, so calling this again with the same accessories changes nothing.
     public func adopt(_ accessories: [Accessory]) throws(ModelError) {
         try change { home throws(ModelError) in
-            var known = Set(home.knownAccessoryIDs)
+            var known = Set(home.knownAccessoryIDs).union(home.removedAccessoryIDs)
             var events: [HomeEvent] = []
             for accessory in accessories where !known.contains(accessory.id) {
                 known.insert(accessory.id)
@@ -227,7 +250,7 @@ public actor HomeDatabase {
                 home.assignments[accessory.id] = room.id
                 events.append(.accessoryAssigned(accessoryID: accessory.id, room: room))
             }
-            home.knownAccessoryIDs = known.sorted()
+            home.knownAccessoryIDs = known.subtracting(home.removedAccessoryIDs).sorted()
             return ((), events)
         }
     }

@@ -177,7 +177,7 @@ struct OfflineHome {
                 // Not loaded without the gateway: a paired accessory, whose pairing goes too.
                 throw GatewayFailure(code: "needs-gateway", message: "'\(id)' is only known to the running gateway's sources (a paired accessory: removing it also removes its pairing); start the gateway and try again")
             }
-            try await change { db throws(ModelError) in try await db.forgetAccessory(id: id) }
+            try await change { db throws(ModelError) in try await db.removeAccessory(id: id) }
             return .object(["id": .string(id), "name": .string(node.displayName)])
         case "service/rename":
             let key = try string(fields, "accessory")

@@ -28,7 +28,8 @@ struct Inspection {
         let preview = HomeDatabase.inMemory(copying: await database.home)
         try await preview.adopt(accessories)
         home = await preview.home
-        tree = TopicTree(base: config.baseTopic, accessories: accessories, home: home, scope: scope)
+        let removed = Set(home.removedAccessoryIDs)
+        tree = TopicTree(base: config.baseTopic, accessories: accessories.filter { !removed.contains($0.id) }, home: home, scope: scope)
     }
 }
 

@@ -177,6 +177,32 @@ final class CrashSwitch: @unchecked Sendable {
         #expect(await db.home.room(named: "EVERYWHERE")?.id == defaultID)
     }
 
+    @Test func removedAccessoriesStayOutUntilRestoredAcrossReopen() async throws {
+        let dir = TempDirectory()
+        do {
+            let db = try HomeDatabase(directory: dir.url)
+            try await db.adopt([accessory("door", room: "Garage"), accessory("plug")])
+            try await db.renameAccessory(id: "door", to: "Big Door")
+            try await db.removeAccessory(id: "door")
+            let home = await db.home
+            #expect(home.removedAccessoryIDs == ["door"])
+            #expect(home.knownAccessoryIDs == ["plug"])
+            #expect(home.accessoryNames["door"] == nil)
+        }
+        // Reopened, and the source still reports the door: it is not taken in again.
+        let db = try HomeDatabase(directory: dir.url)
+        try await db.adopt([accessory("door", room: "Garage"), accessory("plug")])
+        #expect(await db.home.removedAccessoryIDs == ["door"])
+        #expect(await db.home.assignments["door"] == nil)
+        // Restored (paired again): adopted anew, into its suggested room.
+        try await db.restoreAccessory(id: "door")
+        try await db.adopt([accessory("door", room: "Garage")])
+        let home = await db.home
+        #expect(home.removedAccessoryIDs.isEmpty)
+        #expect(home.room(forAccessory: "door").name == "Garage")
+        await #expect(throws: ModelError.self) { try await db.removeAccessory(id: "never-seen") }
+    }
+
     @Test func adoptionPlacesNewAccessoriesOnce() async throws {
         let db = HomeDatabase.inMemory()
         var events = db.events().makeAsyncIterator()
