@@ -29,7 +29,8 @@ public actor Gateway: Service {
     /// Every retained topic this gateway has published and not cleared, with its payload.
     var retained: [String: [UInt8]] = [:]
     var isStarted = false
-    /// Accessories removed from the home by request while their source still reports them.
+    /// Accessories removed from the home while their source still reports them; the home
+    /// database keeps the list, this is its copy plus those on their way out.
     var removedAccessories: Set<String> = []
     var counters = Counters()
 
@@ -43,6 +44,10 @@ public actor Gateway: Service {
     /// while a rebuild runs collapse into one more.
     let rebuildRequests: AsyncStream<Void>.Continuation
     let rebuildStream: AsyncStream<Void>
+    /// Gateway requests run one at a time off the message loop: a `pair` or `discover` takes
+    /// seconds, and `set`/`get` must not wait for it.
+    let requestQueue: AsyncStream<GatewayRequest>.Continuation
+    let requestStream: AsyncStream<GatewayRequest>
     let workerCount = 8
     let workers: [AsyncStream<Job>.Continuation]
     let workerStreams: [AsyncStream<Job>]
@@ -88,6 +93,7 @@ public actor Gateway: Service {
         self.tree = TopicTree(base: config.baseTopic)
         (outboxStream, outbox) = AsyncStream<Outgoing>.makeStream()
         (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         var streams: [AsyncStream<Job>] = []
         var continuations: [AsyncStream<Job>.Continuation] = []
@@ -151,6 +157,12 @@ public actor Gateway: Service {
                 }
             }
             group.addTask { for await message in messages { await self.handle(message: message) } }
+            group.addTask {
+                for await request in self.requestStream {
+                    let outcome = await self.perform(op: request.op, RequestFields(fields: request.fields))
+                    await self.respond(request.responseTopic, id: request.id, outcome)
+                }
+            }
             group.addTask { for await state in states { await self.handle(connection: state) } }
             if config.pollInterval > 0 { group.addTask { try await self.pollLoop() } }
 
@@ -168,6 +180,7 @@ public actor Gateway: Service {
         outbox.finish()
         notificationTargets.finish()
         rebuildRequests.finish()
+        requestQueue.finish()
         workers.forEach { $0.finish() }
         try? await mqtt.publish(statusTopic, payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
         await mqtt.disconnect()
@@ -349,7 +362,9 @@ public actor Gateway: Service {
     }
 
     func refreshHome() async {
-        currentHome = await database.home
+        let home = await database.home
+        currentHome = home
+        removedAccessories.formUnion(home.removedAccessoryIDs)
     }
 
     private func announceChanges(from old: TopicTree) {
@@ -406,7 +421,6 @@ public actor Gateway: Service {
                 event(reachable ? "accessory-reachable" : "accessory-unreachable", accessory: node)
             }
         case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
-            if case .accessoryAdded = sourceEvent { removedAccessories.remove(accessory.id) }
             try? await database.adopt([accessory])
             await refreshHome()
             remember(accessory)
