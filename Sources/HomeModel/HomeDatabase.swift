@@ -193,12 +193,7 @@ public actor HomeDatabase {
     /// Removes the accessory's room, names and service names; if it comes back it is adopted anew.
     public func forgetAccessory(id: String) throws(ModelError) {
         try change { home throws(ModelError) in
-            try Self.checkKnown(id, in: home)
-            home.assignments[id] = nil
-            home.accessoryNames[id] = nil
-            let prefix = id + "#"
-            home.serviceNames = home.serviceNames.filter { !$0.key.hasPrefix(prefix) }
-            home.knownAccessoryIDs.removeAll { $0 == id }
+            try Self.forget(id, in: &home)
             return ((), [.accessoryForgotten(accessoryID: id)])
         }
     }
@@ -207,15 +202,19 @@ public actor HomeDatabase {
     /// not taken in again while its source still reports it, until `restoreAccessory`.
     public func removeAccessory(id: String) throws(ModelError) {
         try change { home throws(ModelError) in
-            try Self.checkKnown(id, in: home)
-            home.assignments[id] = nil
-            home.accessoryNames[id] = nil
-            let prefix = id + "#"
-            home.serviceNames = home.serviceNames.filter { !$0.key.hasPrefix(prefix) }
-            home.knownAccessoryIDs.removeAll { $0 == id }
+            try Self.forget(id, in: &home)
             home.removedAccessoryIDs = Array(Set(home.removedAccessoryIDs).union([id])).sorted()
             return ((), [.accessoryForgotten(accessoryID: id)])
         }
+    }
+
+    private static func forget(_ id: String, in home: inout Home) throws(ModelError) {
+        try checkKnown(id, in: home)
+        home.assignments[id] = nil
+        home.accessoryNames[id] = nil
+        let prefix = id + "#"
+        home.serviceNames = home.serviceNames.filter { !$0.key.hasPrefix(prefix) }
+        home.knownAccessoryIDs.removeAll { $0 == id }
     }
 
     /// Lets a removed accessory back into the home (it is adopted again as new).

@@ -74,9 +74,12 @@ enum ThroughputScenario {
         let arguments = (broker.clientArguments + ["-q", String(qos.rawValue), "-r", "-t", messages[0].topic, "-l"])
             .map { "'\($0)'" }.joined(separator: " ")
         let cli = try ChildProcess("sh", ["-c", "exec mosquitto_pub \(arguments) < '\(lines)'"])
-        let cliLast = try await subscriber.waitFor(count: total, timeout: 300, what: "mosquitto_pub's messages")
-        let cliRate = Double(total) / elapsed(cliStart, cliLast)
-        _ = try? await cli.waitForExit(timeout: 10)
+        // mosquitto_pub waits for each PUBACK in turn (QoS 1): give it a time budget rather than
+        // the whole run, and count what arrived within it.
+        let cliLast = try? await subscriber.waitFor(count: total, timeout: 30, what: "mosquitto_pub's messages")
+        let (cliCount, cliEnd) = subscriber.tally.state.withLock { ($0.count, $0.last) }
+        let cliRate = Double(cliCount) / elapsed(cliStart, cliLast ?? cliEnd ?? .now)
+        await cli.terminate(grace: 2)
         await subscriber.stop()
 
         let bytes = messages.map { $0.topic.utf8.count + $0.payload.count }.reduce(0, +) / max(messages.count, 1)
@@ -85,7 +88,7 @@ enum ThroughputScenario {
             Row(name, "msg/s received; " + label, ours: Format.rate(ours), baseline: "bare publisher " + Format.rate(bare),
                 ratio: Format.ratio(ours / bare), target: "≥ 0.90×", met: Format.met(ours / bare >= 0.9)),
             Row(name, "msg/s received, vs mosquitto_pub -l (one topic)", ours: Format.rate(ours),
-                baseline: "mosquitto_pub " + Format.rate(cliRate), ratio: Format.ratio(ours / cliRate)),
+                baseline: "mosquitto_pub " + Format.rate(cliRate) + (cliCount < total ? " (\(cliCount) of \(total) in 30 s)" : ""), ratio: Format.ratio(ours / cliRate)),
             Row(name, "source production rate during the run (setValue calls/s)", ours: Format.rate(Double(total) / produced)),
         ]
     }

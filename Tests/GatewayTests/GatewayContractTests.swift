@@ -174,6 +174,13 @@ final class GatewayContractTests: XCTestCase {
 
         let doorToggle = try await gw.request("\(door)/$toggle", "", answer: "\(door)/$result")
         XCTAssertEqual(doorToggle["value"], .int(0), "a closed door toggles open")
+
+        let accessoryTopic = "home/garage/garage-door-opener"
+        let identified = try await gw.request("\(accessoryTopic)/$identify", #"{"id": "blink"}"#, answer: "\(accessoryTopic)/$result")
+        XCTAssertEqual(identified["status"], .string("ok"))
+        XCTAssertEqual(identified["id"], .string("blink"))
+        let identifyRequests = await gw.home.identifyRequests()
+        XCTAssertEqual(identifyRequests, [id])
     }
 
     func testNotificationsAreEnabledExactlyForTheScope() async throws {

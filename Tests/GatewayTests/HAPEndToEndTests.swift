@@ -295,7 +295,8 @@ final class HAPEndToEndTests: XCTestCase {
         let peerPairings = try await rig.peer.command("pairings")
         XCTAssertEqual(peerPairings, "PAIRINGS 0")
 
-        // Pair again, then remove one of the bridge's accessories: the bridge's pairing goes.
+        // Pair again, then remove one of the bridge's accessories: it leaves the home, and
+        // the bridge with its other accessories stays paired.
         _ = try await pairOverMQTT(rig, observer)
         _ = try await waitForBrightnessState(observer)
         observer.clear()
@@ -304,9 +305,16 @@ final class HAPEndToEndTests: XCTestCase {
         try await observer.waitForMessage("the state cleared", timeout: 10) { $0.topic == stateTopic && $0.payload.isEmpty }
         let afterRemove = try await retained(rig, "\(accessory)/#")
         XCTAssertEqual(afterRemove, [:])
-        XCTAssertEqual(try rig.store.all().count, 0)
+        XCTAssertEqual(try rig.store.all().count, 1)
         let peerPairingsAfterRemove = try await rig.peer.command("pairings")
-        XCTAssertEqual(peerPairingsAfterRemove, "PAIRINGS 0")
+        XCTAssertEqual(peerPairingsAfterRemove, "PAIRINGS 1")
+
+        // Unpairing the bridge removes the rest.
+        let unpairedBridge = try await request(rig, observer, "unpair", ["pairing": .string(pairingID)])
+        XCTAssertEqual(unpairedBridge["status"], .string("ok"), unpairedBridge.encoded())
+        XCTAssertEqual(try rig.store.all().count, 0)
+        let peerPairingsAfterUnpair = try await rig.peer.command("pairings")
+        XCTAssertEqual(peerPairingsAfterUnpair, "PAIRINGS 0")
 
         // Unpairing what is not paired names the problem.
         let unknown = try await request(rig, observer, "unpair", ["pairing": .string(pairingID)])
