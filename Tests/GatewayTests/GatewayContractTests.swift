@@ -217,6 +217,21 @@ final class GatewayContractTests: XCTestCase {
         try await waitUntil("thermostat notifications on") { await gw.home.notificationsEnabled().contains { $0.accessoryID == thermostat.id } }
     }
 
+    func testCharacteristicsThatCannotNotifyArePolled() async throws {
+        let gw = try await GatewayHarness.start(configure: { $0.pollInterval = 0.2 })
+        addTeardownBlock { await gw.stop() }
+        let id = try await gw.accessoryID(named: "Garage Door Opener")
+        let accessories = await gw.home.accessories()
+        // The light's Name characteristic is readable but has no notify permission.
+        let name = try XCTUnwrap(accessories.first { $0.id == id }?.services.first { $0.name == "Garage Light" }?
+            .characteristics.first { $0.type == Catalog.characteristicType(named: "name")?.uuid })
+        XCTAssertFalse(name.metadata.permissions.contains(.notify))
+        let notifying = await gw.home.notificationsEnabled()
+        XCTAssertFalse(notifying.contains(CharacteristicAddress(accessoryID: id, iid: name.iid)))
+        try await gw.home.setValue(CharacteristicAddress(accessoryID: id, iid: name.iid), .string("Workbench Light"))
+        try await gw.next("\(light)/name/state", timeout: 5) { $0 == "Workbench Light" }
+    }
+
     func testRetainedRequestsAreRefusedAndCleared() async throws {
         let gw = try await GatewayHarness.start()
         addTeardownBlock { await gw.stop() }
