@@ -67,7 +67,7 @@ public actor HAPController {
     /// The accessories of a paired accessory server, read once.
     public func accessories(of pairing: HAPPairing) async throws(HAPError) -> [Accessory] {
         let connection = try await connect(pairing)
-        let json: HAPJSONValue
+        let json: JSONValue
         do {
             json = try await connection.accessoriesJSON()
         } catch {

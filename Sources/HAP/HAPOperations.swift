@@ -26,9 +26,9 @@ extension AccessoryError.Status {
 extension HAPConnection {
     static let jsonContentType = "application/hap+json"
 
-    func json(_ response: HAPHTTPMessage, _ what: String) throws(HAPError) -> HAPJSONValue {
+    func json(_ response: HAPHTTPMessage, _ what: String) throws(HAPError) -> JSONValue {
         do {
-            return try HAPJSONValue.parse(response.body)
+            return try JSONValue(parsing: response.body)
         } catch {
             throw HAPError(code: "bad-json", message: "the accessory's \(what) is not valid JSON")
         }
@@ -40,21 +40,21 @@ extension HAPConnection {
     }
 
     /// `GET /accessories`.
-    public func accessoriesJSON() async throws(HAPError) -> HAPJSONValue {
+    public func accessoriesJSON() async throws(HAPError) -> JSONValue {
         let r = try await request("GET", "/accessories")
         guard r.status == 200 else { throw HAPError.proto("GET /accessories answered HTTP \(r.status)") }
         return try json(r, "/accessories")
     }
 
     /// `GET /characteristics?id=…`: per item a value or the accessory's HAP status.
-    public func readCharacteristics(_ ids: [HAPCharacteristicID]) async throws(HAPError) -> [HAPCharacteristicID: Result<HAPJSONValue, AccessoryError>] {
+    public func readCharacteristics(_ ids: [HAPCharacteristicID]) async throws(HAPError) -> [HAPCharacteristicID: Result<JSONValue, AccessoryError>] {
         guard !ids.isEmpty else { return [:] }
         let list = ids.map { "\($0.aid).\($0.iid)" }.joined(separator: ",")
         let r = try await request("GET", "/characteristics?id=\(list)")
         guard r.status == 200 || r.status == 207 else {
             throw HAPError.proto("GET /characteristics answered HTTP \(r.status)")
         }
-        var out: [HAPCharacteristicID: Result<HAPJSONValue, AccessoryError>] = [:]
+        var out: [HAPCharacteristicID: Result<JSONValue, AccessoryError>] = [:]
         for item in try json(r, "characteristics answer")["characteristics"]?.arrayValue ?? [] {
             guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value else { continue }
             let id = HAPCharacteristicID(aid: aid, iid: iid)
@@ -72,9 +72,9 @@ extension HAPConnection {
 
     /// `PUT /characteristics` with items such as `{"aid":1,"iid":9,"value":true}` or `"ev":true`;
     /// returns the items that failed. `timed` sends `PUT /prepare` first (for `tw` characteristics).
-    public func writeCharacteristics(_ items: [HAPCharacteristicID: [String: HAPJSONValue]], timed: Bool = false) async throws(HAPError) -> [HAPCharacteristicID: AccessoryError] {
+    public func writeCharacteristics(_ items: [HAPCharacteristicID: [String: JSONValue]], timed: Bool = false) async throws(HAPError) -> [HAPCharacteristicID: AccessoryError] {
         guard !items.isEmpty else { return [:] }
-        var body: [String: HAPJSONValue] = [:]
+        var body: [String: JSONValue] = [:]
         body["characteristics"] = .array(items.sorted { $0.key < $1.key }.map { id, fields in
             var o = fields
             o["aid"] = .uint(id.aid)
@@ -83,8 +83,8 @@ extension HAPConnection {
         })
         if timed {
             let pid = UInt64.random(in: 1...UInt64(UInt32.max))
-            let prep = HAPJSONValue.object(["ttl": .int(5000), "pid": .uint(pid)])
-            let r = try await request("PUT", "/prepare", body: prep.serialized(), contentType: Self.jsonContentType)
+            let prep = JSONValue.object(["ttl": .int(5000), "pid": .uint(pid)])
+            let r = try await request("PUT", "/prepare", body: Array(prep.encoded(wholeDoublesAsIntegers: true).utf8), contentType: Self.jsonContentType)
             let status = (try? json(r, "prepare answer"))?["status"]?.int64Value ?? -1
             guard r.status == 200, status == 0 else {
                 let err = AccessoryError(AccessoryError.Status(hap: status), "the accessory refused the timed write (HAP status \(status))")
@@ -92,7 +92,7 @@ extension HAPConnection {
             }
             body["pid"] = .uint(pid)
         }
-        let r = try await request("PUT", "/characteristics", body: HAPJSONValue.object(body).serialized(), contentType: Self.jsonContentType)
+        let r = try await request("PUT", "/characteristics", body: Array(JSONValue.object(body).encoded(wholeDoublesAsIntegers: true).utf8), contentType: Self.jsonContentType)
         switch r.status {
         case 204, 200:
             return [:]
@@ -113,8 +113,8 @@ extension HAPConnection {
     }
 
     /// Turns an `EVENT/1.0` body into values.
-    public nonisolated static func eventValues(_ message: HAPHTTPMessage) -> [(HAPCharacteristicID, HAPJSONValue)] {
-        guard let body = try? HAPJSONValue.parse(message.body) else { return [] }
+    public nonisolated static func eventValues(_ message: HAPHTTPMessage) -> [(HAPCharacteristicID, JSONValue)] {
+        guard let body = try? JSONValue(parsing: message.body) else { return [] }
         return (body["characteristics"]?.arrayValue ?? []).compactMap { item in
             guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value, let v = item["value"] else { return nil }
             return (HAPCharacteristicID(aid: aid, iid: iid), v)

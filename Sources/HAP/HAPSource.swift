@@ -311,7 +311,7 @@ public actor HAPSource: AccessorySource {
 
     /// Records a value from the accessory; emits `valueUpdated` when it changed.
     @discardableResult
-    private func update(pairingID: String, id: HAPCharacteristicID, json: HAPJSONValue, emit: Bool) -> CharacteristicValue? {
+    private func update(pairingID: String, id: HAPCharacteristicID, json: JSONValue, emit: Bool) -> CharacteristicValue? {
         let accID = Self.accessoryID(pairingID, id.aid)
         guard var acc = accessoriesByID[accID] else { return nil }
         for si in acc.services.indices {
@@ -408,7 +408,7 @@ public actor HAPSource: AccessorySource {
     /// One `PUT /characteristics` per accessory with `ev: true` for its notifying characteristics.
     private func subscribeAll(_ pairingID: String, connection: HAPConnection) async throws(HAPError) {
         for acc in accessoriesFor(pairingID) {
-            var items: [HAPCharacteristicID: [String: HAPJSONValue]] = [:]
+            var items: [HAPCharacteristicID: [String: JSONValue]] = [:]
             for s in acc.services {
                 for c in s.characteristics where c.metadata.permissions.contains(.notify)
                     && !notificationsOff.contains(CharacteristicAddress(accessoryID: acc.id, iid: c.iid)) {
@@ -443,7 +443,7 @@ public actor HAPSource: AccessorySource {
         guard c.metadata.permissions.contains(.read) else {
             throw AccessoryError(.writeOnly, "\(address) cannot be read")
         }
-        let results: [HAPCharacteristicID: Result<HAPJSONValue, AccessoryError>]
+        let results: [HAPCharacteristicID: Result<JSONValue, AccessoryError>]
         do {
             results = try await connection.readCharacteristics([id])
         } catch {
@@ -484,7 +484,7 @@ public actor HAPSource: AccessorySource {
 
     public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress: AccessoryError] {
         var failures: [CharacteristicAddress: AccessoryError] = [:]
-        var byConnection: [ObjectIdentifier: (HAPConnection, [HAPCharacteristicID: [String: HAPJSONValue]], [HAPCharacteristicID: CharacteristicAddress])] = [:]
+        var byConnection: [ObjectIdentifier: (HAPConnection, [HAPCharacteristicID: [String: JSONValue]], [HAPCharacteristicID: CharacteristicAddress])] = [:]
         for address in addresses {
             if enabled { notificationsOff.remove(address) } else { notificationsOff.insert(address) }
             do throws(AccessoryError) {

@@ -1,100 +1,5 @@
 import Foundation
 
-/// A JSON value as HAP puts it on the wire. Numbers keep whether they were written as integers,
-/// because HAP formats (`uint8` vs `float`) are told apart by the characteristic's `format`, and
-/// a `bool` must not be read from `1` by accident of the JSON library.
-public enum HAPJSONValue: Sendable, Hashable, Codable {
-    case null
-    case bool(Bool)
-    case int(Int64)
-    case uint(UInt64)
-    case double(Double)
-    case string(String)
-    case array([HAPJSONValue])
-    case object([String: HAPJSONValue])
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null; return }
-        if let b = try? c.decode(Bool.self) { self = .bool(b); return }
-        if let i = try? c.decode(Int64.self) { self = .int(i); return }
-        if let u = try? c.decode(UInt64.self) { self = .uint(u); return }
-        if let d = try? c.decode(Double.self) { self = .double(d); return }
-        if let s = try? c.decode(String.self) { self = .string(s); return }
-        if let a = try? c.decode([HAPJSONValue].self) { self = .array(a); return }
-        if let o = try? c.decode([String: HAPJSONValue].self) { self = .object(o); return }
-        throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a JSON value")
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        switch self {
-        case .null: try c.encodeNil()
-        case .bool(let b): try c.encode(b)
-        case .int(let i): try c.encode(i)
-        case .uint(let u): try c.encode(u)
-        case .double(let d): try c.encode(d.isFinite ? d : 0)
-        case .string(let s): try c.encode(s)
-        case .array(let a): try c.encode(a)
-        case .object(let o): try c.encode(o)
-        }
-    }
-
-    /// Parses JSON bytes; malformed JSON is a `bad-json` error.
-    public static func parse(_ bytes: [UInt8]) throws(ModelError) -> HAPJSONValue {
-        do {
-            return try JSONDecoder().decode(HAPJSONValue.self, from: Data(bytes))
-        } catch {
-            throw ModelError(code: "bad-json", message: "not valid JSON: \(error)")
-        }
-    }
-
-    /// Compact JSON bytes (keys sorted, so output is stable for tests and logs).
-    public func serialized() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding our own enum cannot fail: every case maps to a JSON value.
-        return (try? Array(encoder.encode(self))) ?? Array("null".utf8)
-    }
-
-    public subscript(key: String) -> HAPJSONValue? {
-        if case .object(let o) = self { return o[key] }
-        return nil
-    }
-
-    public var arrayValue: [HAPJSONValue]? { if case .array(let a) = self { a } else { nil } }
-    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
-    public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
-
-    /// Integer value if the number is integral (HAP sends `1.0` from some accessories).
-    public var int64Value: Int64? {
-        switch self {
-        case .int(let i): i
-        case .uint(let u): Int64(exactly: u)
-        case .double(let d): Int64(exactly: d)
-        default: nil
-        }
-    }
-
-    public var uint64Value: UInt64? {
-        switch self {
-        case .int(let i): UInt64(exactly: i)
-        case .uint(let u): u
-        case .double(let d): UInt64(exactly: d)
-        default: nil
-        }
-    }
-
-    public var doubleValue: Double? {
-        switch self {
-        case .int(let i): Double(i)
-        case .uint(let u): Double(u)
-        case .double(let d): d
-        default: nil
-        }
-    }
-}
-
 /// Turns HAP's `/accessories` JSON into the model. Shared by the HAP controller (live
 /// accessories) and the simulator (imported dumps).
 public enum HAPAccessoryJSON {
@@ -105,11 +10,11 @@ public enum HAPAccessoryJSON {
     /// the accessory's own category (mDNS `ci`) for aid 1; when unknown, aid 1 of a bridge is 2
     /// (bridge) and every other accessory 1 (other).
     public static func parse(_ bytes: [UInt8], idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory] {
-        try parse(json: HAPJSONValue.parse(bytes), idPrefix: idPrefix, category: category)
+        try parse(json: JSONValue(parsing: bytes), idPrefix: idPrefix, category: category)
     }
 
-    public static func parse(json: HAPJSONValue, idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory] {
-        let list: [HAPJSONValue]
+    public static func parse(json: JSONValue, idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory] {
+        let list: [JSONValue]
         if let a = json.arrayValue {
             list = a
         } else if let a = json["accessories"]?.arrayValue {
@@ -139,7 +44,7 @@ public enum HAPAccessoryJSON {
         return accessories
     }
 
-    static func parseAccessory(_ json: HAPJSONValue, index: Int, idPrefix: String) throws(ModelError) -> Accessory {
+    static func parseAccessory(_ json: JSONValue, index: Int, idPrefix: String) throws(ModelError) -> Accessory {
         guard case .object = json else {
             throw ModelError(code: "bad-accessories", message: "accessory #\(index) is not an object")
         }
@@ -170,7 +75,7 @@ public enum HAPAccessoryJSON {
         )
     }
 
-    static func parseService(_ json: HAPJSONValue, aid: UInt64) throws(ModelError) -> AccessoryService {
+    static func parseService(_ json: JSONValue, aid: UInt64) throws(ModelError) -> AccessoryService {
         guard let iid = json["iid"]?.uint64Value else {
             throw ModelError(code: "bad-accessories", message: "a service of accessory \(aid) has no integer 'iid'")
         }
@@ -198,7 +103,7 @@ public enum HAPAccessoryJSON {
         )
     }
 
-    static func parseCharacteristic(_ json: HAPJSONValue, aid: UInt64) throws(ModelError) -> Characteristic {
+    static func parseCharacteristic(_ json: JSONValue, aid: UInt64) throws(ModelError) -> Characteristic {
         guard let iid = json["iid"]?.uint64Value else {
             throw ModelError(code: "bad-accessories", message: "a characteristic of accessory \(aid) has no integer 'iid'")
         }
@@ -267,7 +172,7 @@ public enum HAPAccessoryJSON {
         return StandardUUID.longForm(u)
     }
 
-    static func inferFormat(_ value: HAPJSONValue?) -> CharacteristicFormat {
+    static func inferFormat(_ value: JSONValue?) -> CharacteristicFormat {
         switch value {
         case .bool?: .bool
         case .int?: .int
@@ -279,10 +184,10 @@ public enum HAPAccessoryJSON {
 
     /// Converts a JSON value to the model value of `format`. `null` is nil (no value);
     /// a value that cannot be of the format is an `invalid-value` error.
-    public static func convert(_ json: HAPJSONValue, format: CharacteristicFormat) throws(ModelError) -> CharacteristicValue? {
+    public static func convert(_ json: JSONValue, format: CharacteristicFormat) throws(ModelError) -> CharacteristicValue? {
         if case .null = json { return nil }
         func bad() -> ModelError {
-            ModelError(code: "invalid-value", message: "value \(String(decoding: json.serialized(), as: UTF8.self)) is not a valid \(format.rawValue)")
+            ModelError(code: "invalid-value", message: "value \(json.encoded(wholeDoublesAsIntegers: true)) is not a valid \(format.rawValue)")
         }
         switch format {
         case .bool:
@@ -313,17 +218,18 @@ public enum HAPAccessoryJSON {
     }
 
     /// The JSON HAP expects for a model value written to a characteristic of `format`.
-    public static func json(for value: CharacteristicValue, format: CharacteristicFormat) -> HAPJSONValue {
+    public static func json(for value: CharacteristicValue, format: CharacteristicFormat) -> JSONValue {
         switch (format, value) {
         case (.bool, _): return .bool(value.boolValue ?? false)
         case (.tlv8, .data(let d)), (.data, .data(let d)): return .string(Data(d).base64EncodedString())
         case (_, .bool(let b)): return format.isNumeric ? .int(b ? 1 : 0) : .bool(b)
         case (_, .int(let i)): return .int(i)
         case (_, .uint(let u)): return .uint(u)
-        case (.float, .float(let f)): return .double(f)
+        // HAP has no NaN or infinity, and accessories have always been sent 0 for them.
+        case (.float, .float(let f)): return .double(f.isFinite ? f : 0)
         case (_, .float(let f)):
             if format.isInteger, let i = Int64(exactly: f.rounded()) { return .int(i) }
-            return .double(f)
+            return .double(f.isFinite ? f : 0)
         case (_, .string(let s)): return .string(s)
         case (_, .data(let d)): return .string(Data(d).base64EncodedString())
         }

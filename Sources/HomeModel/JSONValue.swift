@@ -25,7 +25,17 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// hold, are written as `null`.
     public func encoded(pretty: Bool = false) -> String {
         var out = ""
-        write(to: &out, pretty: pretty, indent: 0)
+        write(to: &out, pretty: pretty, indent: 0, wholeDoublesAsIntegers: false)
+        return out
+    }
+
+    /// Compact JSON like `encoded()`, but with a whole-number double written without its
+    /// fraction (`21`, not `21.0`; `-0`), the way Foundation's `JSONEncoder` writes it. HAP
+    /// request bodies use this so accessories get the bytes they always got from the controller;
+    /// MQTT payloads keep `encoded()`, where `21.0` tells a float from an integer.
+    public func encoded(wholeDoublesAsIntegers: Bool) -> String {
+        var out = ""
+        write(to: &out, pretty: false, indent: 0, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
         return out
     }
 
@@ -139,13 +149,16 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     // MARK: Writing
 
-    private func write(to out: inout String, pretty: Bool, indent: Int) {
+    private func write(to out: inout String, pretty: Bool, indent: Int, wholeDoublesAsIntegers: Bool) {
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .int(let i): out += String(i)
         case .uint(let u): out += String(u)
-        case .double(let d): out += d.isFinite ? "\(d)" : "null"
+        case .double(let d):
+            guard d.isFinite else { out += "null"; return }
+            let text = "\(d)"
+            out += wholeDoublesAsIntegers && text.hasSuffix(".0") ? String(text.dropLast(2)) : text
         case .string(let s): Self.writeString(s, to: &out)
         case .array(let a):
             if a.isEmpty { out += "[]"; return }
@@ -153,7 +166,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
             for (n, element) in a.enumerated() {
                 if n > 0 { out += "," }
                 if pretty { Self.newline(&out, indent + 1) }
-                element.write(to: &out, pretty: pretty, indent: indent + 1)
+                element.write(to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
             }
             if pretty { Self.newline(&out, indent) }
             out += "]"
@@ -165,7 +178,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
                 if pretty { Self.newline(&out, indent + 1) }
                 Self.writeString(key, to: &out)
                 out += pretty ? ": " : ":"
-                o[key]?.write(to: &out, pretty: pretty, indent: indent + 1)
+                o[key]?.write(to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
             }
             if pretty { Self.newline(&out, indent) }
             out += "}"

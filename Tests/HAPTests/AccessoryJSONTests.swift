@@ -98,4 +98,33 @@ final class AccessoryJSONTests: XCTestCase {
             }
         }
     }
+
+    /// HAP request bodies must reach the accessory exactly as Foundation's JSONEncoder writes
+    /// them (compact, sorted keys, unescaped slashes, `21` for a whole float), which is what
+    /// accessories were always sent.
+    func testWriteBodiesMatchFoundationEncoding() throws {
+        let writes: [(CharacteristicValue, CharacteristicFormat)] = [
+            (.float(21.0), .float), (.float(21.5), .float), (.float(-0.0), .float), (.float(1e20), .float),
+            (.float(0.1), .float), (.float(.infinity), .float), (.float(3.6), .uint8), (.uint(UInt64.max), .uint64),
+            (.int(-40), .int), (.bool(true), .bool), (.uint(1), .bool), (.bool(true), .uint8),
+            (.string("a/b \"q\" \u{1}é"), .string), (.data([0xFB, 0xFF]), .tlv8),
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let items: [JSONValue] = writes.enumerated().map { n, write in
+            .object(["aid": .uint(1), "iid": .uint(UInt64(n + 2)), "value": HAPAccessoryJSON.json(for: write.0, format: write.1)])
+        }
+        let body = JSONValue.object(["characteristics": .array(items), "pid": .uint(7)])
+        let expected = String(decoding: try encoder.encode(body), as: UTF8.self)
+        XCTAssertEqual(body.encoded(wholeDoublesAsIntegers: true), expected)
+        // Booleans stay booleans for bool characteristics and become 0/1 for numeric ones.
+        XCTAssertEqual(items[9]["value"], .bool(true))
+        XCTAssertEqual(items[10]["value"], .bool(true))
+        XCTAssertEqual(items[11]["value"], .int(1))
+        // The body reads back as the same values (a whole float comes back as an integer, which
+        // the float format accepts).
+        let back = try JSONValue(parsing: body.encoded(wholeDoublesAsIntegers: true))
+        XCTAssertEqual(try HAPAccessoryJSON.convert(XCTUnwrap(back["characteristics"]?[0]?["value"]), format: .float), .float(21))
+        XCTAssertEqual(back["characteristics"]?[7]?["value"], .uint(UInt64.max))
+    }
 }
