@@ -292,19 +292,39 @@ public actor Gateway: Service {
     private func desiredRetained() -> [String: [UInt8]] {
         var out: [String: [UInt8]] = [:]
         out.reserveCapacity(tree.characteristicCount * 2 + tree.accessories.count * 2 + 1)
+        // Most characteristics share their `meta` document with many others (every brightness
+        // of one kind of lamp), and most states are a few short texts: one buffer each, shared,
+        // instead of one per topic. It also spares encoding the same document again.
+        var metaPayloads: [MetaKey: [UInt8]] = [:]
+        var texts: [String: [UInt8]] = [:]
         for node in tree.accessories {
             out[node.topic + "/$info"] = Array(Payloads.info(node).encoded().utf8)
             out[node.topic + "/$availability"] = Array((node.accessory.isReachable ? "online" : "offline").utf8)
             for service in node.services {
                 for c in service.characteristics {
-                    out[c.topic + "/meta"] = Array(Payloads.meta(c).encoded().utf8)
+                    let key = MetaKey(type: c.characteristic.type, metadata: c.characteristic.metadata,
+                                      description: c.characteristic.name, readOnlyScope: c.isReadOnlyScope)
+                    if let shared = metaPayloads[key] {
+                        out[c.topic + "/meta"] = shared
+                    } else {
+                        let payload = Array(Payloads.meta(c).encoded().utf8)
+                        metaPayloads[key] = payload
+                        out[c.topic + "/meta"] = payload
+                    }
                     if let value = values[c.address] {
-                        out[c.topic + "/state"] = Array(ValueCodec.text(value, format: c.characteristic.metadata.format).utf8)
+                        let text = ValueCodec.text(value, format: c.characteristic.metadata.format)
+                        if let shared = texts[text] {
+                            out[c.topic + "/state"] = shared
+                        } else {
+                            let payload = Array(text.utf8)
+                            if text.utf8.count <= 16 { texts[text] = payload }
+                            out[c.topic + "/state"] = payload
+                        }
                     }
                 }
             }
         }
-        out["\(base)/$gateway/tree"] = Array(treeJSON().encoded().utf8)
+        out["\(base)/$gateway/tree"] = Array(treeText().utf8)
         if config.homeAssistant.enabled {
             let configs = HomeAssistantDiscovery.configs(
                 tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
@@ -316,6 +336,11 @@ public actor Gateway: Service {
             }
         }
         return out
+    }
+
+    func treeText() -> String {
+        guard let currentHome else { return JSONValue.object(["base": .string(base), "rooms": .array([])]).encoded() }
+        return Payloads.treeText(tree, home: currentHome)
     }
 
     func treeJSON() -> JSONValue {
@@ -559,3 +584,10 @@ public actor Gateway: Service {
     func workerQueue(_ index: Int) -> AsyncStream<Job>.Continuation { workers[index] }
 }
 
+/// What a `meta` document is made of.
+struct MetaKey: Hashable {
+    var type: String
+    var metadata: CharacteristicMetadata
+    var description: String?
+    var readOnlyScope: Bool
+}

@@ -52,65 +52,87 @@ enum Payloads {
         return meta
     }
 
-    static func tree(_ tree: TopicTree, home: Home) -> JSONValue {
-        let rooms: [JSONValue] = tree.rooms.map { room in
-            let accessories: [JSONValue] = room.accessoryIDs.compactMap { tree.accessory(id: $0) }.map { node in
-                let services: [JSONValue] = node.services.map { service in
-                    let characteristics: [JSONValue] = service.characteristics.map { c in
+    /// The suffixes that make a characteristic's topics from its base `topic`, listed once in
+    /// the tree instead of five times per characteristic: at 250,000 characteristics that is
+    /// the difference between a document of tens and of hundreds of megabytes.
+    static let characteristicSuffixes: [(String, String)] = [
+        ("get", "/get"), ("meta", "/meta"), ("result", "/result"), ("set", "/set"), ("state", "/state"),
+    ]
+
+    /// The whole scoped tree as JSON. Written straight to text, keys in sorted order as
+    /// `JSONValue.encoded()` writes them: building it as a `JSONValue` first took more memory
+    /// than the rest of the gateway together.
+    static func treeText(_ tree: TopicTree, home: Home) -> String {
+        var out = ""
+        out.reserveCapacity(256 + tree.characteristicCount * 200)
+        var w = JSONTextWriter(out: out)
+        w.open()
+        w.key("base"); w.string(tree.base)
+        w.key("home"); w.string(home.name)
+        w.key("rooms"); w.openArray()
+        for room in tree.rooms {
+            w.element(); w.open()
+            w.key("accessories"); w.openArray()
+            for node in room.accessoryIDs.compactMap({ tree.accessory(id: $0) }) {
+                w.element(); w.open()
+                w.key("availability"); w.string(node.topic + "/$availability")
+                w.key("category"); w.string(Catalog.categories[node.accessory.category] ?? "other")
+                w.key("id"); w.string(node.id)
+                w.key("info"); w.string(node.topic + "/$info")
+                w.key("manufacturer"); w.string(node.accessory.manufacturer)
+                w.key("model"); w.string(node.accessory.model)
+                w.key("name"); w.string(node.displayName)
+                w.key("reachable"); w.bool(node.accessory.isReachable)
+                w.key("services"); w.openArray()
+                for service in node.services {
+                    w.element(); w.open()
+                    w.key("characteristics"); w.openArray()
+                    for c in service.characteristics {
                         let permissions = c.characteristic.metadata.permissions
-                        var object: [String: JSONValue] = [
-                            "type": .string(c.characteristic.type),
-                            "type-name": .string(c.typeName),
-                            "format": .string(c.characteristic.metadata.format.rawValue),
-                            "topic": .string(c.topic),
-                            "meta": .string(c.topic + "/meta"),
-                            "state": .string(c.topic + "/state"),
-                            "get": .string(c.topic + "/get"),
-                            "result": .string(c.topic + "/result"),
-                            "writable": .bool(permissions.contains(.write) && !c.isReadOnlyScope),
-                            "notifies": .bool(permissions.contains(.notify)),
-                        ]
-                        if permissions.contains(.write) && !c.isReadOnlyScope { object["set"] = .string(c.topic + "/set") }
-                        return .object(object)
+                        w.element(); w.open()
+                        w.key("format"); w.string(c.characteristic.metadata.format.rawValue)
+                        w.key("notifies"); w.bool(permissions.contains(.notify))
+                        w.key("readable"); w.bool(permissions.contains(.read))
+                        w.key("topic"); w.string(c.topic)
+                        w.key("type"); w.string(c.characteristic.type)
+                        w.key("type-name"); w.string(c.typeName)
+                        w.key("writable"); w.bool(permissions.contains(.write) && !c.isReadOnlyScope)
+                        w.close()
                     }
-                    var object: [String: JSONValue] = [
-                        "name": .string(service.displayName),
-                        "type": .string(service.service.type),
-                        "type-name": .string(service.typeName),
-                        "topic": .string(service.topic),
-                        "characteristics": .array(characteristics),
-                    ]
+                    w.closeArray()
+                    w.key("name"); w.string(service.displayName)
                     if PrimaryControl.characteristic(in: service) != nil {
-                        object["toggle"] = .string(service.topic + "/$toggle")
+                        w.key("toggle"); w.string(service.topic + "/$toggle")
                     }
-                    return .object(object)
+                    w.key("topic"); w.string(service.topic)
+                    w.key("type"); w.string(service.service.type)
+                    w.key("type-name"); w.string(service.typeName)
+                    w.close()
                 }
-                return .object([
-                    "id": .string(node.id),
-                    "name": .string(node.displayName),
-                    "manufacturer": .string(node.accessory.manufacturer),
-                    "model": .string(node.accessory.model),
-                    "category": .string(Catalog.categories[node.accessory.category] ?? "other"),
-                    "topic": .string(node.topic),
-                    "info": .string(node.topic + "/$info"),
-                    "availability": .string(node.topic + "/$availability"),
-                    "reachable": .bool(node.accessory.isReachable),
-                    "services": .array(services),
-                ])
+                w.closeArray()
+                w.key("topic"); w.string(node.topic)
+                w.close()
             }
-            return .object([
-                "id": .string(room.room.id),
-                "name": .string(room.room.name),
-                "topic": .string(room.topic),
-                "default": .bool(room.room.id == home.roomForEntireHome.id),
-                "accessories": .array(accessories),
-            ])
+            w.closeArray()
+            w.key("default"); w.bool(room.room.id == home.roomForEntireHome.id)
+            w.key("id"); w.string(room.room.id)
+            w.key("name"); w.string(room.room.name)
+            w.key("topic"); w.string(room.topic)
+            w.close()
         }
-        return .object([
-            "home": .string(home.name),
-            "base": .string(tree.base),
-            "rooms": .array(rooms),
-        ])
+        w.closeArray()
+        w.key("suffixes"); w.open()
+        for (name, suffix) in characteristicSuffixes {
+            w.key(name); w.string(suffix)
+        }
+        w.close()
+        w.close()
+        return w.out
+    }
+
+    static func tree(_ tree: TopicTree, home: Home) -> JSONValue {
+        // Parsing our own output cannot fail; the fallback only keeps this total.
+        (try? JSONValue(parsing: treeText(tree, home: home))) ?? .object([:])
     }
 
     static func result(id: JSONValue, op: String, value: CharacteristicValue?) -> JSONValue {
@@ -156,4 +178,36 @@ public struct GatewayFailure: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+/// Appends JSON text with commas where they belong; keys are written in the order given.
+struct JSONTextWriter {
+    var out: String
+    /// Per open container: whether it has an element yet.
+    private var hasElement: [Bool] = []
+
+    init(out: String) { self.out = out }
+
+    private mutating func separate() {
+        if let last = hasElement.last {
+            if last { out += "," }
+            hasElement[hasElement.count - 1] = true
+        }
+    }
+
+    mutating func open() { out += "{"; hasElement.append(false) }
+    mutating func close() { out += "}"; hasElement.removeLast() }
+    mutating func openArray() { out += "["; hasElement.append(false) }
+    mutating func closeArray() { out += "]"; hasElement.removeLast() }
+    /// Before each array element.
+    mutating func element() { separate() }
+
+    mutating func key(_ key: String) {
+        separate()
+        JSONValue.appendString(key, to: &out)
+        out += ":"
+    }
+
+    mutating func string(_ value: String) { JSONValue.appendString(value, to: &out) }
+    mutating func bool(_ value: Bool) { out += value ? "true" : "false" }
 }

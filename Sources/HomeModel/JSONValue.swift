@@ -190,6 +190,12 @@ public enum JSONValue: Sendable, Hashable, Codable {
         out += String(repeating: "  ", count: indent)
     }
 
+    /// Appends `s` as a JSON string literal, escaped as `encoded()` escapes it: for writers
+    /// that stream a large document instead of building a `JSONValue` first.
+    public static func appendString(_ s: String, to out: inout String) {
+        writeString(s, to: &out)
+    }
+
     private static func writeString(_ s: String, to out: inout String) {
         out += "\""
         for scalar in s.unicodeScalars {

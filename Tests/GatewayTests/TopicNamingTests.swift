@@ -74,6 +74,31 @@ final class TopicTreeTests: XCTestCase {
         XCTAssertNil(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 2)))
     }
 
+    func testTreeDocumentIsCanonicalJSONWithEveryTopic() async throws {
+        let list = [
+            Self.lamp(id: "a", name: "Lamp \"Quoted\" \\ Ünïcode\n", room: "Living Room"),
+            Self.lamp(id: "b", name: "Desk Lamp"),
+        ]
+        let home = try await home(list)
+        let tree = TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(ScopeConfig()))
+        let text = GatewayDocuments.treeText(tree, home: home)
+        // Written straight to text, it is exactly what JSONValue would write: valid JSON, keys sorted.
+        let parsed = try JSONValue(parsing: text)
+        XCTAssertEqual(parsed.encoded(), text)
+        let rooms = try XCTUnwrap(parsed["rooms"]?.arrayValue)
+        let accessories = rooms.flatMap { $0["accessories"]?.arrayValue ?? [] }
+        XCTAssertEqual(Set(accessories.compactMap { $0["id"]?.stringValue }), ["a", "b"])
+        let lamp = try XCTUnwrap(accessories.first { $0["id"] == .string("a") })
+        XCTAssertEqual(lamp["name"], .string("Lamp \"Quoted\" \\ Ünïcode\n"))
+        let bulb = try XCTUnwrap(lamp["services"]?[0])
+        XCTAssertEqual(bulb["toggle"], .string("home/living-room/lamp-quoted-unicode/lightbulb/$toggle"))
+        let brightness = try XCTUnwrap(bulb["characteristics"]?.arrayValue?.first { $0["type-name"] == .string("brightness") })
+        XCTAssertEqual(brightness["topic"], .string("home/living-room/lamp-quoted-unicode/lightbulb/brightness"))
+        XCTAssertEqual(brightness["writable"], .bool(true))
+        XCTAssertEqual(parsed["suffixes"]?["state"], .string("/state"))
+        XCTAssertEqual(parsed["suffixes"]?["set"], .string("/set"))
+    }
+
     func testScopeCriteria() async throws {
         let list = [
             Self.lamp(id: "a", name: "Lamp", manufacturer: "Acme", room: "Kitchen"),
