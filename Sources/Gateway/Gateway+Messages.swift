@@ -221,90 +221,68 @@ extension Gateway {
     }
 
     private nonisolated func perform(_ job: Job) async {
-        let timeout = config.requestTimeout
-        switch job.kind {
-        case .set(let value):
-            guard let node = job.node else { return }
-            let outcome = await withTimeout(timeout, label: node.typeName) { () async throws(AccessoryError) -> CharacteristicValue? in
-                try await self.source.write(node.address, value: value)
-                return nil
+        let token = deadlines.start(job, timeout: config.requestTimeout)
+        let outcome: Result<CharacteristicValue?, GatewayFailure>
+        do throws(AccessoryError) {
+            switch job.kind {
+            case .set(let value):
+                guard let node = job.node else { return }
+                try await source.write(node.address, value: value)
+                outcome = .success(value)
+            case .get:
+                guard let node = job.node else { return }
+                outcome = .success(try await source.read(node.address))
+            case .identify:
+                try await source.identify(accessoryID: job.accessoryID)
+                outcome = .success(nil)
             }
-            switch outcome {
-            case .success:
-                await didWrite(node, value, job: job)
-            case .failure(let failure):
-                await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure))
-            }
-        case .get:
-            guard let node = job.node else { return }
-            let outcome = await withTimeout(timeout, label: node.typeName) { () async throws(AccessoryError) -> CharacteristicValue? in
-                try await self.source.read(node.address)
-            }
-            switch outcome {
-            case .success(let value?):
-                await didRead(node, value, job: job)
-            case .success(nil):
+        } catch {
+            outcome = .failure(GatewayFailure(error))
+        }
+        // False when the watchdog has answered `timeout` meanwhile: the value still counts,
+        // but the request gets no second answer.
+        let answer = deadlines.finish(token)
+        switch (job.kind, outcome) {
+        case (.set, .success(let value?)):
+            if let node = job.node { await didWrite(node, value, job: job, answer: answer) }
+        case (.get, .success(let value?)):
+            if let node = job.node { await didRead(node, value, job: job, answer: answer) }
+        case (.get, .success(nil)):
+            if answer {
                 await reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(code: "no-value", message: "the accessory returned no value")))
-            case .failure(let failure):
-                await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure))
             }
-        case .identify:
-            let accessoryID = job.accessoryID
-            let outcome = await withTimeout(timeout, label: "identify") { () async throws(AccessoryError) -> CharacteristicValue? in
-                try await self.source.identify(accessoryID: accessoryID)
-                return nil
-            }
-            switch outcome {
-            case .success: await reply(job.resultTopic, op: job.op, id: job.id, .success(nil))
-            case .failure(let failure): await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure))
+        case (_, .success):
+            if answer { await reply(job.resultTopic, op: job.op, id: job.id, .success(nil)) }
+        case (_, .failure(let failure)):
+            if answer { await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure)) }
+        }
+    }
+
+    /// Answers every request that overstays its deadline; runs until the gateway stops.
+    nonisolated func watchDeadlines() async throws {
+        let timeout = config.requestTimeout
+        while true {
+            try await Task.sleep(for: .milliseconds(100))
+            for job in deadlines.takeExpired() {
+                await reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
+                    code: "timeout", message: "the accessory did not answer within \(timeout) s",
+                    hapStatus: AccessoryError.Status.timedOut.rawValue)))
             }
         }
     }
 
-    /// Runs an accessory operation with a deadline; a late answer is dropped.
-    nonisolated func withTimeout(
-        _ seconds: Double, label: String,
-        _ operation: @escaping @Sendable () async throws(AccessoryError) -> CharacteristicValue?
-    ) async -> Result<CharacteristicValue?, GatewayFailure> {
-        await withTaskGroup(of: Result<CharacteristicValue?, GatewayFailure>?.self) { group in
-            group.addTask {
-                do throws(AccessoryError) {
-                    return .success(try await operation())
-                } catch {
-                    return .failure(GatewayFailure(error))
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(seconds))
-                if Task.isCancelled { return nil }
-                return .failure(GatewayFailure(
-                    code: "timeout", message: "the accessory did not answer within \(seconds) s",
-                    hapStatus: AccessoryError.Status.timedOut.rawValue))
-            }
-            var answer: Result<CharacteristicValue?, GatewayFailure> = .failure(GatewayFailure(code: "cancelled", message: "the gateway is stopping"))
-            for await outcome in group {
-                if let outcome {
-                    answer = outcome
-                    break
-                }
-            }
-            group.cancelAll()
-            return answer
-        }
-    }
-
-    private func didWrite(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job) {
+    private func didWrite(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job, answer: Bool) {
         let permissions = node.characteristic.metadata.permissions
         // A write-only control (identify, a button) has no state to show.
         if permissions.contains(.read) || permissions.contains(.notify) {
             setValue(node.address, value)
         }
-        reply(job.resultTopic, op: job.op, id: job.id, .success(value))
+        if answer { reply(job.resultTopic, op: job.op, id: job.id, .success(value)) }
     }
 
-    private func didRead(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job) {
+    private func didRead(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job, answer: Bool) {
         setValue(node.address, value)
-        reply(job.resultTopic, op: job.op, id: job.id, .success(value))
+        if answer { reply(job.resultTopic, op: job.op, id: job.id, .success(value)) }
     }
 
     func reply(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {

@@ -48,6 +48,7 @@ public actor Gateway: Service {
     /// seconds, and `set`/`get` must not wait for it.
     let requestQueue: AsyncStream<GatewayRequest>.Continuation
     let requestStream: AsyncStream<GatewayRequest>
+    let deadlines = RequestDeadlines()
     let workerCount = 8
     let workers: [AsyncStream<Job>.Continuation]
     let workerStreams: [AsyncStream<Job>]
@@ -128,6 +129,7 @@ public actor Gateway: Service {
                 let stream = workerStreams[index]
                 group.addTask { await self.runWorker(stream) }
             }
+            group.addTask { try await self.watchDeadlines() }
 
             try await connectUntilUp()
             var filters: [(String, MQTTQoS)] = [("\(base)/#", .atLeastOnce)]

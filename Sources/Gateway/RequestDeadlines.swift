@@ -1,0 +1,39 @@
+import Synchronization
+
+/// The deadlines of the requests that workers are running. One watchdog answers every request
+/// that overstays with `timeout`; a late answer from the accessory then updates the state but
+/// sends no second result. Cheaper than racing each request against a timer task of its own,
+/// which cost a task group and two child tasks per `set`.
+final class RequestDeadlines: Sendable {
+    struct Entry: Sendable {
+        var deadline: ContinuousClock.Instant
+        var job: Gateway.Job
+    }
+
+    private let state = Mutex<(next: UInt64, entries: [UInt64: Entry])>((0, [:]))
+
+    /// Registers a request that starts now; returns its token.
+    func start(_ job: Gateway.Job, timeout: Double) -> UInt64 {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        return state.withLock { state in
+            state.next += 1
+            state.entries[state.next] = Entry(deadline: deadline, job: job)
+            return state.next
+        }
+    }
+
+    /// Ends a request: true if it is still to be answered by its worker, false if the watchdog
+    /// has answered it already.
+    func finish(_ token: UInt64) -> Bool {
+        state.withLock { $0.entries.removeValue(forKey: token) != nil }
+    }
+
+    /// The requests past their deadline, now counted as answered.
+    func takeExpired(now: ContinuousClock.Instant = .now) -> [Gateway.Job] {
+        state.withLock { state in
+            let expired = state.entries.filter { $0.value.deadline <= now }
+            for token in expired.keys { state.entries[token] = nil }
+            return expired.sorted { $0.key < $1.key }.map(\.value.job)
+        }
+    }
+}
