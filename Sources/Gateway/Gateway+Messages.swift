@@ -44,12 +44,12 @@ extension Gateway {
             }
             await toggle(accessory: accessory, service: service, message: message)
         case "$identify":
-            guard let accessory = tree.accessory(id: tree.accessories.first(where: { $0.topic == path })?.id ?? "") else {
+            guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
                 reportUnknown(message, "no accessory at '\(path)'")
                 return
             }
             let id = Self.requestID(message.payload)
-            if let refusal = refuseRetained(message, resultTopic: accessory.topic + "/$result", op: "identify", id: id) { _ = refusal; return }
+            if refuseRetained(message, resultTopic: accessory.topic + "/$result", op: "identify", id: id) { return }
             dispatch(Job(kind: .identify, op: "identify", id: id, node: nil, accessoryID: accessory.id, resultTopic: accessory.topic + "/$result"))
         default:
             reportUnknown(message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
@@ -88,8 +88,9 @@ extension Gateway {
 
     /// A request left retained on the broker would run again at every reconnect: refuse it,
     /// and clear it so that it stops coming back.
-    func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool? {
-        guard message.retain else { return nil }
+    /// Returns whether the message was a retained request (and so is done with).
+    func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
+        guard message.retain else { return false }
         if !message.payload.isEmpty {
             reply(resultTopic, op: op, id: id, .failure(GatewayFailure(
                 code: "retained", message: "a retained \(op) request is not applied; publish it without the retain flag")))
@@ -107,7 +108,7 @@ extension Gateway {
     private func request(_ kind: String, node: TopicTree.CharacteristicNode, message: MQTTMessage) async {
         let resultTopic = node.topic + "/result"
         let id = Self.requestID(message.payload)
-        if refuseRetained(message, resultTopic: resultTopic, op: kind, id: id) != nil { return }
+        if refuseRetained(message, resultTopic: resultTopic, op: kind, id: id) { return }
         if kind == "get" {
             dispatch(Job(kind: .get, op: "get", id: id, node: node, accessoryID: node.address.accessoryID, resultTopic: resultTopic))
             return
@@ -171,7 +172,7 @@ extension Gateway {
     private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: MQTTMessage) async {
         let resultTopic = service.topic + "/$result"
         let id = Self.requestID(message.payload)
-        if refuseRetained(message, resultTopic: resultTopic, op: "toggle", id: id) != nil { return }
+        if refuseRetained(message, resultTopic: resultTopic, op: "toggle", id: id) { return }
         guard let node = PrimaryControl.characteristic(in: service) else {
             reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
                 code: "not-toggleable", message: "a \(service.typeName) service has no primary control in scope to toggle")))
@@ -182,15 +183,11 @@ extension Gateway {
                 code: "read-only-scope", message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")))
             return
         }
-        guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
+        guard let value = PrimaryControl.flipped(node, current: values[node.address]) else {
             reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: "not-toggleable", message: "no value to flip to")))
             return
         }
         dispatch(Job(kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic))
-    }
-
-    func currentValue(_ address: CharacteristicAddress) -> CharacteristicValue? {
-        valueFor(address)
     }
 
     // MARK: - Workers
@@ -198,8 +195,8 @@ extension Gateway {
     /// Requests for one accessory go to the same worker, so they reach it in the order sent.
     func dispatch(_ job: Job) {
         switch job.kind {
-        case .set: countSet()
-        case .get: countGet()
+        case .set: counters.sets += 1
+        case .get: counters.gets += 1
         case .identify: break
         }
         if let node = tree.accessory(id: job.accessoryID), !node.accessory.isReachable {
@@ -210,8 +207,8 @@ extension Gateway {
         }
         var hasher = Hasher()
         hasher.combine(job.accessoryID)
-        let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(workerCountValue))
-        workerQueue(index).yield(job)
+        let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(workerCount))
+        workers[index].yield(job)
     }
 
     nonisolated func runWorker(_ jobs: AsyncStream<Job>) async {
@@ -275,13 +272,13 @@ extension Gateway {
         let permissions = node.characteristic.metadata.permissions
         // A write-only control (identify, a button) has no state to show.
         if permissions.contains(.read) || permissions.contains(.notify) {
-            setValue(node.address, value)
+            update(node.address, value)
         }
         if answer { reply(job.resultTopic, op: job.op, id: job.id, .success(value)) }
     }
 
     private func didRead(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job, answer: Bool) {
-        setValue(node.address, value)
+        update(node.address, value)
         if answer { reply(job.resultTopic, op: job.op, id: job.id, .success(value)) }
     }
 
@@ -290,7 +287,7 @@ extension Gateway {
         case .success(let value):
             enqueue(topic, json: Payloads.result(id: id, op: op, value: value))
         case .failure(let failure):
-            countError()
+            counters.errors += 1
             enqueue(topic, json: Payloads.error(id: id, op: op, failure))
         }
     }

@@ -49,7 +49,7 @@ extension Gateway {
         case .success(let data):
             enqueue(topic, json: .object(["id": id, "status": .string("ok"), "data": data]))
         case .failure(let failure):
-            countError()
+            counters.errors += 1
             enqueue(topic, json: .object([
                 "id": id, "status": .string("error"), "code": .string(failure.code), "message": .string(failure.message),
             ]))

@@ -373,7 +373,9 @@ public actor Gateway: Service {
         for topic in retained.keys where desired[topic] == nil {
             setRetained(topic, [])
         }
-        for (topic, payload) in desired.sorted(by: { $0.key < $1.key }) {
+        // Order does not matter between topics (each is one retained value); sorting half a
+        // million at 10,000 accessories would.
+        for (topic, payload) in desired {
             setRetained(topic, payload)
         }
     }
@@ -479,7 +481,7 @@ public actor Gateway: Service {
         rebuildRequests.yield()
     }
 
-    private func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
+    func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
         values[address] = value
         guard isStarted, let node = tree.characteristic(address) else { return }
         setRetained(node.topic + "/state", Array(ValueCodec.text(value, format: node.characteristic.metadata.format).utf8))
@@ -577,13 +579,6 @@ public actor Gateway: Service {
 
     public var retainedTopicList: [String] { retained.keys.sorted() }
 
-    func valueFor(_ address: CharacteristicAddress) -> CharacteristicValue? { values[address] }
-    func setValue(_ address: CharacteristicAddress, _ value: CharacteristicValue) { update(address, value) }
-    func countSet() { counters.sets += 1 }
-    func countGet() { counters.gets += 1 }
-    func countError() { counters.errors += 1 }
-    var workerCountValue: Int { workerCount }
-    func workerQueue(_ index: Int) -> AsyncStream<Job>.Continuation { workers[index] }
 }
 
 /// What a `meta` document is made of.
