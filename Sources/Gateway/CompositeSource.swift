@@ -28,20 +28,26 @@ public final class CompositeSource: AccessorySource {
     public func events() -> AsyncStream<SourceEvent> {
         let streams = sources.enumerated().map { ($0.offset, $0.element.events()) }
         let (stream, continuation) = AsyncStream<SourceEvent>.makeStream()
-        // The forwarding tasks end when their source stream finishes or the consumer goes away.
-        let forwarders = streams.map { index, events in
-            Task { [self] in
-                for await event in events {
-                    switch event {
-                    case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
-                        self.owners.withLock { $0[accessory.id] = index }
-                    default: break
+        // One forwarding task, owned by the stream: cancelled when the consumer goes away, and
+        // finishing the stream when every source's stream has finished.
+        let forwarder = Task { [self] in
+            await withDiscardingTaskGroup { group in
+                for (index, events) in streams {
+                    group.addTask {
+                        for await event in events {
+                            switch event {
+                            case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
+                                self.owners.withLock { $0[accessory.id] = index }
+                            default: break
+                            }
+                            continuation.yield(event)
+                        }
                     }
-                    continuation.yield(event)
                 }
             }
+            continuation.finish()
         }
-        continuation.onTermination = { _ in forwarders.forEach { $0.cancel() } }
+        continuation.onTermination = { _ in forwarder.cancel() }
         return stream
     }
 
