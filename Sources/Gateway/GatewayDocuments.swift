@@ -5,7 +5,5 @@ import HomeModel
 public enum GatewayDocuments {
     public static func tree(_ tree: TopicTree, home: Home) -> JSONValue { Payloads.tree(tree, home: home) }
     public static func treeText(_ tree: TopicTree, home: Home) -> String { Payloads.treeText(tree, home: home) }
-    public static func info(_ node: TopicTree.AccessoryNode) -> JSONValue { Payloads.info(node) }
-    public static func meta(_ node: TopicTree.CharacteristicNode) -> JSONValue { Payloads.meta(node) }
     public static func toggleable(_ service: TopicTree.ServiceNode) -> Bool { PrimaryControl.characteristic(in: service) != nil }
 }
