@@ -234,8 +234,10 @@ public actor HAPSource: AccessorySource {
                     try await refresh(pairing, token: token, connection: connection)
                     connections[pairingID] = connection
                     delay = backoff.initial
-                    setReachable(pairingID, true)
+                    // Reachable only once events are on: a change made by the accessory right
+                    // after it is announced reachable must arrive as an event.
                     try await subscribeAll(pairingID, connection: connection)
+                    setReachable(pairingID, true)
                     logger.info("connected to accessory \(pairingID) at \(pairing.host):\(pairing.port)")
                     attempted(pairingID, token)
                     await serve(pairingID, connection: connection)
