@@ -154,8 +154,7 @@ public actor Gateway: Service {
                     // The events of a burst arrive one actor turn apart; a short wait lets them
                     // all ask, so that one rebuild (and at most one more) answers the burst.
                     try? await Task.sleep(for: .milliseconds(20))
-                    await self.refreshHome()
-                    await self.rebuild(announce: true)
+                    await self.rebuildIfTheHomeChanged()
                 }
             }
             group.addTask { for await message in messages { await self.handle(message: message) } }
@@ -352,6 +351,18 @@ public actor Gateway: Service {
 
     /// The home as the database last said; nil only before the first read.
     var currentHome: Home?
+    /// The home the tree was last built from.
+    var treeHome: Home?
+
+    /// Home events often describe what the tree already shows: the first start adopts every
+    /// room and accessory (one event each) before the tree is built from the result, and a
+    /// change made through the request API rebuilds at once. A rebuild costs seconds at
+    /// 10,000 accessories, so only a home that differs from the tree's gets one.
+    private func rebuildIfTheHomeChanged() async {
+        await refreshHome()
+        guard currentHome != treeHome else { return }
+        rebuild(announce: true)
+    }
 
     /// Rebuilds the tree from the accessories, the home and the scope, then publishes what
     /// changed, clears what went away, announces structural changes and retargets
@@ -359,6 +370,7 @@ public actor Gateway: Service {
     func rebuild(announce: Bool) {
         guard let currentHome else { return }
         let old = tree
+        treeHome = currentHome
         tree = TopicTree(base: base, accessories: accessoryOrder.filter { !removedAccessories.contains($0) }.compactMap { accessories[$0] }, home: currentHome, scope: scope)
         if announce { announceChanges(from: old) }
         guard isStarted else { return }
