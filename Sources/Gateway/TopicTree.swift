@@ -57,6 +57,13 @@ public struct TopicTree: Sendable {
         let allRooms = [home.roomForEntireHome] + home.rooms
         let roomSlugs = Slug.unique(allRooms.map(\.name), fallback: "room")
         var byRoom: [String: [(Accessory, String)]] = [:]
+        // Exact capacities: grown by doubling, these arrays and tables held up to twice what a
+        // home of 250,000 characteristics needs.
+        accessories.reserveCapacity(all.count)
+        accessoryIndex.reserveCapacity(all.count)
+        let characteristicEstimate = all.reduce(0) { $0 + $1.services.reduce(0) { $0 + $1.characteristics.count } }
+        characteristicIndex.reserveCapacity(characteristicEstimate)
+        characteristicByTopic.reserveCapacity(characteristicEstimate)
         for accessory in all {
             let room = home.room(forAccessory: accessory.id)
             let name = home.displayName(accessory: accessory)
@@ -91,6 +98,7 @@ public struct TopicTree: Sendable {
         let serviceSlugs = Slug.unique(serviceNames, fallback: "service")
         var node = AccessoryNode(id: accessory.id, topic: topic, slug: slug, displayName: name, room: room,
                                  roomSlug: roomSlug, accessory: accessory, services: [])
+        node.services.reserveCapacity(services.count)
         for (index, service) in services.enumerated() {
             let serviceTopic = "\(topic)/\(serviceSlugs[index])"
             let characteristics = service.characteristics.filter(scope.admits(characteristic:)).sorted { $0.iid < $1.iid }
@@ -99,6 +107,7 @@ public struct TopicTree: Sendable {
             var serviceNode = ServiceNode(iid: service.iid, topic: serviceTopic, slug: serviceSlugs[index],
                                           typeName: typeName(service: service), displayName: serviceNames[index],
                                           service: service, characteristics: [])
+            serviceNode.characteristics.reserveCapacity(characteristics.count)
             for (cIndex, characteristic) in characteristics.enumerated() {
                 let cTopic = "\(serviceTopic)/\(slugs[cIndex])"
                 serviceNode.characteristics.append(CharacteristicNode(

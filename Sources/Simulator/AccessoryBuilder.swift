@@ -160,6 +160,7 @@ struct AccessoryBuilder {
         }
 
         var characteristics: [Characteristic] = []
+        characteristics.reserveCapacity(order.count)
         for entry in order {
             var metadata = entry.type.metadata
             var value: CharacteristicValue?
