@@ -74,7 +74,14 @@ extension Gateway {
     }
 
     private func isRetained(_ topic: String) -> Bool {
-        retained[topic] != nil
+        if retained[topic] != nil { return true }
+        guard let slash = topic.lastIndex(of: "/"),
+              let node = publishedTree.characteristic(topic: String(topic[..<slash])) else { return false }
+        switch topic[topic.index(after: slash)...] {
+        case "meta": return true
+        case "state": return values[node.address] != nil
+        default: return false
+        }
     }
 
     func reportUnknown(_ message: MQTTMessage, _ text: String) {

@@ -78,7 +78,7 @@ extension Gateway {
             case "republish":
                 try request.finish()
                 outbox.yield(.republishAll)
-                return .success(.object(["topics": .int(Int64(retained.count))]))
+                return .success(.object(["topics": .int(Int64(retainedCount))]))
             case "health":
                 try request.finish()
                 return .success(await health())

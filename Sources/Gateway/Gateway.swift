@@ -3,6 +3,7 @@ import HomeModel
 import Logging
 import MQTT
 import ServiceLifecycle
+import Synchronization
 
 /// The bridge between a source of accessories and the broker.
 ///
@@ -26,8 +27,20 @@ public actor Gateway: Service {
     var accessoryOrder: [String] = []
     var values: [CharacteristicAddress: CharacteristicValue] = [:]
     public var tree: TopicTree
-    /// Every retained topic this gateway has published and not cleared, with its payload.
-    var retained: [String: [UInt8]] = [:]
+    /// Every retained topic this gateway has published and not cleared, with a digest of its
+    /// payload, but for characteristics' `state` and `meta`: those follow from `publishedTree`
+    /// and `values`. At 10,000 accessories, keeping them here too cost half a million topic
+    /// strings (~250 bytes per characteristic), and keeping payloads rather than digests kept
+    /// the tree document and every discovery config twice (~500 bytes per characteristic).
+    /// A republish makes the payloads again from the tree.
+    var retained: [String: PayloadDigest] = [:]
+    /// Messages queued in the outbox and not yet handed to the MQTT client: the first
+    /// publication waits on it, so that the whole retained tree is never in memory at once.
+    let backlog = OutboxBacklog()
+    /// The tree whose characteristic topics are on the broker (the current tree once started).
+    var publishedTree: TopicTree
+    /// One buffer per distinct `meta` document, shared by every characteristic that has it.
+    var metaPayloads: [MetaKey: [UInt8]] = [:]
     var isStarted = false
     /// Accessories removed from the home while their source still reports them; the home
     /// database keeps the list, this is its copy plus those on their way out.
@@ -62,6 +75,9 @@ public actor Gateway: Service {
 
     enum Outgoing: Sendable {
         case publish(topic: String, payload: [UInt8], retain: Bool)
+        /// Retained `meta`/`state` topics of many characteristics. Their topic strings are made
+        /// as each is sent: queued whole, half a million of them sat in memory at once.
+        case characteristics([CharacteristicTopics])
         /// Publish every retained topic again (after a reconnect).
         case republishAll
         /// Publish every Home Assistant discovery config again (its birth message).
@@ -92,6 +108,7 @@ public actor Gateway: Service {
         self.scopeStore = scopeStore
         self.scope = try ScopeFilter(scopeStore?.load() ?? config.scope, file: config.file)
         self.tree = TopicTree(base: config.baseTopic)
+        self.publishedTree = TopicTree(base: config.baseTopic)
         (outboxStream, outbox) = AsyncStream<Outgoing>.makeStream()
         (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(bufferingPolicy: .bufferingNewest(1))
         (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
@@ -140,7 +157,7 @@ public actor Gateway: Service {
                 filters.append(("\(prefix)/device/+/config", .atLeastOnce))
             }
             try await mqtt.subscribe(filters)
-            publishAll()
+            await publishAll()
             isStarted = true
             logger.info("gateway online", metadata: [
                 "broker": "\(config.brokerDisplay)", "base": "\(base)",
@@ -240,23 +257,59 @@ public actor Gateway: Service {
             switch item {
             case .publish(let topic, let payload, let retain):
                 await send(topic, payload, retain: retain)
+                backlog.add(-1)
+            case .characteristics(let list):
+                await send(list)
+                backlog.add(-CharacteristicTopics.messages(in: list))
             case .republishDiscovery:
-                let prefix = config.homeAssistant.prefix + "/"
-                for (topic, payload) in await retainedSnapshot() where topic.hasPrefix(prefix) {
-                    await send(topic, payload, retain: true)
+                for id in await publishedAccessoryIDs() {
+                    for (topic, payload) in await republication(of: id, discoveryOnly: true) {
+                        await send(topic, payload, retain: true)
+                    }
                 }
             case .republishAll:
-                for (topic, payload) in await retainedSnapshot() {
-                    await send(topic, payload, retain: true)
+                // One accessory at a time, made as it is sent: the whole retained tree of a
+                // large home would otherwise be in memory at once, again, after every reconnect.
+                for id in await publishedAccessoryIDs() {
+                    for (topic, payload) in await republication(of: id, discoveryOnly: false) {
+                        await send(topic, payload, retain: true)
+                    }
+                    await send(await characteristicRepublication(of: id))
                 }
+                await send("\(base)/$gateway/tree", await treeBytes(), retain: true)
                 // `online` last: a client that sees it knows the whole tree is there.
                 await send(statusTopic, Array("online".utf8), retain: true)
             }
         }
     }
 
-    private func retainedSnapshot() -> [(String, [UInt8])] {
-        retained.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    private func publishedAccessoryIDs() -> [String] { publishedTree.accessories.map(\.id) }
+
+    /// An accessory's retained documents as they are on the broker, to publish again.
+    private func republication(of id: String, discoveryOnly: Bool) -> [(String, [UInt8])] {
+        guard let node = publishedTree.accessory(id: id) else { return [] }
+        var out: [(String, [UInt8])] = []
+        if !discoveryOnly {
+            out.append((node.topic + "/$info", Array(Payloads.info(node).encoded().utf8)))
+            out.append((node.topic + "/$availability", availabilityPayload(node)))
+        }
+        if let (topic, document) = discoveryContext(publishedTree)?.config(node) {
+            out.append((topic, Array(document.encoded().utf8)))
+        }
+        return out
+    }
+
+    private func characteristicRepublication(of id: String) -> [CharacteristicTopics] {
+        guard let node = publishedTree.accessory(id: id) else { return [] }
+        var texts: [String: [UInt8]] = [:]
+        return characteristicTopics(of: node, old: TopicTree(base: base), texts: &texts)
+    }
+
+    private nonisolated func send(_ list: [CharacteristicTopics]) async {
+        for item in list {
+            if let meta = item.meta { await send(item.topic + "/meta", meta, retain: true) }
+            if let state = item.state { await send(item.topic + "/state", state, retain: true) }
+        }
     }
 
     private nonisolated func send(_ topic: String, _ payload: [UInt8], retain: Bool) async {
@@ -269,7 +322,16 @@ public actor Gateway: Service {
 
     func enqueue(_ topic: String, _ payload: [UInt8], retain: Bool) {
         counters.published += 1
+        backlog.add(1)
         outbox.yield(.publish(topic: topic, payload: payload, retain: retain))
+    }
+
+    private func enqueue(_ list: [CharacteristicTopics]) {
+        guard !list.isEmpty else { return }
+        let messages = CharacteristicTopics.messages(in: list)
+        counters.published += messages
+        backlog.add(messages)
+        outbox.yield(.characteristics(list))
     }
 
     func enqueue(_ topic: String, json: JSONValue, retain: Bool = false) {
@@ -281,62 +343,66 @@ public actor Gateway: Service {
         if payload.isEmpty {
             guard retained.removeValue(forKey: topic) != nil else { return }
         } else {
-            guard retained[topic] != payload else { return }
-            retained[topic] = payload
+            let digest = PayloadDigest(payload)
+            guard retained[topic] != digest else { return }
+            retained[topic] = digest
         }
         enqueue(topic, payload, retain: true)
     }
 
+    /// `setRetained` for a discovery config. Home Assistant drops one entity of a device that
+    /// stays only when told its platform: a changed config also lists, platform only, the
+    /// components of the one it replaces (made again from the tree it was made from).
+    private func setDiscovery(_ topic: String, _ document: JSONValue, previous: () -> JSONValue?) {
+        let payload = Array(document.encoded().utf8)
+        let digest = PayloadDigest(payload)
+        guard retained[topic] != digest else { return }
+        let replaces = retained[topic] != nil
+        retained[topic] = digest
+        guard replaces, let previous = previous() else {
+            enqueue(topic, payload, retain: true)
+            return
+        }
+        let merged = HomeAssistantDiscovery.withRemovedComponents(previous: previous, next: document)
+        enqueue(topic, Array(merged.encoded().utf8), retain: true)
+    }
+
     // MARK: - The tree and its retained topics
 
-    /// The retained topics the current tree and values call for.
-    private func desiredRetained() -> [String: [UInt8]] {
-        var out: [String: [UInt8]] = [:]
-        out.reserveCapacity(tree.characteristicCount * 2 + tree.accessories.count * 2 + 1)
-        // Most characteristics share their `meta` document with many others (every brightness
-        // of one kind of lamp), and most states are a few short texts: one buffer each, shared,
-        // instead of one per topic. It also spares encoding the same document again.
-        var metaPayloads: [MetaKey: [UInt8]] = [:]
-        var texts: [String: [UInt8]] = [:]
-        for node in tree.accessories {
-            out[node.topic + "/$info"] = Array(Payloads.info(node).encoded().utf8)
-            out[node.topic + "/$availability"] = Array((node.accessory.isReachable ? "online" : "offline").utf8)
-            for service in node.services {
-                for c in service.characteristics {
-                    let key = MetaKey(type: c.characteristic.type, metadata: c.characteristic.metadata,
-                                      description: c.characteristic.name, readOnlyScope: c.isReadOnlyScope)
-                    if let shared = metaPayloads[key] {
-                        out[c.topic + "/meta"] = shared
-                    } else {
-                        let payload = Array(Payloads.meta(c).encoded().utf8)
-                        metaPayloads[key] = payload
-                        out[c.topic + "/meta"] = payload
-                    }
-                    if let value = values[c.address] {
-                        let text = ValueCodec.text(value, format: c.characteristic.metadata.format)
-                        if let shared = texts[text] {
-                            out[c.topic + "/state"] = shared
-                        } else {
-                            let payload = Array(text.utf8)
-                            if text.utf8.count <= 16 { texts[text] = payload }
-                            out[c.topic + "/state"] = payload
-                        }
-                    }
-                }
-            }
+    private func availabilityPayload(_ node: TopicTree.AccessoryNode) -> [UInt8] {
+        Array((node.accessory.isReachable ? "online" : "offline").utf8)
+    }
+
+    private func discoveryContext(_ tree: TopicTree) -> HomeAssistantDiscovery.Context? {
+        guard config.homeAssistant.enabled else { return nil }
+        return HomeAssistantDiscovery.Context(
+            tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
+            options: .init(defaultRoomID: currentHome?.roomForEntireHome.id))
+    }
+
+    /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
+    /// its discovery config) and notes their topics in `desired`.
+    private func applyDocuments(
+        _ node: TopicTree.AccessoryNode, discovery: HomeAssistantDiscovery.Context?,
+        previousDiscovery: inout HomeAssistantDiscovery.Context?, desired: inout Set<String>
+    ) {
+        let info = node.topic + "/$info", availability = node.topic + "/$availability"
+        setRetained(info, Array(Payloads.info(node).encoded().utf8))
+        setRetained(availability, availabilityPayload(node))
+        desired.insert(info)
+        desired.insert(availability)
+        guard let (topic, document) = discovery?.config(node) else { return }
+        desired.insert(topic)
+        setDiscovery(topic, document) {
+            guard let old = publishedTree.accessory(id: node.id) else { return nil }
+            if previousDiscovery == nil { previousDiscovery = discoveryContext(publishedTree) }
+            return previousDiscovery?.config(old)?.document
         }
-        out["\(base)/$gateway/tree"] = Array(treeText().utf8)
-        if config.homeAssistant.enabled {
-            let configs = HomeAssistantDiscovery.configs(
-                tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
-                options: .init(defaultRoomID: currentHome?.roomForEntireHome.id))
-            for (topic, document) in configs {
-                // Home Assistant drops one entity of a device that stays only when told its platform.
-                let previous = retained[topic].flatMap { try? JSONValue(parsing: $0) }
-                out[topic] = Array(HomeAssistantDiscovery.withRemovedComponents(previous: previous, next: document).encoded().utf8)
-            }
-        }
-        return out
+    }
+
+    func treeBytes() -> [UInt8] {
+        guard let currentHome else { return Array(treeText().utf8) }
+        return Payloads.treeBytes(tree, home: currentHome)
     }
 
     func treeText() -> String {
@@ -375,31 +441,132 @@ public actor Gateway: Service {
         if announce { announceChanges(from: old) }
         guard isStarted else { return }
         applyRetained()
-        notificationTargets.yield(Set(tree.addresses.filter {
-            tree.characteristic($0)?.characteristic.metadata.permissions.contains(.notify) == true
-        }))
+        notificationTargets.yield(notifyingAddresses())
     }
 
     private func applyRetained() {
-        let desired = desiredRetained()
-        for topic in retained.keys where desired[topic] == nil {
-            setRetained(topic, [])
-        }
         // Order does not matter between topics (each is one retained value); sorting half a
         // million at 10,000 accessories would.
-        for (topic, payload) in desired {
-            setRetained(topic, payload)
+        var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
+        let discovery = discoveryContext(tree)
+        var previousDiscovery: HomeAssistantDiscovery.Context?
+        for node in tree.accessories {
+            applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery, desired: &desired)
         }
+        let treeTopic = "\(base)/$gateway/tree"
+        setRetained(treeTopic, treeBytes())
+        desired.insert(treeTopic)
+        for topic in retained.keys.filter({ !desired.contains($0) }) {
+            setRetained(topic, [])
+        }
+        enqueue(characteristicChanges(from: publishedTree, to: tree))
+        publishedTree = tree
     }
 
-    /// First publication after connecting.
-    private func publishAll() {
-        applyRetained()
+    /// What turns the retained `meta`/`state` topics of `old` into those of `new`: the topics
+    /// of characteristics that left or moved are cleared, those that arrived or moved are
+    /// published, and a `meta` or `state` text that changed in place is published again.
+    /// (Values that change in place are published as they change, by `update`.)
+    func characteristicChanges(from old: TopicTree, to new: TopicTree) -> [CharacteristicTopics] {
+        var out: [CharacteristicTopics] = []
+        for accessory in old.accessories {
+            for service in accessory.services {
+                for c in service.characteristics where new.characteristic(c.address)?.topic != c.topic {
+                    out.append(CharacteristicTopics(topic: c.topic, meta: [], state: []))
+                }
+            }
+        }
+        // Most states are a few short texts: one buffer each, shared, not one per topic.
+        var texts: [String: [UInt8]] = [:]
+        for accessory in new.accessories {
+            out += characteristicTopics(of: accessory, old: old, texts: &texts)
+        }
+        return out
+    }
+
+    /// The new side of `characteristicChanges`, for one accessory of the new tree.
+    private func characteristicTopics(
+        of accessory: TopicTree.AccessoryNode, old: TopicTree, texts: inout [String: [UInt8]]
+    ) -> [CharacteristicTopics] {
+        func stateText(_ node: TopicTree.CharacteristicNode) -> String? {
+            values[node.address].map { ValueCodec.text($0, format: node.characteristic.metadata.format) }
+        }
+        func statePayload(_ text: String) -> [UInt8] {
+            if let shared = texts[text] { return shared }
+            let payload = Array(text.utf8)
+            if payload.count <= 16 { texts[text] = payload }
+            return payload
+        }
+        var out: [CharacteristicTopics] = []
+        for service in accessory.services {
+            for c in service.characteristics {
+                let state = stateText(c)
+                guard let before = old.characteristic(c.address), before.topic == c.topic else {
+                    out.append(CharacteristicTopics(topic: c.topic, meta: metaPayload(c), state: state.map(statePayload)))
+                    continue
+                }
+                let metaChanged = MetaKey(before) != MetaKey(c)
+                let stateChanged = state != nil && state != stateText(before)
+                guard metaChanged || stateChanged else { continue }
+                out.append(CharacteristicTopics(topic: c.topic, meta: metaChanged ? metaPayload(c) : nil,
+                                                state: stateChanged ? state.map(statePayload) : nil))
+            }
+        }
+        return out
+    }
+
+    /// A characteristic's `meta` document, shared with every other that has the same one (every
+    /// brightness of one kind of lamp): one buffer each, and each encoded once.
+    private func metaPayload(_ c: TopicTree.CharacteristicNode) -> [UInt8] {
+        let key = MetaKey(c)
+        if let shared = metaPayloads[key] { return shared }
+        let payload = Array(Payloads.meta(c).encoded().utf8)
+        metaPayloads[key] = payload
+        return payload
+    }
+
+    /// The in-scope characteristics that can notify, straight from the tree (no array of every
+    /// address on the way).
+    private func notifyingAddresses() -> Set<CharacteristicAddress> {
+        var out = Set<CharacteristicAddress>(minimumCapacity: tree.characteristicCount)
+        for accessory in tree.accessories {
+            for service in accessory.services {
+                for c in service.characteristics where c.characteristic.metadata.permissions.contains(.notify) {
+                    out.insert(c.address)
+                }
+            }
+        }
+        return out
+    }
+
+    /// Every retained topic this gateway holds on the broker, with characteristics' `state`
+    /// and `meta`.
+    var retainedCount: Int {
+        retained.count + publishedTree.characteristicCount
+            + publishedTree.addresses.reduce(0) { $0 + (values[$1] == nil ? 0 : 1) }
+    }
+
+    /// First publication after connecting: `applyRetained` from nothing, a few accessories at a
+    /// time, each batch made once the outbox has room. Made all at once, every payload of a
+    /// large home sat in the outbox together (the broker takes tens of seconds to drain it):
+    /// at 10,000 accessories, hundreds of megabytes. Nothing else runs on the actor meanwhile;
+    /// the gateway takes events and messages only once started.
+    private func publishAll() async {
+        let empty = TopicTree(base: base)
+        let discovery = discoveryContext(tree)
+        var previousDiscovery: HomeAssistantDiscovery.Context?
+        var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
+        var texts: [String: [UInt8]] = [:]
+        for (index, node) in tree.accessories.enumerated() {
+            applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery, desired: &desired)
+            enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
+            if index % 50 == 49 { await backlog.wait(below: 20_000) }
+        }
+        setRetained("\(base)/$gateway/tree", treeBytes())
+        publishedTree = tree
         // `online` last: a client that sees it knows the whole tree is there.
         enqueue(statusTopic, Array("online".utf8), retain: true)
-        notificationTargets.yield(Set(tree.addresses.filter {
-            tree.characteristic($0)?.characteristic.metadata.permissions.contains(.notify) == true
-        }))
+        notificationTargets.yield(notifyingAddresses())
     }
 
     func refreshHome() async {
@@ -494,9 +661,14 @@ public actor Gateway: Service {
     }
 
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
+        let previous = values[address]
         values[address] = value
-        guard isStarted, let node = tree.characteristic(address) else { return }
-        setRetained(node.topic + "/state", Array(ValueCodec.text(value, format: node.characteristic.metadata.format).utf8))
+        guard isStarted, let node = publishedTree.characteristic(address) else { return }
+        // What is on the broker is the text of the previous value: publish only a change.
+        let format = node.characteristic.metadata.format
+        let text = ValueCodec.text(value, format: format)
+        if let previous, ValueCodec.text(previous, format: format) == text { return }
+        enqueue(node.topic + "/state", Array(text.utf8), retain: true)
     }
 
     // MARK: - Notifications and polling
@@ -581,7 +753,7 @@ public actor Gateway: Service {
                 "rooms": .int(Int64(tree.rooms.count)),
                 "accessories": .int(Int64(tree.accessories.count)),
                 "characteristics": .int(Int64(tree.characteristicCount)),
-                "retained-topics": .int(Int64(retained.count)),
+                "retained-topics": .int(Int64(retainedCount)),
                 "sets": .int(Int64(counters.sets)),
                 "gets": .int(Int64(counters.gets)),
                 "errors": .int(Int64(counters.errors)),
@@ -589,7 +761,15 @@ public actor Gateway: Service {
         ])
     }
 
-    public var retainedTopicList: [String] { retained.keys.sorted() }
+    public var retainedTopicList: [String] {
+        var topics = Array(retained.keys)
+        for address in publishedTree.addresses {
+            guard let node = publishedTree.characteristic(address) else { continue }
+            topics.append(node.topic + "/meta")
+            if values[address] != nil { topics.append(node.topic + "/state") }
+        }
+        return topics.sorted()
+    }
 
 }
 
@@ -599,4 +779,58 @@ struct MetaKey: Hashable {
     var metadata: CharacteristicMetadata
     var description: String?
     var readOnlyScope: Bool
+
+    init(_ node: TopicTree.CharacteristicNode) {
+        type = node.characteristic.type
+        metadata = node.characteristic.metadata
+        description = node.characteristic.name
+        readOnlyScope = node.isReadOnlyScope
+    }
+}
+
+/// A characteristic's retained topics to publish (a payload), clear (empty) or leave (nil).
+struct CharacteristicTopics: Sendable {
+    /// The characteristic's base topic; `/meta` and `/state` are added as each is sent.
+    var topic: String
+    var meta: [UInt8]?
+    var state: [UInt8]?
+
+    static func messages(in list: [CharacteristicTopics]) -> Int {
+        list.reduce(0) { $0 + ($1.meta == nil ? 0 : 1) + ($1.state == nil ? 0 : 1) }
+    }
+}
+
+/// What the retained ledger keeps of a payload: its length and 64-bit FNV-1a hash, enough to
+/// tell a changed payload from the one on the broker.
+struct PayloadDigest: Hashable, Sendable {
+    var count: Int
+    var hash: UInt64
+
+    init(_ bytes: [UInt8]) {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        self.count = bytes.count
+        self.hash = hash
+    }
+}
+
+/// How many messages wait in the outbox, shared by the gateway (which adds) and the outbox's
+/// drain (which takes away), so that a producer of many can wait for room.
+final class OutboxBacklog: Sendable {
+    private let count = Mutex(0)
+
+    func add(_ messages: Int) { count.withLock { $0 += messages } }
+
+    var current: Int { count.withLock { $0 } }
+
+    /// Waits until fewer than `limit` messages wait; polls, since it is used only while the
+    /// first publication of a large home is made.
+    func wait(below limit: Int) async {
+        while current >= limit {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
 }

@@ -48,12 +48,46 @@ public enum HomeAssistantDiscovery {
     public static func configs(
         tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options()
     ) -> [String: JSONValue] {
-        let ids = nodeIDs(for: tree.accessories.map(\.id))
-        let bridgeIDs = Set(tree.accessories.compactMap(\.accessory.bridgeID))
         var out: [String: JSONValue] = [:]
+        forEachConfig(tree: tree, prefix: prefix, gatewayStatusTopic: gatewayStatusTopic, options: options) { topic, document in
+            out[topic] = document
+        }
+        return out
+    }
+
+    /// `configs` one accessory at a time, for a caller that encodes each document at once: at
+    /// 10,000 accessories, holding every document as a `JSONValue` took hundreds of megabytes.
+    public static func forEachConfig(
+        tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options(),
+        _ body: (_ topic: String, _ document: JSONValue) -> Void
+    ) {
+        let context = Context(tree: tree, prefix: prefix, gatewayStatusTopic: gatewayStatusTopic, options: options)
         for node in tree.accessories {
-            let nodeID = ids[node.id] ?? nodeID(accessoryID: node.id)
-            let bridgeNodeID = node.accessory.bridgeID.map { ids[$0] ?? Self.nodeID(accessoryID: $0) }
+            if let (topic, document) = context.config(node) { body(topic, document) }
+        }
+    }
+
+    /// What one accessory's config needs to know of the whole tree: every node id (two ids can
+    /// fold to one) and which accessories are bridges.
+    public struct Context: Sendable {
+        let ids: [String: String]
+        let bridgeIDs: Set<String>
+        let prefix: String
+        let gatewayStatusTopic: String
+        let options: Options
+
+        public init(tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options()) {
+            ids = HomeAssistantDiscovery.nodeIDs(for: tree.accessories.map(\.id))
+            bridgeIDs = Set(tree.accessories.compactMap(\.accessory.bridgeID))
+            self.prefix = prefix
+            self.gatewayStatusTopic = gatewayStatusTopic
+            self.options = options
+        }
+
+        /// The accessory's config topic and document; nil when it has no entity.
+        public func config(_ node: TopicTree.AccessoryNode) -> (topic: String, document: JSONValue)? {
+            let nodeID = ids[node.id] ?? HomeAssistantDiscovery.nodeID(accessoryID: node.id)
+            let bridgeNodeID = node.accessory.bridgeID.map { ids[$0] ?? HomeAssistantDiscovery.nodeID(accessoryID: $0) }
             var builder = HomeAssistantComponents(node: node, nodeID: nodeID, options: options)
             var components = builder.build()
             if bridgeIDs.contains(node.id) {
@@ -61,12 +95,11 @@ public enum HomeAssistantDiscovery {
                 // device in Home Assistant so its bridged accessories can name it as `via_device`.
                 components.append(builder.connectivity(gatewayStatusTopic: gatewayStatusTopic))
             }
-            guard !components.isEmpty else { continue }
-            out[configTopic(prefix: prefix, nodeID: nodeID)] = document(
+            guard !components.isEmpty else { return nil }
+            return (configTopic(prefix: prefix, nodeID: nodeID), document(
                 node: node, nodeID: nodeID, bridgeNodeID: bridgeNodeID, components: components,
-                gatewayStatusTopic: gatewayStatusTopic, options: options)
+                gatewayStatusTopic: gatewayStatusTopic, options: options))
         }
-        return out
     }
 
     /// `homemqtt_` and the accessory id as `[a-z0-9_]` (`sim-garage:2` → `homemqtt_sim_garage_2`).

@@ -63,9 +63,23 @@ enum Payloads {
     /// `JSONValue.encoded()` writes them: building it as a `JSONValue` first took more memory
     /// than the rest of the gateway together.
     static func treeText(_ tree: TopicTree, home: Home) -> String {
-        var out = ""
-        out.reserveCapacity(256 + tree.characteristicCount * 200)
-        var w = JSONTextWriter(out: out)
+        String(decoding: treeBytes(tree, home: home), as: UTF8.self)
+    }
+
+    /// `treeText` as the bytes the gateway publishes: written straight to bytes, so the
+    /// document (tens of megabytes at 10,000 accessories) exists once, not as text and a copy.
+    static func treeBytes(_ tree: TopicTree, home: Home) -> [UInt8] {
+        // Written twice, first only counting: a guessed capacity that falls short doubles the
+        // buffer, 60 MB more at 10,000 accessories.
+        var counter = JSONTextWriter(countOnly: true)
+        writeTree(&counter, tree, home: home)
+        var w = JSONTextWriter(countOnly: false)
+        w.out.reserveCapacity(counter.length)
+        writeTree(&w, tree, home: home)
+        return w.out
+    }
+
+    private static func writeTree(_ w: inout JSONTextWriter, _ tree: TopicTree, home: Home) {
         w.open()
         w.key("base"); w.string(tree.base)
         w.key("home"); w.string(home.name)
@@ -127,7 +141,6 @@ enum Payloads {
         }
         w.close()
         w.close()
-        return w.out
     }
 
     static func tree(_ tree: TopicTree, home: Home) -> JSONValue {
@@ -180,34 +193,57 @@ public struct GatewayFailure: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String { "\(code): \(message)" }
 }
 
-/// Appends JSON text with commas where they belong; keys are written in the order given.
+/// Appends JSON text (UTF-8) with commas where they belong; keys are written in the order given.
+/// With `countOnly`, nothing is written and `length` counts the bytes that would be.
 struct JSONTextWriter {
-    var out: String
+    var out: [UInt8] = []
+    let countOnly: Bool
+    private(set) var length = 0
     /// Per open container: whether it has an element yet.
     private var hasElement: [Bool] = []
 
-    init(out: String) { self.out = out }
+    init(countOnly: Bool) { self.countOnly = countOnly }
+
+    private mutating func put(_ byte: UInt8) {
+        if countOnly { length += 1 } else { out.append(byte) }
+    }
 
     private mutating func separate() {
         if let last = hasElement.last {
-            if last { out += "," }
+            if last { put(UInt8(ascii: ",")) }
             hasElement[hasElement.count - 1] = true
         }
     }
 
-    mutating func open() { out += "{"; hasElement.append(false) }
-    mutating func close() { out += "}"; hasElement.removeLast() }
-    mutating func openArray() { out += "["; hasElement.append(false) }
-    mutating func closeArray() { out += "]"; hasElement.removeLast() }
+    mutating func open() { put(UInt8(ascii: "{")); hasElement.append(false) }
+    mutating func close() { put(UInt8(ascii: "}")); hasElement.removeLast() }
+    mutating func openArray() { put(UInt8(ascii: "[")); hasElement.append(false) }
+    mutating func closeArray() { put(UInt8(ascii: "]")); hasElement.removeLast() }
     /// Before each array element.
     mutating func element() { separate() }
 
     mutating func key(_ key: String) {
         separate()
-        JSONValue.appendString(key, to: &out)
-        out += ":"
+        string(key)
+        put(UInt8(ascii: ":"))
     }
 
-    mutating func string(_ value: String) { JSONValue.appendString(value, to: &out) }
-    mutating func bool(_ value: Bool) { out += value ? "true" : "false" }
+    mutating func string(_ value: String) {
+        if countOnly {
+            length += JSONValue.escapedLength(value)
+        } else {
+            JSONValue.appendString(value, to: &out)
+        }
+    }
+
+    mutating func bool(_ value: Bool) {
+        if countOnly {
+            length += value ? 4 : 5
+        } else {
+            out.append(contentsOf: value ? Self.trueBytes : Self.falseBytes)
+        }
+    }
+
+    private static let trueBytes = Array("true".utf8)
+    private static let falseBytes = Array("false".utf8)
 }
