@@ -79,7 +79,7 @@ extension Gateway {
               let node = publishedTree.characteristic(topic: String(topic[..<slash])) else { return false }
         switch topic[topic.index(after: slash)...] {
         case "meta": return true
-        case "state": return values[node.address] != nil
+        case "state": return currentValue(node.address) != nil
         default: return false
         }
     }
@@ -190,7 +190,7 @@ extension Gateway {
                 code: "read-only-scope", message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")))
             return
         }
-        guard let value = PrimaryControl.flipped(node, current: values[node.address]) else {
+        guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
             reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: "not-toggleable", message: "no value to flip to")))
             return
         }

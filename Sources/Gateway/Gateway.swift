@@ -25,6 +25,9 @@ public actor Gateway: Service {
     var scope: ScopeFilter
     var accessories: [String: Accessory] = [:]
     var accessoryOrder: [String] = []
+    /// Values reported since each accessory was described (the values it came with are in
+    /// `accessories`): a table of every value took ~100 bytes per characteristic, 25 MB at
+    /// 250,000, to repeat what the accessories already hold.
     var values: [CharacteristicAddress: CharacteristicValue] = [:]
     public var tree: TopicTree
     /// Every retained topic this gateway has published and not cleared, with a digest of its
@@ -37,6 +40,8 @@ public actor Gateway: Service {
     /// Messages queued in the outbox and not yet handed to the MQTT client: the first
     /// publication waits on it, so that the whole retained tree is never in memory at once.
     let backlog = OutboxBacklog()
+    /// How many messages the first publication lets wait in the outbox before it makes more.
+    let publicationBacklog: Int
     /// The tree whose characteristic topics are on the broker (the current tree once started).
     var publishedTree: TopicTree
     /// One buffer per distinct `meta` document, shared by every characteristic that has it.
@@ -74,7 +79,7 @@ public actor Gateway: Service {
     }
 
     enum Outgoing: Sendable {
-        case publish(topic: String, payload: [UInt8], retain: Bool)
+        case publish(topic: String, payload: [UInt8], retain: Bool, qos: MQTTQoS?)
         /// Retained `meta`/`state` topics of many characteristics. Their topic strings are made
         /// as each is sent: queued whole, half a million of them sat in memory at once.
         case characteristics([CharacteristicTopics])
@@ -97,8 +102,10 @@ public actor Gateway: Service {
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: MQTTClient,
         scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
+        publicationBacklog: Int = 20_000,
         logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
+        self.publicationBacklog = max(publicationBacklog, 1)
         self.pairing = pairing
         self.config = config
         self.source = source
@@ -231,21 +238,36 @@ public actor Gateway: Service {
     }
 
     private func remember(_ accessory: Accessory) {
-        if accessories[accessory.id] == nil { accessoryOrder.append(accessory.id) }
-        accessories[accessory.id] = accessory
+        guard accessories[accessory.id] != nil else {
+            accessoryOrder.append(accessory.id)
+            accessories[accessory.id] = accessory
+            return
+        }
+        // A new description of a known accessory (a HAP accessory read again after a
+        // reconnect) can carry values that no event reported: they are updates like any other,
+        // published where the characteristic's topic is now.
         for service in accessory.services {
             for characteristic in service.characteristics {
-                if let value = characteristic.value {
-                    values[CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid)] = value
-                }
+                guard let value = characteristic.value else { continue }
+                update(CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid), value)
             }
         }
+        accessories[accessory.id] = accessory
     }
 
     private func forget(_ id: String) {
         accessories[id] = nil
         accessoryOrder.removeAll { $0 == id }
         values = values.filter { $0.key.accessoryID != id }
+    }
+
+    /// A characteristic's value: the last one reported, else the one its accessory came with.
+    func currentValue(_ address: CharacteristicAddress) -> CharacteristicValue? {
+        if let reported = values[address] { return reported }
+        for service in accessories[address.accessoryID]?.services ?? [] {
+            if let found = service.characteristics.first(where: { $0.iid == address.iid }) { return found.value }
+        }
+        return nil
     }
 
     // MARK: - Outbox
@@ -255,8 +277,8 @@ public actor Gateway: Service {
     private nonisolated func drainOutbox() async {
         for await item in outboxStream {
             switch item {
-            case .publish(let topic, let payload, let retain):
-                await send(topic, payload, retain: retain)
+            case .publish(let topic, let payload, let retain, let qos):
+                await send(topic, payload, retain: retain, qos: qos)
                 backlog.add(-1)
             case .characteristics(let list):
                 await send(list)
@@ -276,7 +298,7 @@ public actor Gateway: Service {
                     }
                     await send(await characteristicRepublication(of: id))
                 }
-                await send("\(base)/$gateway/tree", await treeBytes(), retain: true)
+                await send(treeTopic, await treeBytes(), retain: true, qos: Self.treeQoS)
                 // `online` last: a client that sees it knows the whole tree is there.
                 await send(statusTopic, Array("online".utf8), retain: true)
             }
@@ -312,19 +334,28 @@ public actor Gateway: Service {
         }
     }
 
-    private nonisolated func send(_ topic: String, _ payload: [UInt8], retain: Bool) async {
+    private nonisolated func send(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) async {
         do {
-            try await mqtt.publish(topic, payload: payload, qos: config.qos, retain: retain)
+            try await mqtt.publish(topic, payload: payload, qos: qos ?? config.qos, retain: retain)
         } catch {
             logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
         }
     }
 
-    func enqueue(_ topic: String, _ payload: [UInt8], retain: Bool) {
+    func enqueue(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) {
         counters.published += 1
         backlog.add(1)
-        outbox.yield(.publish(topic: topic, payload: payload, retain: retain))
+        outbox.yield(.publish(topic: topic, payload: payload, retain: retain, qos: qos))
     }
+
+    nonisolated var treeTopic: String { "\(base)/$gateway/tree" }
+
+    /// The tree document goes at QoS 0. libmosquitto keeps a second copy of every QoS 1
+    /// message until its PUBACK (60 MB more for the tree of 10,000 accessories), and what that
+    /// copy is for, sending it again after a reconnect, the gateway does itself: it publishes
+    /// every retained topic again after each reconnect. Subscribers get it as retained, so no
+    /// persistent session needs a queued copy of a document this size either.
+    static let treeQoS = MQTTQoS.atMostOnce
 
     private func enqueue(_ list: [CharacteristicTopics]) {
         guard !list.isEmpty else { return }
@@ -339,7 +370,7 @@ public actor Gateway: Service {
     }
 
     /// Publishes a retained topic if its payload changed; an empty payload clears it.
-    func setRetained(_ topic: String, _ payload: [UInt8]) {
+    func setRetained(_ topic: String, _ payload: [UInt8], qos: MQTTQoS? = nil) {
         if payload.isEmpty {
             guard retained.removeValue(forKey: topic) != nil else { return }
         } else {
@@ -347,7 +378,7 @@ public actor Gateway: Service {
             guard retained[topic] != digest else { return }
             retained[topic] = digest
         }
-        enqueue(topic, payload, retain: true)
+        enqueue(topic, payload, retain: true, qos: qos)
     }
 
     /// `setRetained` for a discovery config. Home Assistant drops one entity of a device that
@@ -453,8 +484,7 @@ public actor Gateway: Service {
         for node in tree.accessories {
             applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery, desired: &desired)
         }
-        let treeTopic = "\(base)/$gateway/tree"
-        setRetained(treeTopic, treeBytes())
+        setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
         desired.insert(treeTopic)
         for topic in retained.keys.filter({ !desired.contains($0) }) {
             setRetained(topic, [])
@@ -489,7 +519,7 @@ public actor Gateway: Service {
         of accessory: TopicTree.AccessoryNode, old: TopicTree, texts: inout [String: [UInt8]]
     ) -> [CharacteristicTopics] {
         func stateText(_ node: TopicTree.CharacteristicNode) -> String? {
-            values[node.address].map { ValueCodec.text($0, format: node.characteristic.metadata.format) }
+            currentValue(node.address).map { ValueCodec.text($0, format: node.characteristic.metadata.format) }
         }
         func statePayload(_ text: String) -> [UInt8] {
             if let shared = texts[text] { return shared }
@@ -543,7 +573,7 @@ public actor Gateway: Service {
     /// and `meta`.
     var retainedCount: Int {
         retained.count + publishedTree.characteristicCount
-            + publishedTree.addresses.reduce(0) { $0 + (values[$1] == nil ? 0 : 1) }
+            + publishedTree.addresses.reduce(0) { $0 + (currentValue($1) == nil ? 0 : 1) }
     }
 
     /// First publication after connecting: `applyRetained` from nothing, a few accessories at a
@@ -560,9 +590,9 @@ public actor Gateway: Service {
         for (index, node) in tree.accessories.enumerated() {
             applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery, desired: &desired)
             enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
-            if index % 50 == 49 { await backlog.wait(below: 20_000) }
+            await backlog.wait(below: publicationBacklog)
         }
-        setRetained("\(base)/$gateway/tree", treeBytes())
+        setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
         publishedTree = tree
         // `online` last: a client that sees it knows the whole tree is there.
         enqueue(statusTopic, Array("online".utf8), retain: true)
@@ -661,7 +691,7 @@ public actor Gateway: Service {
     }
 
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
-        let previous = values[address]
+        let previous = currentValue(address)
         values[address] = value
         guard isStarted, let node = publishedTree.characteristic(address) else { return }
         // What is on the broker is the text of the previous value: publish only a change.
@@ -766,7 +796,7 @@ public actor Gateway: Service {
         for address in publishedTree.addresses {
             guard let node = publishedTree.characteristic(address) else { continue }
             topics.append(node.topic + "/meta")
-            if values[address] != nil { topics.append(node.topic + "/state") }
+            if currentValue(address) != nil { topics.append(node.topic + "/state") }
         }
         return topics.sorted()
     }

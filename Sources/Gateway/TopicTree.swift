@@ -6,9 +6,12 @@ import HomeModel
 public struct TopicTree: Sendable {
     public struct CharacteristicNode: Sendable {
         public var address: CharacteristicAddress
-        /// `home/<room>/<accessory>/<service>/<characteristic>`
-        public var topic: String
+        /// The service's topic, shared with it: a topic string of its own per characteristic
+        /// cost ~100 bytes each, 27 MB at 250,000 characteristics.
+        public var serviceTopic: String
         public var slug: String
+        /// `home/<room>/<accessory>/<service>/<characteristic>`
+        public var topic: String { serviceTopic + "/" + slug }
         public var typeName: String
         public var characteristic: Characteristic
         public var isReadOnlyScope: Bool
@@ -45,10 +48,12 @@ public struct TopicTree: Sendable {
     public let base: String
     public private(set) var rooms: [RoomNode] = []
     public private(set) var accessories: [AccessoryNode] = []
+    // Characteristics are found through their accessory or service, not by tables of their
+    // own: at 250,000 characteristics those two tables took ~46 MB, and an accessory or a
+    // service has a few dozen characteristics to look through at most.
     private var accessoryIndex: [String: Int] = [:]
-    private var characteristicIndex: [CharacteristicAddress: (Int, Int, Int)] = [:]
-    private var characteristicByTopic: [String: CharacteristicAddress] = [:]
     private var serviceByTopic: [String: (Int, Int)] = [:]
+    public private(set) var characteristicCount = 0
 
     public init(base: String) { self.base = base }
 
@@ -61,9 +66,7 @@ public struct TopicTree: Sendable {
         // home of 250,000 characteristics needs.
         accessories.reserveCapacity(all.count)
         accessoryIndex.reserveCapacity(all.count)
-        let characteristicEstimate = all.reduce(0) { $0 + $1.services.reduce(0) { $0 + $1.characteristics.count } }
-        characteristicIndex.reserveCapacity(characteristicEstimate)
-        characteristicByTopic.reserveCapacity(characteristicEstimate)
+        serviceByTopic.reserveCapacity(all.reduce(0) { $0 + $1.services.count })
         for accessory in all {
             let room = home.room(forAccessory: accessory.id)
             let name = home.displayName(accessory: accessory)
@@ -112,7 +115,7 @@ public struct TopicTree: Sendable {
                 let cTopic = "\(serviceTopic)/\(slugs[cIndex])"
                 serviceNode.characteristics.append(CharacteristicNode(
                     address: CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid),
-                    topic: cTopic, slug: slugs[cIndex], typeName: typeName(characteristic: characteristic),
+                    serviceTopic: serviceTopic, slug: slugs[cIndex], typeName: typeName(characteristic: characteristic),
                     characteristic: characteristic,
                     isReadOnlyScope: scope.isReadOnly(accessory: accessory, displayName: name, topic: cTopic)))
             }
@@ -142,10 +145,7 @@ public struct TopicTree: Sendable {
         accessoryIndex[node.id] = index
         for (s, service) in node.services.enumerated() {
             serviceByTopic[service.topic] = (index, s)
-            for (c, characteristic) in service.characteristics.enumerated() {
-                characteristicIndex[characteristic.address] = (index, s, c)
-                characteristicByTopic[characteristic.topic] = characteristic.address
-            }
+            characteristicCount += service.characteristics.count
         }
     }
 
@@ -154,12 +154,17 @@ public struct TopicTree: Sendable {
     }
 
     public func characteristic(_ address: CharacteristicAddress) -> CharacteristicNode? {
-        guard let (a, s, c) = characteristicIndex[address] else { return nil }
-        return accessories[a].services[s].characteristics[c]
+        guard let a = accessoryIndex[address.accessoryID] else { return nil }
+        for service in accessories[a].services {
+            if let found = service.characteristics.first(where: { $0.address.iid == address.iid }) { return found }
+        }
+        return nil
     }
 
     public func characteristic(topic: String) -> CharacteristicNode? {
-        characteristicByTopic[topic].flatMap(characteristic)
+        guard let slash = topic.lastIndex(of: "/"), let (a, s) = serviceByTopic[String(topic[..<slash])] else { return nil }
+        let slug = topic[topic.index(after: slash)...]
+        return accessories[a].services[s].characteristics.first { $0.slug == slug }
     }
 
     public func service(topic: String) -> (AccessoryNode, ServiceNode)? {
@@ -167,9 +172,16 @@ public struct TopicTree: Sendable {
         return (accessories[a], accessories[a].services[s])
     }
 
-    public var addresses: [CharacteristicAddress] { Array(characteristicIndex.keys) }
-
-    public var characteristicCount: Int { characteristicIndex.count }
+    public var addresses: [CharacteristicAddress] {
+        var out: [CharacteristicAddress] = []
+        out.reserveCapacity(characteristicCount)
+        for accessory in accessories {
+            for service in accessory.services {
+                for c in service.characteristics { out.append(c.address) }
+            }
+        }
+        return out
+    }
 }
 
 extension ScopeFilter {

@@ -63,6 +63,7 @@
 // characteristics in order (required ones first, then the file's others, then custom ones).
 
 import Foundation
+import Synchronization
 import HomeModel
 import Yams
 
@@ -94,26 +95,23 @@ public enum AccessoryFileLoader {
         return try load(files: files)
     }
 
-    /// All files or nothing: the first bad file stops the load.
+    /// All files or nothing: the first bad file (in the given order) stops the load.
     public static func load(files: [URL]) throws(SimulatorError) -> SimulatorConfiguration {
+        // Each file is read and parsed on its own, on every core: parsing YAML is most of the
+        // time a large home takes to load. What spans files (ids, names) is checked after, in
+        // order.
+        let parsed = Mutex([Result<FileContents, SimulatorError>?](repeating: nil, count: files.count))
+        DispatchQueue.concurrentPerform(iterations: files.count) { index in
+            let outcome = Result { () throws(SimulatorError) -> FileContents in try loadFile(files[index]) }
+            parsed.withLock { $0[index] = outcome }
+        }
         var result = SimulatorConfiguration()
         var idSources: [String: String] = [:]
         var names: [String: String] = [:]
-        for url in files {
+        for (url, outcome) in zip(files, parsed.withLock { $0 }) {
             let file = url.relativePath
-            let text: String
-            do {
-                text = try String(contentsOf: url, encoding: .utf8)
-            } catch {
-                throw SimulatorError(file: file, code: "io", message: "cannot read the file: \(error.localizedDescription)")
-            }
-            let stem = url.deletingPathExtension().lastPathComponent
-            let loaded: FileContents
-            if url.pathExtension.lowercased() == "json" {
-                loaded = FileContents(config: try DumpImporter.load(bytes: Array(text.utf8), file: file, stem: stem), authoredNames: [])
-            } else {
-                loaded = try parseFile(yaml: text, file: file, stem: stem, baseDirectory: url.deletingLastPathComponent())
-            }
+            guard let outcome else { continue }
+            let loaded = try outcome.get()
             for accessory in loaded.config.accessories {
                 if let other = idSources[accessory.id] {
                     throw SimulatorError(file: file, code: "duplicate-id",
@@ -134,7 +132,22 @@ public enum AccessoryFileLoader {
         return result
     }
 
-    struct FileContents {
+    private static func loadFile(_ url: URL) throws(SimulatorError) -> FileContents {
+        let file = url.relativePath
+        let text: String
+        do {
+            text = try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            throw SimulatorError(file: file, code: "io", message: "cannot read the file: \(error.localizedDescription)")
+        }
+        let stem = url.deletingPathExtension().lastPathComponent
+        if url.pathExtension.lowercased() == "json" {
+            return FileContents(config: try DumpImporter.load(bytes: Array(text.utf8), file: file, stem: stem), authoredNames: [])
+        }
+        return try parseFile(yaml: text, file: file, stem: stem, baseDirectory: url.deletingLastPathComponent())
+    }
+
+    struct FileContents: Sendable {
         var config: SimulatorConfiguration
         /// Names written in YAML with their keys; dumps are exempt because real devices do
         /// repeat names (two bridged "IPCamera"s).

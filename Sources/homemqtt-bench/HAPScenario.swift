@@ -57,18 +57,21 @@ enum HAPScenario {
             await connection.close()
         }
         let connection = try await controller.connect(pairing)
+        _ = try await peerHandling(peer)
         for _ in 0..<operations {
             let start = ContinuousClock.now
             let answer = try await connection.readCharacteristics([target])
             ours.read.append(elapsed(start))
             guard case .success = answer[target] else { throw BenchError("read of \(target) failed: \(String(describing: answer[target]))") }
         }
+        let readFloor = try await peerHandling(peer)
         for n in 0..<operations {
             let start = ContinuousClock.now
             let failures = try await connection.writeCharacteristics([target: ["value": .int(Int64(1 + n % 40))]])
             ours.write.append(elapsed(start))
             guard failures.isEmpty else { throw BenchError("write of \(target) failed: \(failures)") }
         }
+        let writeFloor = try await peerHandling(peer)
         await connection.close()
 
         var rows: [Row] = []
@@ -96,7 +99,26 @@ enum HAPScenario {
                             baseline: "aiohomekit \(version) " + Format.micros(Stats.median(other)),
                             ratio: Format.ratio(ratio), target: "≤ 0.50×", met: Format.met(ratio <= 0.5)))
         }
+        // The floor: what the accessory itself spends on each request. A client's latency
+        // includes it whatever the client does, so a ratio below floor ÷ aiohomekit cannot be had.
+        for (metric, floor, other) in [("read", readFloor, theirs.read), ("write", writeFloor, theirs.write)] {
+            rows.append(Row(name, "floor: HAP-python's own handling of each \(metric) (median of \(floor.count))",
+                            ours: Format.micros(floor.median),
+                            baseline: "aiohomekit \(version) " + Format.micros(Stats.median(other)),
+                            ratio: Format.ratio(floor.median / Stats.median(other)),
+                            target: "< 0.50× for the target to be reachable", met: Format.met(floor.median / Stats.median(other) < 0.5)))
+        }
         return rows
+    }
+
+    /// The peer's own time per request since the last call (its `timings` command): median, in
+    /// seconds, and how many requests.
+    static func peerHandling(_ peer: HAPPeer) async throws -> (count: Int, median: Double) {
+        let answer = try await peer.command("timings").split(separator: " ")
+        guard answer.count == 3, answer[0] == "TIMINGS", let count = Int(answer[1]), let micros = Double(answer[2]) else {
+            throw BenchError("the HAP peer answered `timings` with \(answer.joined(separator: " "))")
+        }
+        return (count, micros / 1e6)
     }
 
     enum Outcome { case success((Samples, String)), failure(String) }

@@ -314,6 +314,7 @@ final class GatewayContractTests: XCTestCase {
     func testReconnectRepublishesEverything() async throws {
         let gw = try await GatewayHarness.start()
         addTeardownBlock { await gw.stop() }
+        let before = try await gw.retainedOnBroker()
         // A broker without persistence forgets every retained message when it restarts.
         try await gw.broker.restart()
         try await waitUntil("republished after reconnect", timeout: 20) {
@@ -321,11 +322,39 @@ final class GatewayContractTests: XCTestCase {
             return retained["\(door)/target-door-state/state"] == "1" && retained["home/$gateway/status"] == "online"
                 && retained["home/$gateway/tree"] != nil
         }
+        // Every topic, each with the payload it had: the republication is made again from the
+        // tree (the gateway keeps only digests of what it published).
+        let after = try await gw.retainedOnBroker()
+        XCTAssertEqual(Set(after.keys), Set(before.keys))
+        for (topic, payload) in before where after[topic] != payload {
+            XCTFail("\(topic) was republished as \(after[topic] ?? "nothing"), not \(payload)")
+        }
         // And serves requests again.
         try await waitUntil("serving again", timeout: 10) {
             let answer = try? await gw.request("\(light)/brightness/set", "55", answer: "\(light)/brightness/result")
             return answer?["status"] == .string("ok")
         }
+    }
+
+    /// A source can describe an accessory again (a HAP accessory read after a reconnect) with
+    /// values no event reported; what is on the broker follows, even back to a value it had.
+    func testANewDescriptionOfAnAccessoryUpdatesItsState() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let id = try await gw.accessoryID(named: "Garage Door Opener")
+        let accessories = await gw.home.accessories()
+        let described = try XCTUnwrap(accessories.first { $0.id == id })
+        let answer = try await gw.request("\(light)/brightness/set", "30", answer: "\(light)/brightness/result")
+        XCTAssertEqual(answer["status"], .string("ok"))
+        try await waitUntil("brightness 30 on the broker") {
+            try await gw.retainedOnBroker("\(light)/brightness/state", settle: 0.1)["\(light)/brightness/state"] == "30"
+        }
+        gw.observer.clear()
+        await gw.home.add(described)
+        try await gw.next("\(light)/brightness/state") { $0 == "80" }
+        let retained = try await gw.retainedOnBroker()
+        XCTAssertEqual(retained["\(light)/brightness/state"], "80")
+        XCTAssertEqual(retained["\(door)/target-door-state/state"], "1")
     }
 
     func testABurstOfTenThousandSetsIsAnsweredInFull() async throws {

@@ -207,3 +207,27 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
         #expect(ValueCodec.metaJSON(type: temp.uuid, typeName: temp.name, metadata: temp.metadata)["step"] == .double(0.1))
     }
 }
+
+/// Metadata is a value even though its fields live in a shared box.
+@Suite struct MetadataValueTests {
+    @Test func copiesAreIndependentAndCompareByValue() throws {
+        let catalog = try #require(Catalog.characteristicType(uuid: "8")).metadata
+        var narrowed = catalog
+        narrowed.maxValue = 50
+        narrowed.validValues = [1: "one"]
+        #expect(catalog.maxValue == 100)
+        #expect(catalog.validValues.isEmpty)
+        #expect(narrowed.maxValue == 50)
+        #expect(narrowed != catalog)
+
+        var rebuilt = CharacteristicMetadata(
+            format: catalog.format, unit: catalog.unit, minValue: catalog.minValue, maxValue: catalog.maxValue,
+            minStep: catalog.minStep, validValues: catalog.validValues, maxLength: catalog.maxLength,
+            maxDataLength: catalog.maxDataLength, permissions: catalog.permissions)
+        #expect(rebuilt == catalog)
+        #expect(Set([rebuilt, catalog, narrowed]).count == 2)
+        rebuilt.permissions.remove(.write)
+        #expect(rebuilt != catalog)
+        #expect(catalog.permissions.contains(.write))
+    }
+}

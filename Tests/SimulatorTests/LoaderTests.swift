@@ -300,6 +300,33 @@ import Testing
         #expect(i.key == "import")
     }
 
+    /// Files are parsed side by side, but what a load says is what a load in order would: the
+    /// first bad file's error, and accessories in file order.
+    @Test func manyFilesLoadInOrderAndTheFirstBadOneIsNamed() throws {
+        let dir = try TempDirectory()
+        var files: [URL] = []
+        for index in 0..<200 {
+            let number = String(format: "%03d", index)
+            files.append(try dir.write("lamp-\(number).yml", "name: Lamp \(number)\nservices:\n  - type: lightbulb\n"))
+        }
+        let loaded = try AccessoryFileLoader.load(files: files)
+        #expect(loaded.accessories.map(\.name) == (0..<200).map { "Lamp " + String(format: "%03d", $0) })
+
+        var broken = files
+        broken[150] = try dir.write("b-150.yml", "name: B\nservices:\n  - type: switch\n    behaviour: { travel-time: 3 }\n")
+        broken[40] = try dir.write("a-040.yml", "name: A\ncategory: spaceship\nservices:\n  - type: switch\n")
+        broken[199] = try dir.write("c-199.yml", "name: Lamp 000\nservices:\n  - type: switch\n")
+        for _ in 0..<5 {
+            do {
+                _ = try AccessoryFileLoader.load(files: broken)
+                Issue.record("three bad files loaded")
+            } catch {
+                #expect(error.file.hasSuffix("a-040.yml"))
+                #expect(error.code == "unknown-type")
+            }
+        }
+    }
+
     @Test func nothingLoadsWhenOneFileIsBad() throws {
         let dir = try TempDirectory()
         let good = try dir.write("good.yml", "name: Good\nservices:\n  - type: switch\n")

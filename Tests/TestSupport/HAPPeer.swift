@@ -83,12 +83,12 @@ public final class HAPPeer: @unchecked Sendable {
         lock.withLock { readyPort = port }
     }
 
-    /// Sends a command; returns its answer line (`OK…`, `VALUE…`, `PAIRINGS…` or `ERR…`).
+    /// Sends a command; returns its answer line (`OK…`, `VALUE…`, `PAIRINGS…`, `TIMINGS…` or `ERR…`).
     public func command(_ text: String) async throws -> String {
         try child.write(text + "\n")
         var answer: String?
         try await waitUntil("the HAP peer's answer to '\(text)'", timeout: 10, pollInterval: 0.02) {
-            answer = take(where: { $0.hasPrefix("OK") || $0.hasPrefix("VALUE") || $0.hasPrefix("PAIRINGS") || $0.hasPrefix("ERR") })
+            answer = take(where: { $0.hasPrefix("OK") || $0.hasPrefix("VALUE") || $0.hasPrefix("PAIRINGS") || $0.hasPrefix("TIMINGS") || $0.hasPrefix("ERR") })
             return answer != nil
         }
         return answer ?? ""

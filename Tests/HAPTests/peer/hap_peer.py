@@ -12,6 +12,9 @@ Commands on stdin, one per line; each answers one line on stdout:
   add-switch <name>               add a bridged switch and bump the configuration number
                                   -> "OK <aid>"
   drop                            close all controller connections -> "OK"
+  timings                         the peer's own time per request handled since the last
+                                  `timings` (decrypt, HTTP, handler, encrypt, write), for the
+                                  benchmark's floor -> "TIMINGS <n> <median µs>"
 Errors answer "ERR <message>". Exits cleanly on stdin EOF or SIGTERM.
 """
 import argparse
@@ -24,6 +27,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 from pyhap.accessory import Accessory, Bridge
 from pyhap.accessory_driver import AccessoryDriver
@@ -87,6 +91,29 @@ def make_garage(driver, name):
     return acc
 
 
+HANDLING_SECONDS = []
+
+
+def time_request_handling():
+    """Records how long HAP-python itself takes over each piece of data a controller sends.
+
+    A read or write is answered inside `data_received` (decrypt, parse, dispatch, encrypt,
+    write to the socket), so its duration is the accessory's own share of a request's latency:
+    a floor that no controller can go below."""
+    from pyhap.hap_protocol import HAPServerProtocol
+
+    original = HAPServerProtocol.data_received
+
+    def timed(self, data):
+        start = time.perf_counter()
+        try:
+            return original(self, data)
+        finally:
+            HANDLING_SECONDS.append(time.perf_counter() - start)
+
+    HAPServerProtocol.data_received = timed
+
+
 def find_char(driver, aid, iid):
     top = driver.accessory
     acc = top.accessories.get(aid) if isinstance(top, Bridge) and aid != 1 else (top if aid == 1 else None)
@@ -116,6 +143,7 @@ def main():
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
 
+    time_request_handling()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     driver = AccessoryDriver(
@@ -151,6 +179,11 @@ def main():
                 reply(f"VALUE {parts[1]} {parts[2]} {json.dumps(char.get_value())}")
             elif parts[0] == "pairings":
                 reply(f"PAIRINGS {len(driver.state.paired_clients)}")
+            elif parts[0] == "timings":
+                samples = sorted(HANDLING_SECONDS)
+                HANDLING_SECONDS.clear()
+                median = samples[len(samples) // 2] * 1e6 if samples else 0.0
+                reply(f"TIMINGS {len(samples)} {median:.1f}")
             elif parts[0] == "drop":
                 # Close every controller connection, as an accessory does when it reboots.
                 for conn in list(driver.http_server.connections.values()):
