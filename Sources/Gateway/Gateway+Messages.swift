@@ -61,7 +61,7 @@ extension Gateway {
         let prefix = config.homeAssistant.prefix
         if HomeAssistantDiscovery.isBirthMessage(topic: message.topic, payload: message.payload, prefix: prefix) {
             logger.info("Home Assistant is online; republishing discovery")
-            outbox.yield(.republishDiscovery)
+            enqueue(.republishDiscovery)
             return
         }
         guard message.retain, !message.payload.isEmpty, retained[message.topic] == nil,

@@ -77,7 +77,7 @@ extension Gateway {
                 return .success(treeJSON())
             case "republish":
                 try request.finish()
-                outbox.yield(.republishAll)
+                enqueue(.republishAll)
                 return .success(.object(["topics": .int(Int64(retainedCount))]))
             case "health":
                 try request.finish()

@@ -171,7 +171,7 @@ public actor Gateway: Service {
                 "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
             ])
 
-            group.addTask { for await event in sourceEvents { await self.handle(sourceEvent: event) } }
+            group.addTask { await self.consume(sourceEvents: sourceEvents) }
             group.addTask { for await event in homeEvents { await self.handle(homeEvent: event) } }
             group.addTask {
                 for await _ in self.rebuildStream {
@@ -181,7 +181,7 @@ public actor Gateway: Service {
                     await self.rebuildIfTheHomeChanged()
                 }
             }
-            group.addTask { for await message in messages { await self.handle(message: message) } }
+            group.addTask { await self.consume(messages: messages) }
             group.addTask {
                 for await request in self.requestStream {
                     let outcome = await self.perform(op: request.op, RequestFields(fields: request.fields))
@@ -198,6 +198,18 @@ public actor Gateway: Service {
                 throw CancellationError()
             }
         }
+    }
+
+    // The busiest streams are read on the actor: a waiting event is taken and handled without
+    // leaving it (`for await` asks with the actor's isolation), where a loop outside hopped on
+    // and off the actor for each one, two thread switches per notification or request on a
+    // machine whose cores the broker and the clients share.
+    private func consume(sourceEvents: AsyncStream<SourceEvent>) async {
+        for await event in sourceEvents { await handle(sourceEvent: event) }
+    }
+
+    private func consume(messages: AsyncStream<MQTTMessage>) async {
+        for await message in messages { await handle(message: message) }
     }
 
     /// Publishes `offline`, waits for the outbox to drain and disconnects.
@@ -289,6 +301,7 @@ public actor Gateway: Service {
                         await send(topic, payload, retain: true)
                     }
                 }
+                backlog.add(-1)
             case .republishAll:
                 // One accessory at a time, made as it is sent: the whole retained tree of a
                 // large home would otherwise be in memory at once, again, after every reconnect.
@@ -301,6 +314,7 @@ public actor Gateway: Service {
                 await send(treeTopic, await treeBytes(), retain: true, qos: Self.treeQoS)
                 // `online` last: a client that sees it knows the whole tree is there.
                 await send(statusTopic, Array("online".utf8), retain: true)
+                backlog.add(-1)
             }
         }
     }
@@ -344,8 +358,25 @@ public actor Gateway: Service {
 
     func enqueue(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) {
         counters.published += 1
+        // Straight to the client when nothing waits in the outbox (so nothing is overtaken) and
+        // the client has room, which it then takes without waiting: handing each message to
+        // the outbox's task cost a thread switch, most of a notification's time in the gateway.
+        if backlog.current == 0 {
+            do {
+                if try mqtt.publishWithoutWaiting(topic, payload: payload, qos: qos ?? config.qos, retain: retain) { return }
+            } catch {
+                logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+                return
+            }
+        }
         backlog.add(1)
         outbox.yield(.publish(topic: topic, payload: payload, retain: retain, qos: qos))
+    }
+
+    /// Queues a republication behind what the outbox holds.
+    func enqueue(_ item: Outgoing) {
+        backlog.add(1)
+        outbox.yield(item)
     }
 
     nonisolated var treeTopic: String { "\(base)/$gateway/tree" }
@@ -752,7 +783,7 @@ public actor Gateway: Service {
         case .connected:
             if !wasConnected {
                 logger.info("reconnected to the broker; republishing")
-                outbox.yield(.republishAll)
+                enqueue(.republishAll)
             }
             wasConnected = true
         case .disconnected(nil):

@@ -219,6 +219,14 @@ final class Connection: Sendable {
         mosquitto_unsubscribe_v5_callback_set(h) { _, obj, mid, _ in
             Connection.box(obj)?.didAck(mid: mid, refusedReason: nil)
         }
+        installLogCallback(h)
+    }
+
+    /// libmosquitto formats a log line for every packet it sends or receives while a log
+    /// callback is set (two per QoS 1 publish), which cost more than the publish itself.
+    /// The lines explain why a connection attempt failed (TLS, DNS, refusals), so the callback
+    /// is set while connecting and cleared once connected, unless trace logging wants them.
+    private static func installLogCallback(_ h: OpaquePointer) {
         mosquitto_log_callback_set(h) { _, obj, level, text in
             guard let text else { return }
             Connection.box(obj)?.didLog(level: level, String(cString: text))
@@ -238,6 +246,7 @@ final class Connection: Sendable {
             return state.takeWaiters(.connect)
         }
         logger.debug("MQTT connected", metadata: ["sessionPresent": "\(sessionPresent)"])
+        if logger.logLevel > .trace { mosquitto_log_callback_set(h, nil) }
         let restore = core.subscriptionsToRestore(sessionPresent: sessionPresent)
         for group in Connection.groupByQoS(restore) {
             // In a callback on the network thread: the SUBACK cannot be processed before we record the mid.
@@ -410,6 +419,7 @@ final class Connection: Sendable {
     }
 
     private func reconnect() -> (Int32, Int32) {
+        Connection.installLogCallback(h)
         errno = 0
         let rc = mosquitto_reconnect(h)
         return (rc, errno)
@@ -614,49 +624,60 @@ final class Connection: Sendable {
     func publish(
         _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
     ) async -> Outcome {
+        let limit = configuration.maxQueuedPublishes
+        while true {
+            if let outcome = publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: properties) {
+                return outcome
+            }
+            let outcome = await suspend(.capacity) { state in
+                if state.stopRequested || state.finished { return .failure(.closed) }
+                return state.outstanding.count < limit ? .success(()) : nil
+            }
+            if case .failure = outcome { return outcome }
+        }
+    }
+
+    /// `publish` when it needs no waiting; nil when it would wait for room (the outstanding limit).
+    func publishWithoutWaiting(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
+    ) -> Outcome? {
         guard payload.count <= 268_435_455 else {
             return .failure(MQTTError(code: "payload-too-large", message: "payload of \(payload.count) bytes"))
         }
         let limit = configuration.maxQueuedPublishes
         enum Decision { case fail(MQTTError), drop, wait, go(UInt64) }
-        while true {
-            let decision = control.withLock { state -> Decision in
-                if state.stopRequested || state.finished { return .fail(.closed) }
-                if qos == .atMostOnce && !state.connected { return state.everConnected ? .drop : .fail(.notConnected) }
-                if state.outstanding.count >= limit { return .wait }
-                state.users += 1
-                return .go(state.epoch)
+        let decision = control.withLock { state -> Decision in
+            if state.stopRequested || state.finished { return .fail(.closed) }
+            if qos == .atMostOnce && !state.connected { return state.everConnected ? .drop : .fail(.notConnected) }
+            if state.outstanding.count >= limit { return .wait }
+            state.users += 1
+            return .go(state.epoch)
+        }
+        switch decision {
+        case .fail(let error):
+            return .failure(error)
+        case .drop:
+            return .success(())
+        case .wait:
+            return nil
+        case .go(let epoch):
+            var mid: Int32 = 0
+            let rc = send(topic, payload: payload, qos: qos, retain: retain, properties: properties, mid: &mid)
+            let savedErrno = errno
+            // QoS 1/2 while the socket is down: libmosquitto keeps the message queued and returns NO_CONN.
+            let queued =
+                rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce)
+            control.withLock { state in
+                state.users -= 1
+                guard queued else { return }
+                if state.earlyPublishDone.removeValue(forKey: mid) != nil { return }
+                // A QoS 0 message queued on a connection that has since dropped is already gone.
+                if qos == .atMostOnce && epoch != state.epoch { return }
+                state.outstanding[mid] = (qos, epoch)
+                state.highWater = max(state.highWater, state.outstanding.count)
             }
-            switch decision {
-            case .fail(let error):
-                return .failure(error)
-            case .drop:
-                return .success(())
-            case .wait:
-                let outcome = await suspend(.capacity) { state in
-                    if state.stopRequested || state.finished { return .failure(.closed) }
-                    return state.outstanding.count < limit ? .success(()) : nil
-                }
-                if case .failure = outcome { return outcome }
-            case .go(let epoch):
-                var mid: Int32 = 0
-                let rc = send(topic, payload: payload, qos: qos, retain: retain, properties: properties, mid: &mid)
-                let savedErrno = errno
-                // QoS 1/2 while the socket is down: libmosquitto keeps the message queued and returns NO_CONN.
-                let queued =
-                    rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce)
-                control.withLock { state in
-                    state.users -= 1
-                    guard queued else { return }
-                    if state.earlyPublishDone.removeValue(forKey: mid) != nil { return }
-                    // A QoS 0 message queued on a connection that has since dropped is already gone.
-                    if qos == .atMostOnce && epoch != state.epoch { return }
-                    state.outstanding[mid] = (qos, epoch)
-                    state.highWater = max(state.highWater, state.outstanding.count)
-                }
-                if queued || (rc == MOSQ_ERR_NO_CONN.rawValue && qos == .atMostOnce) { return .success(()) }
-                return .failure(MQTTError(mosquitto: rc, errno: savedErrno))
-            }
+            if queued || (rc == MOSQ_ERR_NO_CONN.rawValue && qos == .atMostOnce) { return .success(()) }
+            return .failure(MQTTError(mosquitto: rc, errno: savedErrno))
         }
     }
 

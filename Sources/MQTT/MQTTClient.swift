@@ -176,6 +176,19 @@ public final class MQTTClient: Sendable, Service {
         try await connection.publish(topic, payload: payload, qos: qos, retain: retain, properties: properties).get()
     }
 
+    /// Publishes at once if that needs no waiting, as `publish` does; false (and nothing sent)
+    /// when `publish` would have to wait for room among the outstanding messages.
+    public func publishWithoutWaiting(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false
+    ) throws(MQTTError) -> Bool {
+        try Connection.validatePublishTopic(topic)
+        guard let connection = core.state.withLock({ $0.connection }) else { throw .notConnected }
+        guard let outcome = connection.publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: .init())
+        else { return false }
+        try outcome.get()
+        return true
+    }
+
     public func publish(_ topic: String, _ text: String, qos: MQTTQoS = .atMostOnce, retain: Bool = false)
         async throws(MQTTError)
     {

@@ -33,8 +33,9 @@ final class EventHub: @unchecked Sendable {
     }
 
     func yield(_ event: SourceEvent) {
-        let targets = lock.withLock { Array(continuations.values) }
-        for continuation in targets { continuation.yield(event) }
+        // The table itself (a reference to its storage), not an array made of it per event.
+        let targets = lock.withLock { continuations }
+        for continuation in targets.values { continuation.yield(event) }
     }
 
     func finish() {

@@ -18,6 +18,10 @@ public actor SimulatedHome: AccessorySource {
     public private(set) var writeDelay: Duration = .zero
 
     private var accessoryList: [Accessory]
+    /// Where each accessory is in `accessoryList`, made again after an accessory comes or goes:
+    /// every read, write and notification finds its accessory by id, and searching the list
+    /// for it cost a thousand comparisons each in a home of 1,000 accessories.
+    private var positions: [String: Int]?
     private var engines: [EngineKey: any BehaviourEngine] = [:]
     private var pending: [PendingStep] = []
     private var nextSequence = 0
@@ -298,6 +302,7 @@ public actor SimulatedHome: AccessorySource {
             accessoryList[ai] = accessory
         } else {
             accessoryList.append(accessory)
+            positions = nil
         }
         for service in accessory.services {
             let kinds = Self.kinds(for: service, accessoryID: accessory.id, explicit: behaviours, automatic: automaticBehaviours)
@@ -321,6 +326,7 @@ public actor SimulatedHome: AccessorySource {
         for id in ids {
             dropState(of: id)
             accessoryList.removeAll { $0.id == id }
+            positions = nil
             hub.yield(.accessoryRemoved(id: id))
         }
         return true
@@ -419,7 +425,12 @@ public actor SimulatedHome: AccessorySource {
     }
 
     private func index(of accessoryID: String) -> Int? {
-        accessoryList.firstIndex { $0.id == accessoryID }
+        if positions == nil {
+            var made: [String: Int] = [:]
+            for (index, accessory) in accessoryList.enumerated() where made[accessory.id] == nil { made[accessory.id] = index }
+            positions = made
+        }
+        return positions?[accessoryID]
     }
 
     private func locate(_ address: CharacteristicAddress) throws(AccessoryError) -> (Int, Int, Int) {

@@ -14,7 +14,7 @@ Commands on stdin, one per line; each answers one line on stdout:
   drop                            close all controller connections -> "OK"
   timings                         the peer's own time per request handled since the last
                                   `timings` (decrypt, HTTP, handler, encrypt, write), for the
-                                  benchmark's floor -> "TIMINGS <n> <median µs>"
+                                  benchmark's floor -> "TIMINGS <n> <median µs> <total µs>"
 Errors answer "ERR <message>". Exits cleanly on stdin EOF or SIGTERM.
 """
 import argparse
@@ -183,7 +183,7 @@ def main():
                 samples = sorted(HANDLING_SECONDS)
                 HANDLING_SECONDS.clear()
                 median = samples[len(samples) // 2] * 1e6 if samples else 0.0
-                reply(f"TIMINGS {len(samples)} {median:.1f}")
+                reply(f"TIMINGS {len(samples)} {median:.1f} {sum(samples) * 1e6:.1f}")
             elif parts[0] == "drop":
                 # Close every controller connection, as an accessory does when it reboots.
                 for conn in list(driver.http_server.connections.values()):
