@@ -103,85 +103,42 @@ public enum CharacteristicValue: Sendable, Hashable {
 
 /// Metadata that tells what values a characteristic accepts.
 ///
-/// A value type with its fields in one shared, copy-on-write box: every brightness of every lamp
-/// of one kind has the same metadata, and a home of 250,000 characteristics would otherwise hold
-/// a hundred-byte copy of it in each (and again in each topic-tree node). Builders start from the
-/// catalog's metadata, so unchanged characteristics share the catalog's box.
+/// A value type whose fields live in one shared, copy-on-write box: every brightness of every
+/// lamp of one kind has the same metadata, and a home of 250,000 characteristics would otherwise
+/// hold a hundred-byte copy of it in each (and again in each topic-tree node). Builders start
+/// from the catalog's metadata, so unchanged characteristics share the catalog's box. The fields
+/// read and write as properties of the metadata itself (`metadata.format`).
+@dynamicMemberLookup
 public struct CharacteristicMetadata: Sendable, Hashable {
-    private final class Storage: @unchecked Sendable {
-        // Mutated only while uniquely referenced (see `mutate`), so sharing it is safe.
-        var format: CharacteristicFormat
-        var unit: String?
-        var minValue: Double?
-        var maxValue: Double?
-        var minStep: Double?
-        var validValues: [Int64: String]
-        var maxLength: Int?
-        var maxDataLength: Int?
-        var permissions: CharacteristicPermissions
+    public struct Fields: Sendable, Hashable {
+        public var format: CharacteristicFormat
+        public var unit: String?
+        public var minValue: Double?
+        public var maxValue: Double?
+        public var minStep: Double?
+        /// Valid values with their kebab-case names (`0: "open"`). Empty means any value in range.
+        public var validValues: [Int64: String]
+        public var maxLength: Int?
+        public var maxDataLength: Int?
+        public var permissions: CharacteristicPermissions
+    }
 
-        init(format: CharacteristicFormat, unit: String?, minValue: Double?, maxValue: Double?, minStep: Double?,
-             validValues: [Int64: String], maxLength: Int?, maxDataLength: Int?, permissions: CharacteristicPermissions) {
-            self.format = format
-            self.unit = unit
-            self.minValue = minValue
-            self.maxValue = maxValue
-            self.minStep = minStep
-            self.validValues = validValues
-            self.maxLength = maxLength
-            self.maxDataLength = maxDataLength
-            self.permissions = permissions
+    @usableFromInline
+    final class Box: @unchecked Sendable {
+        // Changed only while uniquely referenced (see the subscript), so sharing it is safe.
+        @usableFromInline var fields: Fields
+        @usableFromInline init(_ fields: Fields) { self.fields = fields }
+    }
+
+    @usableFromInline var box: Box
+
+    @inlinable
+    public subscript<T>(dynamicMember keyPath: WritableKeyPath<Fields, T>) -> T {
+        get { box.fields[keyPath: keyPath] }
+        set {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            box.fields[keyPath: keyPath] = newValue
         }
-
-        func copy() -> Storage {
-            Storage(format: format, unit: unit, minValue: minValue, maxValue: maxValue, minStep: minStep,
-                    validValues: validValues, maxLength: maxLength, maxDataLength: maxDataLength, permissions: permissions)
-        }
-    }
-
-    private var storage: Storage
-
-    private mutating func mutate(_ change: (Storage) -> Void) {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
-        change(storage)
-    }
-
-    public var format: CharacteristicFormat {
-        get { storage.format }
-        set { mutate { $0.format = newValue } }
-    }
-    public var unit: String? {
-        get { storage.unit }
-        set { mutate { $0.unit = newValue } }
-    }
-    public var minValue: Double? {
-        get { storage.minValue }
-        set { mutate { $0.minValue = newValue } }
-    }
-    public var maxValue: Double? {
-        get { storage.maxValue }
-        set { mutate { $0.maxValue = newValue } }
-    }
-    public var minStep: Double? {
-        get { storage.minStep }
-        set { mutate { $0.minStep = newValue } }
-    }
-    /// Valid values with their kebab-case names (`0: "open"`). Empty means any value in range.
-    public var validValues: [Int64: String] {
-        get { storage.validValues }
-        set { mutate { $0.validValues = newValue } }
-    }
-    public var maxLength: Int? {
-        get { storage.maxLength }
-        set { mutate { $0.maxLength = newValue } }
-    }
-    public var maxDataLength: Int? {
-        get { storage.maxDataLength }
-        set { mutate { $0.maxDataLength = newValue } }
-    }
-    public var permissions: CharacteristicPermissions {
-        get { storage.permissions }
-        set { mutate { $0.permissions = newValue } }
     }
 
     public init(
@@ -195,30 +152,17 @@ public struct CharacteristicMetadata: Sendable, Hashable {
         maxDataLength: Int? = nil,
         permissions: CharacteristicPermissions
     ) {
-        storage = Storage(format: format, unit: unit, minValue: minValue, maxValue: maxValue, minStep: minStep,
-                          validValues: validValues, maxLength: maxLength, maxDataLength: maxDataLength,
-                          permissions: permissions)
+        box = Box(Fields(format: format, unit: unit, minValue: minValue, maxValue: maxValue, minStep: minStep,
+                         validValues: validValues, maxLength: maxLength, maxDataLength: maxDataLength,
+                         permissions: permissions))
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
-        if lhs.storage === rhs.storage { return true }
-        let a = lhs.storage, b = rhs.storage
-        return a.format == b.format && a.unit == b.unit && a.minValue == b.minValue && a.maxValue == b.maxValue
-            && a.minStep == b.minStep && a.validValues == b.validValues && a.maxLength == b.maxLength
-            && a.maxDataLength == b.maxDataLength && a.permissions == b.permissions
+        lhs.box === rhs.box || lhs.box.fields == rhs.box.fields
     }
 
     public func hash(into hasher: inout Hasher) {
-        let s = storage
-        hasher.combine(s.format)
-        hasher.combine(s.unit)
-        hasher.combine(s.minValue)
-        hasher.combine(s.maxValue)
-        hasher.combine(s.minStep)
-        hasher.combine(s.validValues)
-        hasher.combine(s.maxLength)
-        hasher.combine(s.maxDataLength)
-        hasher.combine(s.permissions)
+        hasher.combine(box.fields)
     }
 }
 
