@@ -138,7 +138,7 @@ public actor Gateway: Service {
 
     public func run() async throws {
         let sourceEvents = source.events()
-        let homeEvents = await database.events()
+        let homeEvents = database.events()
         let messages = mqtt.messages()
         let states = mqtt.connectionStates()
 
@@ -618,7 +618,7 @@ public actor Gateway: Service {
         var previousDiscovery: HomeAssistantDiscovery.Context?
         var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
         var texts: [String: [UInt8]] = [:]
-        for (index, node) in tree.accessories.enumerated() {
+        for node in tree.accessories {
             applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery, desired: &desired)
             enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
             await backlog.wait(below: publicationBacklog)
