@@ -190,48 +190,44 @@ public enum JSONValue: Sendable, Hashable, Codable {
         out += String(repeating: "  ", count: indent)
     }
 
-    /// Appends `s` as a JSON string literal, escaped as `encoded()` escapes it: for writers
-    /// that stream a large document instead of building a `JSONValue` first.
-    public static func appendString(_ s: String, to out: inout String) {
-        writeString(s, to: &out)
+    /// The letter of a byte's two-character escape (`\n`), if JSON writes it that way; other
+    /// bytes below 0x20 are written `\u00XX`, and every other byte as it is (the bytes of
+    /// multi-byte UTF-8 sequences are all 0x80 or more).
+    private static func shortEscape(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte
+        case 0x0A: UInt8(ascii: "n")
+        case 0x0D: UInt8(ascii: "r")
+        case 0x09: UInt8(ascii: "t")
+        case 0x08: UInt8(ascii: "b")
+        case 0x0C: UInt8(ascii: "f")
+        default: nil
+        }
     }
 
     /// The length in UTF-8 bytes of `s` as `appendString` writes it, quotes included.
     public static func escapedLength(_ s: String) -> Int {
         var length = 2
         for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09, 0x08, 0x0C: length += 2
-            case ..<0x20: length += 6
-            default: length += 1
-            }
+            length += shortEscape(byte) != nil ? 2 : byte < 0x20 ? 6 : 1
         }
         return length
     }
 
-    /// Appends `s` as a JSON string literal to UTF-8 bytes, escaped as `encoded()` escapes it.
+    /// Appends `s` as a JSON string literal to UTF-8 bytes, escaped as `encoded()` escapes it:
+    /// for writers that stream a large document instead of building a `JSONValue` first.
     public static func appendString(_ s: String, to out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { bytes in
-            for byte in bytes {
-                switch byte {
-                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(byte)
-                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(byte)
-                case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-                case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-                case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-                case 0x08: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "b"))
-                case 0x0C: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "f"))
-                case ..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
-                    out.append(contentsOf: Array("\\u00".utf8))
-                    out.append(hex[Int(byte >> 4)])
-                    out.append(hex[Int(byte & 0xF)])
-                default:
-                    // Bytes of multi-byte UTF-8 sequences are all ≥ 0x80 and pass through.
-                    out.append(byte)
-                }
+        for byte in s.utf8 {
+            if let letter = shortEscape(byte) {
+                out.append(UInt8(ascii: "\\"))
+                out.append(letter)
+            } else if byte < 0x20 {
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            } else {
+                out.append(byte)
             }
         }
         out.append(UInt8(ascii: "\""))
@@ -239,32 +235,15 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     private static func writeString(_ s: String, to out: inout String) {
         // Most strings (topics, names, types) need no escape: append them whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        if !s.utf8.contains(where: { $0 < 0x20 || shortEscape($0) != nil }) {
             out += "\""
             out += s
             out += "\""
             return
         }
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        var bytes: [UInt8] = []
+        appendString(s, to: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 }
 

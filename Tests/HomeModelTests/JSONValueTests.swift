@@ -38,6 +38,16 @@ import Testing
         #expect(throws: ModelError.self) { try JSONValue(parsing: Array(text.utf8)) }
     }
 
+    /// The streaming writer's bytes, their counted length and `encoded()` agree, escapes and all.
+    @Test(arguments: ["plain/topic", "q\"b\\s", "n\nr\rt\tb\u{08}f\u{0C}", "\u{01}\u{1F}x", "Küche 🏠", ""])
+    func streamedStringsMatchEncoded(text: String) throws {
+        var bytes: [UInt8] = []
+        JSONValue.appendString(text, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == JSONValue.string(text).encoded())
+        #expect(JSONValue.escapedLength(text) == bytes.count)
+        #expect(try JSONValue(parsing: bytes) == .string(text))
+    }
+
     @Test func encodesWithSortedKeysAndUnescapedSlashes() throws {
         let value: JSONValue = ["b": 1, "a": ["x/y", 2.5, true, .null], "c": "q\"\\\n\u{01}"]
         #expect(value.encoded() == #"{"a":["x/y",2.5,true,null],"b":1,"c":"q\"\\\n\u0001"}"#)
