@@ -296,8 +296,11 @@ public actor Gateway: Service {
                 await send(list)
                 backlog.add(-CharacteristicTopics.messages(in: list))
             case .republishDiscovery:
+                // One context for the whole republication: it knows every accessory's node id,
+                // and made per accessory it cost accessories² at 10,000 of them.
+                let discovery = await publishedDiscoveryContext()
                 for id in await publishedAccessoryIDs() {
-                    for (topic, payload) in await republication(of: id, discoveryOnly: true) {
+                    for (topic, payload) in await republication(of: id, discovery: discovery, discoveryOnly: true) {
                         await send(topic, payload, retain: true)
                     }
                 }
@@ -305,8 +308,9 @@ public actor Gateway: Service {
             case .republishAll:
                 // One accessory at a time, made as it is sent: the whole retained tree of a
                 // large home would otherwise be in memory at once, again, after every reconnect.
+                let discovery = await publishedDiscoveryContext()
                 for id in await publishedAccessoryIDs() {
-                    for (topic, payload) in await republication(of: id, discoveryOnly: false) {
+                    for (topic, payload) in await republication(of: id, discovery: discovery, discoveryOnly: false) {
                         await send(topic, payload, retain: true)
                     }
                     await send(await characteristicRepublication(of: id))
@@ -321,15 +325,19 @@ public actor Gateway: Service {
 
     private func publishedAccessoryIDs() -> [String] { publishedTree.accessories.map(\.id) }
 
+    private func publishedDiscoveryContext() -> HomeAssistantDiscovery.Context? { discoveryContext(publishedTree) }
+
     /// An accessory's retained documents as they are on the broker, to publish again.
-    private func republication(of id: String, discoveryOnly: Bool) -> [(String, [UInt8])] {
+    private func republication(
+        of id: String, discovery: HomeAssistantDiscovery.Context?, discoveryOnly: Bool
+    ) -> [(String, [UInt8])] {
         guard let node = publishedTree.accessory(id: id) else { return [] }
         var out: [(String, [UInt8])] = []
         if !discoveryOnly {
             out.append((node.topic + "/$info", Array(Payloads.info(node).encoded().utf8)))
             out.append((node.topic + "/$availability", availabilityPayload(node)))
         }
-        if let (topic, document) = discoveryContext(publishedTree)?.config(node) {
+        if let (topic, document) = discovery?.config(node) {
             out.append((topic, Array(document.encoded().utf8)))
         }
         return out
@@ -443,23 +451,22 @@ public actor Gateway: Service {
     }
 
     /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
-    /// its discovery config) and notes their topics in `desired`.
+    /// its discovery config); returns their topics.
+    @discardableResult
     private func applyDocuments(
         _ node: TopicTree.AccessoryNode, discovery: HomeAssistantDiscovery.Context?,
-        previousDiscovery: inout HomeAssistantDiscovery.Context?, desired: inout Set<String>
-    ) {
+        previousDiscovery: inout HomeAssistantDiscovery.Context?
+    ) -> [String] {
         let info = node.topic + "/$info", availability = node.topic + "/$availability"
         setRetained(info, Array(Payloads.info(node).encoded().utf8))
         setRetained(availability, availabilityPayload(node))
-        desired.insert(info)
-        desired.insert(availability)
-        guard let (topic, document) = discovery?.config(node) else { return }
-        desired.insert(topic)
+        guard let (topic, document) = discovery?.config(node) else { return [info, availability] }
         setDiscovery(topic, document) {
             guard let old = publishedTree.accessory(id: node.id) else { return nil }
             if previousDiscovery == nil { previousDiscovery = discoveryContext(publishedTree) }
             return previousDiscovery?.config(old)?.document
         }
+        return [info, availability, topic]
     }
 
     func treeBytes() -> [UInt8] {
@@ -513,7 +520,7 @@ public actor Gateway: Service {
         let discovery = discoveryContext(tree)
         var previousDiscovery: HomeAssistantDiscovery.Context?
         for node in tree.accessories {
-            applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery, desired: &desired)
+            desired.formUnion(applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery))
         }
         setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
         desired.insert(treeTopic)
@@ -602,9 +609,20 @@ public actor Gateway: Service {
 
     /// Every retained topic this gateway holds on the broker, with characteristics' `state`
     /// and `meta`.
-    var retainedCount: Int {
-        retained.count + publishedTree.characteristicCount
-            + publishedTree.addresses.reduce(0) { $0 + (currentValue($1) == nil ? 0 : 1) }
+    var retainedCount: Int { retained.count + publishedCharacteristicTopics().count }
+
+    /// The `meta` and `state` topics of the published tree's characteristics.
+    private func publishedCharacteristicTopics() -> [String] {
+        var topics: [String] = []
+        for accessory in publishedTree.accessories {
+            for service in accessory.services {
+                for c in service.characteristics {
+                    topics.append(c.topic + "/meta")
+                    if currentValue(c.address) != nil { topics.append(c.topic + "/state") }
+                }
+            }
+        }
+        return topics
     }
 
     /// First publication after connecting: `applyRetained` from nothing, a few accessories at a
@@ -616,10 +634,9 @@ public actor Gateway: Service {
         let empty = TopicTree(base: base)
         let discovery = discoveryContext(tree)
         var previousDiscovery: HomeAssistantDiscovery.Context?
-        var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
         var texts: [String: [UInt8]] = [:]
         for node in tree.accessories {
-            applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery, desired: &desired)
+            applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery)
             enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
             await backlog.wait(below: publicationBacklog)
         }
@@ -724,7 +741,7 @@ public actor Gateway: Service {
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
         let previous = currentValue(address)
         values[address] = value
-        guard isStarted, let node = publishedTree.characteristic(address) else { return }
+        guard isStarted, previous != value, let node = publishedTree.characteristic(address) else { return }
         // What is on the broker is the text of the previous value: publish only a change.
         let format = node.characteristic.metadata.format
         let text = ValueCodec.text(value, format: format)
@@ -822,15 +839,7 @@ public actor Gateway: Service {
         ])
     }
 
-    public var retainedTopicList: [String] {
-        var topics = Array(retained.keys)
-        for address in publishedTree.addresses {
-            guard let node = publishedTree.characteristic(address) else { continue }
-            topics.append(node.topic + "/meta")
-            if currentValue(address) != nil { topics.append(node.topic + "/state") }
-        }
-        return topics.sorted()
-    }
+    public var retainedTopicList: [String] { (Array(retained.keys) + publishedCharacteristicTopics()).sorted() }
 
 }
 
