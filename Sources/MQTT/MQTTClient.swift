@@ -171,9 +171,14 @@ public final class MQTTClient: Sendable, Service {
         _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false,
         properties: MQTTPublishProperties = .init()
     ) async throws(MQTTError) {
+        let connection = try connection(publishingTo: topic)
+        try await connection.publish(topic, payload: payload, qos: qos, retain: retain, properties: properties).get()
+    }
+
+    private func connection(publishingTo topic: String) throws(MQTTError) -> Connection {
         try Connection.validatePublishTopic(topic)
         guard let connection = core.state.withLock({ $0.connection }) else { throw .notConnected }
-        try await connection.publish(topic, payload: payload, qos: qos, retain: retain, properties: properties).get()
+        return connection
     }
 
     /// Publishes at once if that needs no waiting, as `publish` does; false (and nothing sent)
@@ -181,9 +186,7 @@ public final class MQTTClient: Sendable, Service {
     public func publishWithoutWaiting(
         _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false
     ) throws(MQTTError) -> Bool {
-        try Connection.validatePublishTopic(topic)
-        guard let connection = core.state.withLock({ $0.connection }) else { throw .notConnected }
-        guard let outcome = connection.publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: .init())
+        guard let outcome = try connection(publishingTo: topic).publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: .init())
         else { return false }
         try outcome.get()
         return true

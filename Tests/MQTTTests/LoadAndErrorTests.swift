@@ -90,6 +90,35 @@ struct LoadAndErrorTests {
         }
     }
 
+    /// `publishWithoutWaiting` does what `publish` does when that needs no waiting, and
+    /// declines (sending nothing) where `publish` would wait for room.
+    @Test func publishWithoutWaitingDeclinesInsteadOfWaiting() async throws {
+        try await MosquittoBroker.with { broker in
+            let client = try await connectedClient(broker) {
+                $0.maxQueuedPublishes = 3
+                $0.reconnectDelayMin = 0.1
+                $0.reconnectDelayMax = 0.2
+            }
+            let bad = await expectMQTTError { _ = try client.publishWithoutWaiting("bad/#", payload: [1], qos: .atLeastOnce) }
+            #expect(bad?.code == "invalid-topic")
+
+            await broker.stop()
+            try await waitUntil("reconnecting") { client.connectionState.isReconnecting }
+            // Kept for the next connection while there is room; then declined, not waited for.
+            for index in 1...3 {
+                #expect(try client.publishWithoutWaiting("kept/\(index)", payload: [UInt8(index)], qos: .atLeastOnce))
+            }
+            #expect(try client.publishWithoutWaiting("kept/4", payload: [4], qos: .atLeastOnce) == false)
+            // QoS 0 while disconnected is dropped, as `publish` drops it: nothing to wait for.
+            #expect(try client.publishWithoutWaiting("dropped", payload: [0], qos: .atMostOnce))
+
+            try await broker.start()
+            try await waitUntil("the kept messages acknowledged", timeout: 20) { client.queuedPublishCount == 0 }
+            #expect(try client.publishWithoutWaiting("after", payload: [5], qos: .atLeastOnce))
+            await client.disconnect()
+        }
+    }
+
     @Test func unreachableBrokerIsATypedErrorNotAHang() async throws {
         let port = try freePort()  // nothing listens there
         let client = MQTTClient(configuration: MQTTConfiguration(host: "127.0.0.1", port: port))
