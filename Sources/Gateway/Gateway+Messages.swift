@@ -243,23 +243,11 @@ extension Gateway {
         } catch {
             outcome = .failure(GatewayFailure(error))
         }
-        // False when the watchdog has answered `timeout` meanwhile: the value still counts,
-        // but the request gets no second answer.
-        let answer = deadlines.finish(token)
-        switch (job.kind, outcome) {
-        case (.set, .success(let value?)):
-            if let node = job.node { await didWrite(node, value, job: job, answer: answer) }
-        case (.get, .success(let value?)):
-            if let node = job.node { await didRead(node, value, job: job, answer: answer) }
-        case (.get, .success(nil)):
-            if answer {
-                await reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(code: "no-value", message: "the accessory returned no value")))
-            }
-        case (_, .success):
-            if answer { await reply(job.resultTopic, op: job.op, id: job.id, .success(nil)) }
-        case (_, .failure(let failure)):
-            if answer { await reply(job.resultTopic, op: job.op, id: job.id, .failure(failure)) }
-        }
+        // The value itself reaches `state` as the source's `valueUpdated` event, in order with
+        // the accessory's other changes; publishing it from here could put it after a newer one.
+        // False when the watchdog has answered `timeout` meanwhile: no second answer.
+        guard deadlines.finish(token) else { return }
+        await reply(job.resultTopic, op: job.op, id: job.id, outcome)
     }
 
     /// Answers every request that overstays its deadline; runs until the gateway stops.
@@ -273,20 +261,6 @@ extension Gateway {
                     hapStatus: AccessoryError.Status.timedOut.rawValue)))
             }
         }
-    }
-
-    private func didWrite(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job, answer: Bool) {
-        let permissions = node.characteristic.metadata.permissions
-        // A write-only control (identify, a button) has no state to show.
-        if permissions.contains(.read) || permissions.contains(.notify) {
-            update(node.address, value)
-        }
-        if answer { reply(job.resultTopic, op: job.op, id: job.id, .success(value)) }
-    }
-
-    private func didRead(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, job: Job, answer: Bool) {
-        update(node.address, value)
-        if answer { reply(job.resultTopic, op: job.op, id: job.id, .success(value)) }
     }
 
     func reply(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {

@@ -783,10 +783,9 @@ public actor Gateway: Service {
     private func pollLoop() async throws {
         while true {
             try await Task.sleep(for: .seconds(config.pollInterval))
+            // A read value comes back as the source's `valueUpdated` event, in order.
             for address in pollTargets() {
-                if let value = try? await source.read(address) {
-                    update(address, value)
-                }
+                _ = try? await source.read(address)
             }
         }
     }

@@ -69,10 +69,14 @@ public protocol AccessorySource: ServiceLifecycle.Service, Sendable {
 
     func events() -> AsyncStream<SourceEvent>
 
-    /// Reads a value from the accessory itself (not a cache).
+    /// Reads a value from the accessory itself (not a cache). The value is also reported as
+    /// `valueUpdated`, in order with the source's other events.
     func read(_ address: CharacteristicAddress) async throws(AccessoryError) -> CharacteristicValue
 
-    /// Writes a value; returns when the accessory has answered.
+    /// Writes a value; returns when the accessory has answered. A written value that can be
+    /// read is reported as `valueUpdated` before this returns, in order with the source's other
+    /// events: the events are the one ordered account of every value, and the gateway
+    /// publishes `state` from them alone.
     func write(_ address: CharacteristicAddress, value: CharacteristicValue) async throws(AccessoryError)
 
     /// Enables or disables value notifications; returns the per-characteristic failures.

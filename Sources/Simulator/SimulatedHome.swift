@@ -129,7 +129,11 @@ public actor SimulatedHome: AccessorySource {
         guard c.metadata.permissions.contains(.read) else {
             throw AccessoryError(.writeOnly, "\(label(ai, si, ci)) cannot be read")
         }
-        return c.value ?? Self.emptyValue(for: c.metadata)
+        let value = c.value ?? Self.emptyValue(for: c.metadata)
+        // The protocol reports what a read learns as an event; with notifications on, every
+        // change has been reported already.
+        if !notifying.contains(address) { hub.yield(.valueUpdated(address, value)) }
+        return value
     }
 
     public func write(_ address: CharacteristicAddress, value: CharacteristicValue) async throws(AccessoryError) {
@@ -153,7 +157,7 @@ public actor SimulatedHome: AccessorySource {
         if c.type == HAPType.identify { identifyLog.append(accessoryList[ai].id) }
         // Write-only characteristics (identify, control points) have no state to keep.
         if c.metadata.permissions.contains(.read) {
-            store(checked, ai, si, ci)
+            store(checked, ai, si, ci, reportAlways: !notifying.contains(address))
         }
         let serviceIID = accessoryList[ai].services[si].iid
         for key in engineKeys(accessoryList[ai].id, serviceIID) {
@@ -407,13 +411,14 @@ public actor SimulatedHome: AccessorySource {
     }
 
     /// Stores a value and reports it if it changed, notifications are on for it, and the
-    /// accessory can be heard.
-    private func store(_ value: CharacteristicValue, _ ai: Int, _ si: Int, _ ci: Int) {
+    /// accessory can be heard. A write reports its value as the protocol asks: as a change
+    /// when notifications are on (those report every change), and always when they are off
+    /// (the writer may not know the value it replaced).
+    private func store(_ value: CharacteristicValue, _ ai: Int, _ si: Int, _ ci: Int, reportAlways: Bool = false) {
         let old = accessoryList[ai].services[si].characteristics[ci].value
         accessoryList[ai].services[si].characteristics[ci].value = value
-        guard old != value else { return }
         let address = CharacteristicAddress(accessoryID: accessoryList[ai].id, iid: accessoryList[ai].services[si].characteristics[ci].iid)
-        if notifying.contains(address), accessoryList[ai].isReachable {
+        if reportAlways || (old != value && notifying.contains(address) && accessoryList[ai].isReachable) {
             hub.yield(.valueUpdated(address, value))
         }
     }
