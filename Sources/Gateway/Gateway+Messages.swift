@@ -212,6 +212,7 @@ extension Gateway {
                 hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
             return
         }
+        pendingJobs.add(1, ordering: .relaxed)
         var hasher = Hasher()
         hasher.combine(job.accessoryID)
         let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(workerCount))
@@ -221,6 +222,7 @@ extension Gateway {
     nonisolated func runWorker(_ jobs: AsyncStream<Job>) async {
         for await job in jobs {
             await perform(job)
+            pendingJobs.subtract(1, ordering: .relaxed)
         }
     }
 
@@ -250,11 +252,11 @@ extension Gateway {
         await reply(job.resultTopic, op: job.op, id: job.id, outcome)
     }
 
-    /// Answers every request that overstays its deadline; runs until the gateway stops.
-    nonisolated func watchDeadlines() async throws {
+    /// Answers every request that overstays its deadline; runs until cancelled.
+    nonisolated func watchDeadlines() async {
         let timeout = config.requestTimeout
-        while true {
-            try await Task.sleep(for: .milliseconds(100))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(100))
             for job in deadlines.takeExpired() {
                 await reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
                     code: "timeout", message: "the accessory did not answer within \(timeout) s",

@@ -47,6 +47,12 @@ public actor Gateway: Service {
     /// One buffer per distinct `meta` document, shared by every characteristic that has it.
     var metaPayloads: [MetaKey: [UInt8]] = [:]
     var isStarted = false
+    /// Set once the broker first answered: from then on the gateway says `offline` as it stops.
+    var hasConnected = false
+    /// Set once `offline` is queued: nothing is published after it.
+    var isStopped = false
+    /// Requests dispatched to a worker and not yet answered; `stop` waits for them.
+    let pendingJobs = Atomic<Int>(0)
     /// Accessories removed from the home while their source still reports them; the home
     /// database keeps the list, this is its copy plus those on their way out.
     var removedAccessories: Set<String> = []
@@ -136,41 +142,96 @@ public actor Gateway: Service {
 
     // MARK: - Running
 
+    /// The services that make a running gateway, in the order a `ServiceGroup` starts them:
+    /// the MQTT client (which connects, and reconnects, by itself), the source, and the
+    /// gateway. The group stops them in reverse, so the gateway says `offline` while the
+    /// client is still connected, and the client disconnects last.
+    public nonisolated var services: [ServiceGroupConfiguration.ServiceConfiguration] {
+        [.init(service: mqtt), .init(service: source), .init(service: self)]
+    }
+
+    /// Loads the home, waits for the broker, publishes the tree, then serves until graceful
+    /// shutdown or cancellation; either stops every phase at once, and `stop` ends in order.
     public func run() async throws {
+        // Subscribed before anything happens, so that nothing is missed meanwhile.
         let sourceEvents = source.events()
         let homeEvents = database.events()
         let messages = mqtt.messages()
         let states = mqtt.connectionStates()
 
         try await withThrowingDiscardingTaskGroup { group in
-            group.addTask { try await self.source.run() }
-            let initial = await source.accessories()
-            try await loadInitial(initial)
-
             group.addTask { await self.drainOutbox() }
             group.addTask { await self.syncNotifications() }
             for index in 0..<workerCount {
                 let stream = workerStreams[index]
                 group.addTask { await self.runWorker(stream) }
             }
-            group.addTask { try await self.watchDeadlines() }
+            group.addTask { await self.watchDeadlines() }
 
-            try await connectUntilUp()
-            var filters: [(String, MQTTQoS)] = [("\(base)/#", .atLeastOnce)]
-            if config.homeAssistant.enabled {
-                let prefix = config.homeAssistant.prefix
-                filters.append((HomeAssistantDiscovery.statusTopic(prefix: prefix), .atLeastOnce))
-                // Retained configs of ours that the tree no longer has are cleared on arrival.
-                filters.append(("\(prefix)/device/+/config", .atLeastOnce))
+            var failure: (any Error)?
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await self.start(connection: states)
+                    try await self.serve(sourceEvents: sourceEvents, homeEvents: homeEvents, messages: messages, states: states)
+                }
+            } catch is CancellationError {
+            } catch {
+                failure = error
             }
-            try await mqtt.subscribe(filters)
-            await publishAll()
-            isStarted = true
-            logger.info("gateway online", metadata: [
-                "broker": "\(config.brokerDisplay)", "base": "\(base)",
-                "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
-            ])
+            await stop()
+            group.cancelAll()
+            if let failure { throw failure }
+        }
+    }
 
+    /// The start-up phases, each logged: load the accessories, wait for the MQTT client to
+    /// connect, subscribe, publish the whole tree, `online` last.
+    private func start(connection states: AsyncStream<MQTTConnectionState>) async throws {
+        logger.info("loading accessories", metadata: ["source": "\(source.sourceName)"])
+        let initial = await source.accessories()
+        try Task.checkCancellation()
+        try await loadInitial(initial)
+        logger.info("home loaded", metadata: [
+            "accessories": "\(initial.count)", "in-scope": "\(tree.accessories.count)",
+            "characteristics": "\(tree.characteristicCount)", "rooms": "\(tree.rooms.count)",
+        ])
+
+        logger.info("waiting for the broker", metadata: ["broker": "\(config.brokerDisplay)", "client-id": "\(config.mqtt.clientID)"])
+        var connected = false
+        for await state in states where state.isConnected {
+            connected = true
+            break
+        }
+        // The states end only when the client stops: the group is ending.
+        guard connected, !Task.isCancelled else { throw CancellationError() }
+        wasConnected = true
+        hasConnected = true
+
+        var filters: [(String, MQTTQoS)] = [("\(base)/#", .atLeastOnce)]
+        if config.homeAssistant.enabled {
+            let prefix = config.homeAssistant.prefix
+            filters.append((HomeAssistantDiscovery.statusTopic(prefix: prefix), .atLeastOnce))
+            // Retained configs of ours that the tree no longer has are cleared on arrival.
+            filters.append(("\(prefix)/device/+/config", .atLeastOnce))
+        }
+        try await mqtt.subscribe(filters)
+        logger.info("publishing the tree", metadata: ["topics": "\(retainedCount + tree.accessories.count * 3 + 2)"])
+        await publishAll()
+        try Task.checkCancellation()
+        isStarted = true
+        logger.info("gateway online", metadata: [
+            "broker": "\(config.brokerDisplay)", "base": "\(base)",
+            "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
+        ])
+    }
+
+    /// Takes source events, home events, MQTT messages, requests and connection changes until
+    /// cancelled.
+    private func serve(
+        sourceEvents: AsyncStream<SourceEvent>, homeEvents: AsyncStream<HomeEvent>,
+        messages: AsyncStream<MQTTMessage>, states: AsyncStream<MQTTConnectionState>
+    ) async throws {
+        try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await self.consume(sourceEvents: sourceEvents) }
             group.addTask { for await event in homeEvents { await self.handle(homeEvent: event) } }
             group.addTask {
@@ -190,13 +251,6 @@ public actor Gateway: Service {
             }
             group.addTask { for await state in states { await self.handle(connection: state) } }
             if config.pollInterval > 0 { group.addTask { try await self.pollLoop() } }
-
-            // Graceful shutdown: say offline while still connected, then stop everything.
-            group.addTask {
-                try? await gracefulShutdown()
-                await self.shutdown()
-                throw CancellationError()
-            }
         }
     }
 
@@ -212,35 +266,32 @@ public actor Gateway: Service {
         for await message in messages { await handle(message: message) }
     }
 
-    /// Publishes `offline`, waits for the outbox to drain and disconnects.
-    func shutdown() async {
-        outbox.finish()
+    /// The end of every run, in order: requests already handed to a worker are answered (for
+    /// up to `stopGrace`), then `offline` goes through the outbox behind everything queued
+    /// before it — the last thing this gateway publishes — and the outbox is drained into the
+    /// MQTT client, which sends it before it disconnects (the client is its own service,
+    /// stopped after this one). A gateway that never went online publishes nothing.
+    func stop() async {
+        logger.info("stopping", metadata: ["online": "\(isStarted)", "connected": "\(hasConnected)"])
         notificationTargets.finish()
         rebuildRequests.finish()
         requestQueue.finish()
         workers.forEach { $0.finish() }
-        try? await mqtt.publish(statusTopic, payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
-        await mqtt.disconnect()
+        let deadline = ContinuousClock.now + Self.stopGrace
+        while pendingJobs.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if hasConnected {
+            enqueue(statusTopic, Array("offline".utf8), retain: true)
+        }
+        isStopped = true
+        outbox.finish()
+        await backlog.wait(below: 1, until: deadline + Self.stopGrace)
         logger.info("gateway stopped")
     }
 
-    private func connectUntilUp() async throws {
-        var delay = 0.5
-        while true {
-            do {
-                try await mqtt.connect()
-                return
-            } catch {
-                logger.warning("cannot reach the broker, retrying", metadata: [
-                    "broker": "\(config.brokerDisplay)", "error": "\(error)", "retry-in": "\(delay)s",
-                ])
-                // A refusal of our credentials, TLS or configuration will not fix itself.
-                if !error.isTransient { throw error }
-            }
-            try await Task.sleep(for: .seconds(delay))
-            delay = min(delay * 2, 30)
-        }
-    }
+    /// How long `stop` waits for answers in progress, and then for the outbox.
+    static let stopGrace: Duration = .seconds(1)
 
     func loadInitial(_ list: [Accessory]) async throws {
         try await database.adopt(list)
@@ -365,6 +416,7 @@ public actor Gateway: Service {
     }
 
     func enqueue(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) {
+        guard !isStopped else { return }
         counters.published += 1
         // Straight to the client when nothing waits in the outbox (so nothing is overtaken) and
         // the client has room, which it then takes without waiting: handing each message to
@@ -383,6 +435,7 @@ public actor Gateway: Service {
 
     /// Queues a republication behind what the outbox holds.
     func enqueue(_ item: Outgoing) {
+        guard !isStopped else { return }
         backlog.add(1)
         outbox.yield(item)
     }
@@ -397,7 +450,7 @@ public actor Gateway: Service {
     static let treeQoS = MQTTQoS.atMostOnce
 
     private func enqueue(_ list: [CharacteristicTopics]) {
-        guard !list.isEmpty else { return }
+        guard !list.isEmpty, !isStopped else { return }
         let messages = CharacteristicTopics.messages(in: list)
         counters.published += messages
         backlog.add(messages)
@@ -636,6 +689,8 @@ public actor Gateway: Service {
         var previousDiscovery: HomeAssistantDiscovery.Context?
         var texts: [String: [UInt8]] = [:]
         for node in tree.accessories {
+            // SIGTERM in the middle of a large home's first publication stops it here.
+            if Task.isCancelled { return }
             applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery)
             enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
             await backlog.wait(below: publicationBacklog)
@@ -792,7 +847,7 @@ public actor Gateway: Service {
 
     // MARK: - MQTT connection
 
-    var wasConnected = true
+    var wasConnected = false
 
     func handle(connection state: MQTTConnectionState) {
         switch state {
@@ -895,10 +950,11 @@ final class OutboxBacklog: Sendable {
 
     var current: Int { count.withLock { $0 } }
 
-    /// Waits until fewer than `limit` messages wait; polls, since it is used only while the
-    /// first publication of a large home is made.
-    func wait(below limit: Int) async {
+    /// Waits until fewer than `limit` messages wait, or until `deadline`; polls, since it is
+    /// used only while the first publication of a large home is made and at the end.
+    func wait(below limit: Int, until deadline: ContinuousClock.Instant? = nil) async {
         while current >= limit {
+            if let deadline, ContinuousClock.now >= deadline { return }
             try? await Task.sleep(for: .milliseconds(2))
         }
     }

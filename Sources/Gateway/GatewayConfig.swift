@@ -73,6 +73,10 @@ public struct GatewayConfig: Sendable {
         self.mqtt = MQTTConfiguration(host: "127.0.0.1", port: 1883)
         self.mqtt.clientID = "homemqtt"
         Self.applyGatewayOptions(&mqtt)
+        // A persistent session: the broker keeps the gateway's subscriptions and queues the
+        // sets sent while it is away (restarting, reconnecting), so that each is answered.
+        self.mqtt.cleanStart = false
+        self.mqtt.sessionExpiry = Self.defaultSessionExpiry
         self.brokerDisplay = "mqtt://127.0.0.1:1883"
         self.stateDirectory = ".homemqtt"
         self.sources = [.simulator(directory: (directory as NSString).appendingPathComponent("accessories"))]
@@ -176,6 +180,7 @@ public struct GatewayConfig: Sendable {
 
     private mutating func applyURL(_ url: String, key: String) throws(ConfigError) {
         let keep = (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive, mqtt.tls)
+        let session = (mqtt.cleanStart, mqtt.sessionExpiry)
         do {
             mqtt = try MQTTConfiguration(url: url)
         } catch {
@@ -184,6 +189,7 @@ public struct GatewayConfig: Sendable {
         if mqtt.tls == nil { mqtt.tls = keep.3 }
         Self.applyGatewayOptions(&mqtt)
         (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive) = (keep.0, keep.1, keep.2)
+        (mqtt.cleanStart, mqtt.sessionExpiry) = session
         brokerDisplay = Self.redacted(url)
     }
 
@@ -193,6 +199,10 @@ public struct GatewayConfig: Sendable {
         mqtt.noLocal = true
         mqtt.retainAsPublished = true
     }
+
+    /// How long the broker keeps the gateway's session while it is away: an hour of queued sets
+    /// is as much as a user would still want applied.
+    public static let defaultSessionExpiry: UInt32 = 3600
 
     /// A URL with its password replaced, so that it can be logged.
     static func redacted(_ url: String) -> String {
@@ -227,6 +237,13 @@ public struct GatewayConfig: Sendable {
         if let keepAlive = try broker.int("keepalive") {
             guard (5...65535).contains(keepAlive) else { throw broker.error("keepalive", "must be 5…65535 seconds") }
             mqtt.keepAlive = keepAlive
+        }
+        if let expiry = try broker.int("session-expiry") {
+            guard (0...Int(UInt32.max)).contains(expiry) else {
+                throw broker.error("session-expiry", "must be 0 (a clean session at every connect) or a number of seconds")
+            }
+            mqtt.cleanStart = expiry == 0
+            mqtt.sessionExpiry = expiry == 0 ? nil : UInt32(expiry)
         }
         if let qos = try broker.int("qos") {
             guard let value = MQTTQoS(rawValue: qos) else { throw broker.error("qos", "must be 0, 1 or 2") }

@@ -3,42 +3,6 @@ import HomeModel
 import Logging
 import ServiceLifecycle
 
-/// Fans source events out to every `events()` stream; usable from nonisolated code.
-final class EventHub: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuations: [UUID: AsyncStream<SourceEvent>.Continuation] = [:]
-
-    func stream() -> AsyncStream<SourceEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: SourceEvent.self)
-        let id = UUID()
-        lock.lock()
-        continuations[id] = continuation
-        lock.unlock()
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            self.lock.lock()
-            self.continuations[id] = nil
-            self.lock.unlock()
-        }
-        return stream
-    }
-
-    func yield(_ event: SourceEvent) {
-        lock.lock()
-        let all = Array(continuations.values)
-        lock.unlock()
-        for c in all { c.yield(event) }
-    }
-
-    func finish() {
-        lock.lock()
-        let all = Array(continuations.values)
-        continuations = [:]
-        lock.unlock()
-        for c in all { c.finish() }
-    }
-}
-
 /// Accessories of every paired HAP accessory server in the store, kept connected: pair-verify
 /// on each connection, events subscribed, reconnect with backoff, `/accessories` refetched after
 /// each reconnect (differences become added/removed/changed events).
@@ -49,7 +13,7 @@ public actor HAPSource: AccessorySource {
     let pollInterval: Double
     let connectTimeout: Double
     let backoff: (initial: Double, factor: Double, max: Double)
-    private let hub = EventHub()
+    private let hub = EventHub<SourceEvent>()
 
     private var pairings: [String: HAPPairing] = [:]
     private var accessoriesByID: [String: Accessory] = [:]
@@ -87,7 +51,7 @@ public actor HAPSource: AccessorySource {
         (startStream, starts) = AsyncStream.makeStream(of: (String, UUID).self)
     }
 
-    public nonisolated func events() -> AsyncStream<SourceEvent> { hub.stream() }
+    public nonisolated func events() -> AsyncStream<SourceEvent> { hub.subscribe() }
 
     public func accessories() -> [Accessory] { order.compactMap { accessoriesByID[$0] } }
 

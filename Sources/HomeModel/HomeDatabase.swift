@@ -95,7 +95,7 @@ public actor HomeDatabase {
 
     /// Each call returns a new stream that sees every change from then on.
     public nonisolated func events() -> AsyncStream<HomeEvent> {
-        hub.stream()
+        hub.subscribe()
     }
 
     /// Re-reads the file (for a non-exclusive database, which another process may change).
@@ -347,43 +347,5 @@ public actor HomeDatabase {
             throw ModelError(code: "io-error", message: "could not encode the home database: \(error)")
         }
         try storage.writer.write(Array(data) + [0x0A], to: storage.file)
-    }
-}
-
-/// Fan-out of events to any number of `AsyncStream`s. A lock rather than an actor, so a stream's
-/// termination can unsubscribe synchronously.
-final class EventHub<Event: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuations: [UUID: AsyncStream<Event>.Continuation] = [:]
-    private var finished = false
-
-    func stream() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
-        let id = UUID()
-        let added: Bool = lock.withLock {
-            guard !finished else { return false }
-            continuations[id] = continuation
-            return true
-        }
-        if !added { continuation.finish(); return stream }
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            self.lock.withLock { _ = self.continuations.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
-    func yield(_ event: Event) {
-        let targets = lock.withLock { Array(continuations.values) }
-        for continuation in targets { continuation.yield(event) }
-    }
-
-    func finish() {
-        let targets: [AsyncStream<Event>.Continuation] = lock.withLock {
-            finished = true
-            defer { continuations.removeAll() }
-            return Array(continuations.values)
-        }
-        for continuation in targets { continuation.finish() }
     }
 }

@@ -126,8 +126,11 @@ public final class MQTTClient: Sendable, Service {
         if let connection {
             connection.requestStop(clean: true)
             // Bounded: a network thread stuck in a blocking TCP connect to a black-holed host finishes (and
-            // destroys its handle) on its own later.
-            await connection.awaitFinished(timeout: configuration.connectTimeout + 5)
+            // destroys its handle) on its own later. Waited for even by a cancelled caller (a task of its
+            // own does not inherit the cancellation): a process that exits before its DISCONNECT is sent
+            // makes the broker publish the will.
+            let timeout = configuration.connectTimeout + 5
+            await Task { await connection.awaitFinished(timeout: timeout) }.value
             core.detach(connection, finalState: .disconnected(nil))
         } else {
             core.setState(.disconnected(nil), from: nil, onlyIfNotIdle: true)
@@ -136,33 +139,50 @@ public final class MQTTClient: Sendable, Service {
     }
 
     /// Service entry point: connects (retrying transient failures with backoff), stays until graceful shutdown
-    /// or cancellation, then disconnects. Throws when the broker refuses (credentials, TLS, configuration).
+    /// or cancellation, then disconnects. Graceful shutdown or cancellation also ends the retries at once.
+    /// Throws when the broker refuses (credentials, TLS, configuration): that will not fix itself.
     public func run() async throws {
+        logger.info("connecting to the broker", metadata: [
+            "broker": "\(configuration.host):\(configuration.port)", "client-id": "\(configuration.clientID)",
+            "protocol": "\(configuration.protocolVersion)", "tls": "\(configuration.tls != nil)",
+            "session": "\(configuration.cleanStart ? "clean" : "persistent")",
+        ])
+        let connected: Bool
+        do {
+            connected = try await cancelWhenGracefulShutdown { try await self.connectRetrying() }
+        } catch {
+            await disconnect()
+            throw error
+        }
+        if connected {
+            logger.info("connected to the broker", metadata: ["broker": "\(configuration.host):\(configuration.port)"])
+            try? await gracefulShutdown()
+        }
+        await disconnect()
+    }
+
+    /// True once connected; false when cancelled first.
+    private func connectRetrying() async throws(MQTTError) -> Bool {
         var delay = configuration.reconnectDelayMin
-        while !connectionState.isConnected {
+        while !Task.isCancelled {
             do {
                 try await connect()
+                return true
             } catch {
-                if Task.isCancelled {
-                    await disconnect()
-                    return
-                }
-                guard error.isTransient else {
-                    await disconnect()
-                    throw error
-                }
-                logger.warning("MQTT connect failed, retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
-                do {
-                    try await Task.sleep(for: .seconds(delay))
-                } catch {
-                    await disconnect()
-                    return
-                }
-                delay = min(delay * 2, configuration.reconnectDelayMax)
+                if Task.isCancelled { return false }
+                guard error.isTransient else { throw error }
+                logger.warning("cannot reach the broker, retrying", metadata: [
+                    "broker": "\(configuration.host):\(configuration.port)", "error": "\(error)", "retry-in": "\(delay)s",
+                ])
             }
+            do {
+                try await Task.sleep(for: .seconds(delay))
+            } catch {
+                return false
+            }
+            delay = min(delay * 2, configuration.reconnectDelayMax)
         }
-        try? await gracefulShutdown()
-        await disconnect()
+        return false
     }
 
     // MARK: Publishing

@@ -221,9 +221,13 @@ public enum AccessoryFileLoader {
 
 extension SimulatedHome {
     /// Loads every accessory file of a directory; nothing starts if one of them is bad.
-    public static func load(directory: URL, clock: SimulatorClock = .system) throws(SimulatorError) -> SimulatedHome {
+    /// - Parameter hub: where the home reports its events (a `DeferredSource`'s, when the home
+    ///   is loaded by the service that runs it).
+    public static func load(
+        directory: URL, clock: SimulatorClock = .system, hub: EventHub<SourceEvent> = EventHub()
+    ) throws(SimulatorError) -> SimulatedHome {
         let config = try AccessoryFileLoader.load(directory: directory)
-        return SimulatedHome(accessories: config.accessories, behaviours: config.behaviours, clock: clock)
+        return SimulatedHome(accessories: config.accessories, behaviours: config.behaviours, clock: clock, hub: hub)
     }
 
     public static func load(files: [URL], clock: SimulatorClock = .system) throws(SimulatorError) -> SimulatedHome {

@@ -27,7 +27,7 @@ public actor SimulatedHome: AccessorySource {
     private var nextSequence = 0
     private var notifying: Set<CharacteristicAddress> = []
     private var identifyLog: [String] = []
-    private let hub = EventHub()
+    private let hub: EventHub<SourceEvent>
 
     /// Seconds of simulated time: wall time since `epoch` (system clock) plus everything
     /// `advance(by:)` added.
@@ -56,9 +56,11 @@ public actor SimulatedHome: AccessorySource {
         accessories: [Accessory],
         behaviours: [ServiceBehaviour] = [],
         automaticBehaviours: Bool = true,
-        clock: SimulatorClock = .system
+        clock: SimulatorClock = .system,
+        hub: EventHub<SourceEvent> = EventHub()
     ) {
         self.clock = clock
+        self.hub = hub
         self.accessoryList = accessories
         // Engines are installed here rather than by calling an isolated method, which an
         // initializer may not do before all stored properties are set.

@@ -98,7 +98,7 @@ struct GatewayChild: AsyncParsableCommand {
         let gateway = try Gateway(config: config, source: source, database: database, mqtt: mqtt,
                                   scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)), logger: logger)
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: gateway)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: gateway.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch is CancellationError {

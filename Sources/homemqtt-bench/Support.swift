@@ -170,7 +170,7 @@ final class InProcessGateway: Sendable {
                                   scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), logger: quietLogger)
         let status = try await CountingSubscriber.start(broker: broker, filter: "\(config.baseTopic)/$gateway/status",
                                                         statusTopic: "\(config.baseTopic)/$gateway/status")
-        let group = ServiceGroup(configuration: .init(services: [.init(service: gateway)], logger: quietLogger))
+        let group = ServiceGroup(configuration: .init(services: gateway.services, logger: quietLogger))
         let runner = Task { try await group.run() }
         let started = InProcessGateway(gateway: gateway, home: home, group: group, runner: runner, state: state, config: config)
         do {

@@ -27,19 +27,23 @@ struct RunCommand: AsyncParsableCommand {
         }
         let logger = Setup.logger(level: logLevel ?? config.logLevel)
         config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
+        logger.info("homemqtt starting", metadata: [
+            "config": "\(config.file)", "state-directory": "\(config.stateDirectory)", "base": "\(config.baseTopic)",
+        ])
         do {
-            let (source, hap) = try Setup.sources(config, logger: logger)
+            let (source, hap) = try Setup.sources(config, logger: logger, deferred: true)
             let database = try Setup.openDatabase(config, exclusive: true)
             let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
             let gateway = try Gateway(
                 config: config, source: source, database: database, mqtt: mqtt,
                 scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
                 pairing: hap.map { HAPPairingManager(source: $0, logger: logger) }, logger: logger)
-            let group = ServiceGroup(configuration: .init(
-                services: [.init(service: gateway)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
-            try await group.run()
+            // Every phase, from loading the files to serving, is a service of this one group:
+            // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
+            var group = ServiceGroupConfiguration(
+                services: gateway.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            group.maximumGracefulShutdownDuration = .seconds(4)
+            try await ServiceGroup(configuration: group).run()
         } catch let error as CLIError {
             logger.error("\(error.description)")
             throw ExitCode(1)

@@ -17,16 +17,30 @@ enum Setup {
         }
     }
 
-    static func makeSources(_ config: GatewayConfig, logger: Logger) throws -> [any AccessorySource] {
+    /// - Parameter deferred: load the simulator's files when its service runs (for `run`,
+    ///   where SIGTERM must stop the load too) rather than now.
+    static func makeSources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws -> [any AccessorySource] {
         var sources: [any AccessorySource] = []
         for source in config.sources {
             switch source {
             case .simulator(let directory):
-                do {
-                    sources.append(try SimulatedHome.load(directory: URL(fileURLWithPath: directory)))
-                } catch {
-                    throw CLIError("\(error)")
+                let url = URL(fileURLWithPath: directory)
+                guard deferred else {
+                    do {
+                        sources.append(try SimulatedHome.load(directory: url))
+                    } catch {
+                        throw CLIError("\(error)")
+                    }
+                    continue
                 }
+                sources.append(DeferredSource(name: "simulator") { hub in
+                    logger.info("loading accessory files", metadata: ["directory": "\(directory)"])
+                    do {
+                        return try SimulatedHome.load(directory: url, hub: hub)
+                    } catch {
+                        throw CLIError("\(error)")
+                    }
+                })
             case .hap(let pollInterval):
                 sources.append(HAPSource(store: pairingStore(config), logger: logger, pollInterval: pollInterval ?? config.pollInterval))
             }
@@ -39,8 +53,8 @@ enum Setup {
     }
 
     /// The gateway's source, and the HAP source among its parts (for pairing while running).
-    static func sources(_ config: GatewayConfig, logger: Logger) throws -> (source: any AccessorySource, hap: HAPSource?) {
-        let sources = try makeSources(config, logger: logger)
+    static func sources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws -> (source: any AccessorySource, hap: HAPSource?) {
+        let sources = try makeSources(config, logger: logger, deferred: deferred)
         let hap = sources.lazy.compactMap { $0 as? HAPSource }.first
         return (sources.count == 1 ? sources[0] : CompositeSource(sources), hap)
     }

@@ -58,7 +58,7 @@ final class GatewayHarness: @unchecked Sendable {
         try await publisher.connect()
         try await before(broker, publisher)
         let observer = try await MQTTTestSubscriber.start(broker: broker, filter: "\(config.baseTopic)/#", clientID: "test-observer")
-        let group = ServiceGroup(configuration: .init(services: [.init(service: gateway)], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: gateway.services, logger: logger))
         let runner = Task { try await group.run() }
         let harness = GatewayHarness(broker: broker, home: home, database: database, gateway: gateway, group: group,
                                      runner: runner, observer: observer, publisher: publisher, state: state)

@@ -350,7 +350,7 @@ struct SecondGateway {
             config: config, source: home, database: try HomeDatabase(directory: directory),
             mqtt: MQTTClient(configuration: config.mqtt, logger: logger), scopeStore: ScopeStore(directory: directory), logger: logger)
         let watcher = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "second-watcher")
-        let group = ServiceGroup(configuration: .init(services: [.init(service: gateway)], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: gateway.services, logger: logger))
         let runner = Task { try await group.run() }
         // The first gateway left `offline`; the second says `online` when its tree is out.
         try await watcher.waitForMessage("second gateway online") { !$0.retain && $0.string == "online" }
