@@ -1,0 +1,87 @@
+import Foundation
+import Gateway
+import HomeModel
+import MQTT
+import TestSupport
+import XCTest
+
+/// Sets that reach the broker while the gateway is away (the broker restarting, the gateway
+/// reconnecting) wait in the gateway's persistent session and are each answered.
+final class BrokerRestartTests: XCTestCase {
+    let light = "home/garage/garage-door-opener/garage-light"
+
+    /// A client whose session outlives its connection, as the gateway's does by default.
+    private func persistentConfiguration(_ broker: MosquittoBroker, _ clientID: String) -> MQTTConfiguration {
+        var configuration = broker.clientConfiguration(clientID: clientID)
+        configuration.cleanStart = false
+        configuration.sessionExpiry = 600
+        return configuration
+    }
+
+    func testTenBrokerRestartsUnderSteadySetsLeaveNoSetUnanswered() async throws {
+        let broker = try await MosquittoBroker.start(.init(persistence: true))
+        addTeardownBlock { await broker.stop() }
+        let gw = try await GatewayHarness.start(broker: broker) { config in
+            config.mqtt.cleanStart = false
+            config.mqtt.sessionExpiry = GatewayConfig.defaultSessionExpiry
+        }
+        addTeardownBlock { await gw.stop() }
+
+        // The answers, read by a client that also keeps its session across the restarts.
+        let reader = MQTTClient(configuration: persistentConfiguration(broker, "answer-reader"))
+        let answers = MessageCollector(reader.messages())
+        try await reader.connect()
+        try await reader.subscribe("\(light)/brightness/result", qos: .atLeastOnce)
+        addTeardownBlock { await reader.disconnect() }
+        let sender = MQTTClient(configuration: persistentConfiguration(broker, "set-sender"))
+        try await sender.connect()
+        addTeardownBlock { await sender.disconnect() }
+
+        // 50 sets a second with ids, through ten restarts of the broker.
+        let restarts = 10
+        let setTopic = "\(light)/brightness/set"
+        let sets = Task {
+            var sent = 0
+            while !Task.isCancelled {
+                sent += 1
+                let payload = #"{"value": \#(sent % 101), "id": \#(sent)}"#
+                // While the broker is down the client queues QoS 1 messages and sends them after
+                // it reconnects (it waits when its queue is full).
+                try? await sender.publish(setTopic, payload: Array(payload.utf8), qos: .atLeastOnce)
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return sent
+        }
+        for _ in 0..<restarts {
+            try await Task.sleep(for: .milliseconds(700))
+            try await broker.restart()
+        }
+        try await Task.sleep(for: .milliseconds(700))
+        sets.cancel()
+        let sent = await sets.value
+
+        func answered() -> Set<Int> {
+            Set(answers.elements.compactMap { (try? JSONValue(parsing: $0.payload))?.objectValue?["id"]?.intValue })
+        }
+        try? await waitUntil("an answer to each of \(sent) sets", timeout: 90) { answered().count >= sent }
+        let missing = Set(1...sent).subtracting(answered())
+        XCTAssertTrue(missing.isEmpty, "\(missing.count) of \(sent) sets unanswered: \(missing.sorted().prefix(20))")
+        XCTAssertGreaterThan(sent, 300, "the stream of sets ran through the restarts")
+    }
+
+    func testThePersistentSessionIsTheDefaultAndConfigurable() throws {
+        let defaults = try GatewayConfig.parse("base-topic: home\n", file: "gateway.yml", environment: [:])
+        XCTAssertFalse(defaults.mqtt.cleanStart)
+        XCTAssertEqual(defaults.mqtt.sessionExpiry, 3600)
+        let clean = try GatewayConfig.parse("broker:\n  session-expiry: 0\n", file: "gateway.yml", environment: [:])
+        XCTAssertTrue(clean.mqtt.cleanStart)
+        // The URL from the environment replaces the broker, not the session setting.
+        let day = try GatewayConfig.parse(
+            "broker:\n  session-expiry: 86400\n", file: "gateway.yml", environment: ["HOMEMQTT_BROKER_URL": "mqtt://10.0.0.2:1884"])
+        XCTAssertEqual(day.mqtt.sessionExpiry, 86400)
+        XCTAssertFalse(day.mqtt.cleanStart)
+        XCTAssertThrowsError(try GatewayConfig.parse("broker:\n  session-expiry: -5\n", file: "gateway.yml", environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("broker.session-expiry"), "\(error)")
+        }
+    }
+}
