@@ -61,10 +61,10 @@ extension Gateway {
         let prefix = config.homeAssistant.prefix
         if HomeAssistantDiscovery.isBirthMessage(topic: message.topic, payload: message.payload, prefix: prefix) {
             logger.info("Home Assistant is online; republishing discovery")
-            enqueue(.republishDiscovery)
+            enqueue(.discovery)
             return
         }
-        guard message.retain, !message.payload.isEmpty, retained[message.topic] == nil,
+        guard message.retain, !message.payload.isEmpty, !retained.contains(message.topic),
               message.topic.hasPrefix(prefix + "/device/"),
               let document = try? JSONValue(parsing: message.payload),
               HomeAssistantDiscovery.isOwnConfig(topic: message.topic, payload: document, prefix: prefix, gatewayStatusTopic: statusTopic)
@@ -74,7 +74,7 @@ extension Gateway {
     }
 
     private func isRetained(_ topic: String) -> Bool {
-        if retained[topic] != nil { return true }
+        if retained.contains(topic) { return true }
         guard let slash = topic.lastIndex(of: "/"),
               let node = publishedTree.characteristic(topic: String(topic[..<slash])) else { return false }
         switch topic[topic.index(after: slash)...] {
@@ -99,7 +99,7 @@ extension Gateway {
     func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
         guard message.retain else { return false }
         if !message.payload.isEmpty {
-            reply(resultTopic, op: op, id: id, .failure(GatewayFailure(
+            sendResult(resultTopic, op: op, id: id, .failure(GatewayFailure(
                 code: "retained", message: "a retained \(op) request is not applied; publish it without the retain flag")))
             enqueue(message.topic, [], retain: true)
         }
@@ -124,7 +124,7 @@ extension Gateway {
         case .success(let (value, id)):
             dispatch(Job(kind: .set(value), op: "set", id: id, node: node, accessoryID: node.address.accessoryID, resultTopic: resultTopic))
         case .failure(let failure):
-            reply(resultTopic, op: "set", id: id, .failure(failure))
+            sendResult(resultTopic, op: "set", id: id, .failure(failure))
         }
     }
 
@@ -181,97 +181,19 @@ extension Gateway {
         let id = Self.requestID(message.payload)
         if refuseRetained(message, resultTopic: resultTopic, op: "toggle", id: id) { return }
         guard let node = PrimaryControl.characteristic(in: service) else {
-            reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
+            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
                 code: "not-toggleable", message: "a \(service.typeName) service has no primary control in scope to toggle")))
             return
         }
         if node.isReadOnlyScope {
-            reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
+            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
                 code: "read-only-scope", message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")))
             return
         }
         guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
-            reply(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: "not-toggleable", message: "no value to flip to")))
+            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: "not-toggleable", message: "no value to flip to")))
             return
         }
         dispatch(Job(kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic))
-    }
-
-    // MARK: - Workers
-
-    /// Requests for one accessory go to the same worker, so they reach it in the order sent.
-    func dispatch(_ job: Job) {
-        switch job.kind {
-        case .set: counters.sets += 1
-        case .get: counters.gets += 1
-        case .identify: break
-        }
-        if let node = tree.accessory(id: job.accessoryID), !node.accessory.isReachable {
-            reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
-                code: "unreachable", message: "\(node.displayName) is unreachable",
-                hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
-            return
-        }
-        pendingJobs.add(1, ordering: .relaxed)
-        var hasher = Hasher()
-        hasher.combine(job.accessoryID)
-        let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(workerCount))
-        workers[index].yield(job)
-    }
-
-    nonisolated func runWorker(_ jobs: AsyncStream<Job>) async {
-        for await job in jobs {
-            await perform(job)
-            pendingJobs.subtract(1, ordering: .relaxed)
-        }
-    }
-
-    private nonisolated func perform(_ job: Job) async {
-        let token = deadlines.start(job, timeout: config.requestTimeout)
-        let outcome: Result<CharacteristicValue?, GatewayFailure>
-        do throws(AccessoryError) {
-            switch job.kind {
-            case .set(let value):
-                guard let node = job.node else { return }
-                try await source.write(node.address, value: value)
-                outcome = .success(value)
-            case .get:
-                guard let node = job.node else { return }
-                outcome = .success(try await source.read(node.address))
-            case .identify:
-                try await source.identify(accessoryID: job.accessoryID)
-                outcome = .success(nil)
-            }
-        } catch {
-            outcome = .failure(GatewayFailure(error))
-        }
-        // The value itself reaches `state` as the source's `valueUpdated` event, in order with
-        // the accessory's other changes; publishing it from here could put it after a newer one.
-        // False when the watchdog has answered `timeout` meanwhile: no second answer.
-        guard deadlines.finish(token) else { return }
-        await reply(job.resultTopic, op: job.op, id: job.id, outcome)
-    }
-
-    /// Answers every request that overstays its deadline; runs until cancelled.
-    nonisolated func watchDeadlines() async {
-        let timeout = config.requestTimeout
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(100))
-            for job in deadlines.takeExpired() {
-                await reply(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
-                    code: "timeout", message: "the accessory did not answer within \(timeout) s",
-                    hapStatus: AccessoryError.Status.timedOut.rawValue)))
-            }
-        }
-    }
-
-    func reply(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {
-        switch outcome {
-        case .success(let value):
-            enqueue(topic, json: Payloads.result(id: id, op: op, value: value))
-        case .failure(let failure):
-            counters.errors += 1
-            enqueue(topic, json: Payloads.error(id: id, op: op, failure))
-        }
     }
 }

@@ -19,7 +19,7 @@ extension Gateway {
         var id: JSONValue = .null
         if message.retain {
             if !message.payload.isEmpty {
-                respond(responseTopic, id: Self.requestID(message.payload), .failure(GatewayFailure(
+                sendResponse(responseTopic, id: Self.requestID(message.payload), .failure(GatewayFailure(
                     code: "retained", message: "a retained request is not run; publish it without the retain flag")))
                 enqueue(message.topic, [], retain: true)
             }
@@ -31,12 +31,12 @@ extension Gateway {
         } else {
             do throws(ModelError) {
                 guard case .object(let object) = try JSONValue(parsing: message.payload) else {
-                    respond(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: "a request is a JSON object")))
+                    sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: "a request is a JSON object")))
                     return
                 }
                 fields = object
             } catch {
-                respond(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: error.message)))
+                sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: error.message)))
                 return
             }
         }
@@ -44,7 +44,7 @@ extension Gateway {
         requestQueue.yield(GatewayRequest(op: op, fields: fields, responseTopic: responseTopic, id: id))
     }
 
-    func respond(_ topic: String, id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>) {
+    func sendResponse(_ topic: String, id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>) {
         switch outcome {
         case .success(let data):
             enqueue(topic, json: .object(["id": id, "status": .string("ok"), "data": data]))
@@ -69,7 +69,7 @@ extension Gateway {
         return pairing
     }
 
-    func perform(op: String, _ request: RequestFields) async -> Result<JSONValue, GatewayFailure> {
+    func performRequest(op: String, _ request: RequestFields) async -> Result<JSONValue, GatewayFailure> {
         do throws(GatewayFailure) {
             switch op {
             case "tree":
@@ -77,7 +77,7 @@ extension Gateway {
                 return .success(treeJSON())
             case "republish":
                 try request.finish()
-                enqueue(.republishAll)
+                enqueue(.all)
                 return .success(.object(["topics": .int(Int64(retainedCount))]))
             case "health":
                 try request.finish()

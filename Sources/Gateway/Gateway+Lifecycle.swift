@@ -1,0 +1,158 @@
+import Foundation
+import HomeModel
+import MQTT
+import ServiceLifecycle
+
+/// A gateway's life: the start-up phases (load, wait for the broker, publish the tree,
+/// `online`), serving, and `stop`, which publishes `offline` last.
+extension Gateway {
+    /// Loads the home, waits for the broker, publishes the tree, then serves until graceful
+    /// shutdown or cancellation; either stops every phase at once, and `stop` ends in order.
+    public func run() async throws {
+        // Subscribed before anything happens, so that nothing is missed meanwhile.
+        let sourceEvents = source.events()
+        let homeEvents = database.events()
+        let messages = mqtt.messages()
+        let states = mqtt.connectionStates()
+
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await self.outbox.drain { await self.republish($0) } }
+            group.addTask { await self.syncNotifications() }
+            for index in 0..<workerCount {
+                let stream = workerStreams[index]
+                group.addTask { await self.runWorker(stream) }
+            }
+            group.addTask { await self.watchDeadlines() }
+
+            var failure: (any Error)?
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await self.start(connection: states)
+                    try await self.serve(sourceEvents: sourceEvents, homeEvents: homeEvents, messages: messages, states: states)
+                }
+            } catch is CancellationError {
+            } catch {
+                failure = error
+            }
+            await stop()
+            group.cancelAll()
+            if let failure { throw failure }
+        }
+    }
+
+    /// The start-up phases, each logged: load the accessories, wait for the MQTT client to
+    /// connect, subscribe, publish the whole tree, `online` last.
+    func start(connection states: AsyncStream<MQTTConnectionState>) async throws {
+        logger.info("loading accessories", metadata: ["source": "\(source.sourceName)"])
+        let initial = await source.accessories()
+        try Task.checkCancellation()
+        try await loadInitial(initial)
+        logger.info("home loaded", metadata: [
+            "accessories": "\(initial.count)", "in-scope": "\(tree.accessories.count)",
+            "characteristics": "\(tree.characteristicCount)", "rooms": "\(tree.rooms.count)",
+        ])
+
+        logger.info("waiting for the broker", metadata: ["broker": "\(config.brokerDisplay)", "client-id": "\(config.mqtt.clientID)"])
+        var connected = false
+        for await state in states where state.isConnected {
+            connected = true
+            break
+        }
+        // The states end only when the client stops: the group is ending.
+        guard connected, !Task.isCancelled else { throw CancellationError() }
+        wasConnected = true
+        hasConnected = true
+
+        var filters: [(String, MQTTQoS)] = [("\(base)/#", .atLeastOnce)]
+        if config.homeAssistant.enabled {
+            let prefix = config.homeAssistant.prefix
+            filters.append((HomeAssistantDiscovery.statusTopic(prefix: prefix), .atLeastOnce))
+            // Retained configs of ours that the tree no longer has are cleared on arrival.
+            filters.append(("\(prefix)/device/+/config", .atLeastOnce))
+        }
+        try await mqtt.subscribe(filters)
+        logger.info("publishing the tree", metadata: ["topics": "\(retainedCount + tree.accessories.count * 3 + 2)"])
+        await publishAll()
+        try Task.checkCancellation()
+        isStarted = true
+        logger.info("gateway online", metadata: [
+            "broker": "\(config.brokerDisplay)", "base": "\(base)",
+            "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
+        ])
+    }
+
+    /// Takes source events, home events, MQTT messages, requests and connection changes until
+    /// cancelled.
+    func serve(
+        sourceEvents: AsyncStream<SourceEvent>, homeEvents: AsyncStream<HomeEvent>,
+        messages: AsyncStream<MQTTMessage>, states: AsyncStream<MQTTConnectionState>
+    ) async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await self.consume(sourceEvents: sourceEvents) }
+            group.addTask { for await event in homeEvents { await self.handle(homeEvent: event) } }
+            group.addTask {
+                for await _ in self.rebuildStream {
+                    // The events of a burst arrive one actor turn apart; a short wait lets them
+                    // all ask, so that one rebuild (and at most one more) answers the burst.
+                    try? await Task.sleep(for: .milliseconds(20))
+                    await self.rebuildIfTheHomeChanged()
+                }
+            }
+            group.addTask { await self.consume(messages: messages) }
+            group.addTask {
+                for await request in self.requestStream {
+                    let outcome = await self.performRequest(op: request.op, RequestFields(fields: request.fields))
+                    await self.sendResponse(request.responseTopic, id: request.id, outcome)
+                }
+            }
+            group.addTask { for await state in states { await self.handle(connection: state) } }
+            if config.pollInterval > 0 { group.addTask { try await self.pollLoop() } }
+        }
+    }
+
+    // The busiest streams are read on the actor: a waiting event is taken and handled without
+    // leaving it (`for await` asks with the actor's isolation), where a loop outside hopped on
+    // and off the actor for each one, two thread switches per notification or request on a
+    // machine whose cores the broker and the clients share.
+    func consume(sourceEvents: AsyncStream<SourceEvent>) async {
+        for await event in sourceEvents { await handle(sourceEvent: event) }
+    }
+
+    func consume(messages: AsyncStream<MQTTMessage>) async {
+        for await message in messages { await handle(message: message) }
+    }
+
+    /// The end of every run, in order: requests already handed to a worker are answered (for
+    /// up to `stopGrace`), then `offline` goes through the outbox behind everything queued
+    /// before it — the last thing this gateway publishes — and the outbox is drained into the
+    /// MQTT client, which sends it before it disconnects (the client is its own service,
+    /// stopped after this one). A gateway that never went online publishes nothing.
+    func stop() async {
+        logger.info("stopping", metadata: ["online": "\(isStarted)", "connected": "\(hasConnected)"])
+        notificationTargets.finish()
+        rebuildRequests.finish()
+        requestQueue.finish()
+        workers.forEach { $0.finish() }
+        let deadline = ContinuousClock.now + Self.stopGrace
+        while pendingJobs.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if hasConnected {
+            enqueue(statusTopic, Array("offline".utf8), retain: true)
+        }
+        isStopped = true
+        outbox.finish()
+        await outbox.wait(below: 1, until: deadline + Self.stopGrace)
+        logger.info("gateway stopped")
+    }
+
+    /// How long `stop` waits for answers in progress, and then for the outbox.
+    static let stopGrace: Duration = .seconds(1)
+
+    func loadInitial(_ list: [Accessory]) async throws {
+        try await database.adopt(list)
+        await refreshHome()
+        for accessory in list { remember(accessory) }
+        rebuild(announce: false)
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// The tree's retained topics: the first publication, and after every rebuild what changed
+/// published and what went away cleared (empty retained messages), so no ghost topic stays.
+extension Gateway {
+    func availabilityPayload(_ node: TopicTree.AccessoryNode) -> [UInt8] {
+        Array((node.accessory.isReachable ? "online" : "offline").utf8)
+    }
+
+    func discoveryContext(_ tree: TopicTree) -> HomeAssistantDiscovery.Context? {
+        guard config.homeAssistant.enabled else { return nil }
+        return HomeAssistantDiscovery.Context(
+            tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
+            options: .init(defaultRoomID: currentHome?.roomForEntireHome.id))
+    }
+
+    /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
+    /// its discovery config); returns their topics.
+    @discardableResult
+    func applyDocuments(
+        _ node: TopicTree.AccessoryNode, discovery: HomeAssistantDiscovery.Context?,
+        previousDiscovery: inout HomeAssistantDiscovery.Context?
+    ) -> [String] {
+        let info = node.topic + "/$info", availability = node.topic + "/$availability"
+        setRetained(info, Array(Payloads.info(node).encoded().utf8))
+        setRetained(availability, availabilityPayload(node))
+        guard let (topic, document) = discovery?.config(node) else { return [info, availability] }
+        setDiscovery(topic, document) {
+            guard let old = publishedTree.accessory(id: node.id) else { return nil }
+            if previousDiscovery == nil { previousDiscovery = discoveryContext(publishedTree) }
+            return previousDiscovery?.config(old)?.document
+        }
+        return [info, availability, topic]
+    }
+
+    func treeBytes() -> [UInt8] {
+        guard let currentHome else { return Array(treeText().utf8) }
+        return Payloads.treeBytes(tree, home: currentHome)
+    }
+
+    func treeText() -> String {
+        guard let currentHome else { return JSONValue.object(["base": .string(base), "rooms": .array([])]).encoded() }
+        return Payloads.treeText(tree, home: currentHome)
+    }
+
+    func treeJSON() -> JSONValue {
+        guard let currentHome else { return .object(["base": .string(base), "rooms": .array([])]) }
+        return Payloads.tree(tree, home: currentHome)
+    }
+
+    /// Home events often describe what the tree already shows: the first start adopts every
+    /// room and accessory (one event each) before the tree is built from the result, and a
+    /// change made through the request API rebuilds at once. A rebuild costs the whole tree,
+    /// so only a home that differs from the tree's gets one.
+    func rebuildIfTheHomeChanged() async {
+        await refreshHome()
+        guard currentHome != treeHome else { return }
+        rebuild(announce: true)
+    }
+
+    /// Rebuilds the tree from the accessories, the home and the scope, then publishes what
+    /// changed, clears what went away, announces structural changes and retargets
+    /// notifications.
+    func rebuild(announce: Bool) {
+        guard let currentHome else { return }
+        let old = tree
+        treeHome = currentHome
+        tree = TopicTree(base: base, accessories: accessoryOrder.filter { !removedAccessories.contains($0) }.compactMap { accessories[$0] }, home: currentHome, scope: scope)
+        if announce { announceChanges(from: old) }
+        guard isStarted else { return }
+        applyRetained()
+        notificationTargets.yield(notifyingAddresses())
+    }
+
+    func applyRetained() {
+        // Order does not matter between topics (each is one retained value): no sorting.
+        var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
+        let discovery = discoveryContext(tree)
+        var previousDiscovery: HomeAssistantDiscovery.Context?
+        for node in tree.accessories {
+            desired.formUnion(applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery))
+        }
+        setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
+        desired.insert(treeTopic)
+        for topic in retained.topics.filter({ !desired.contains($0) }) {
+            setRetained(topic, [])
+        }
+        enqueue(characteristicChanges(from: publishedTree, to: tree))
+        publishedTree = tree
+    }
+
+    /// What turns the retained `meta`/`state` topics of `old` into those of `new`: the topics
+    /// of characteristics that left or moved are cleared, those that arrived or moved are
+    /// published, and a `meta` or `state` text that changed in place is published again.
+    /// (Values that change in place are published as they change, by `update`.)
+    func characteristicChanges(from old: TopicTree, to new: TopicTree) -> [CharacteristicTopics] {
+        var out: [CharacteristicTopics] = []
+        for accessory in old.accessories {
+            for service in accessory.services {
+                for c in service.characteristics where new.characteristic(c.address)?.topic != c.topic {
+                    out.append(CharacteristicTopics(topic: c.topic, meta: [], state: []))
+                }
+            }
+        }
+        // Most states are a few short texts: one buffer each, shared, not one per topic.
+        var texts: [String: [UInt8]] = [:]
+        for accessory in new.accessories {
+            out += characteristicTopics(of: accessory, old: old, texts: &texts)
+        }
+        return out
+    }
+
+    /// The new side of `characteristicChanges`, for one accessory of the new tree.
+    func characteristicTopics(
+        of accessory: TopicTree.AccessoryNode, old: TopicTree, texts: inout [String: [UInt8]]
+    ) -> [CharacteristicTopics] {
+        func stateText(_ node: TopicTree.CharacteristicNode) -> String? {
+            currentValue(node.address).map { ValueCodec.text($0, format: node.characteristic.metadata.format) }
+        }
+        func statePayload(_ text: String) -> [UInt8] {
+            if let shared = texts[text] { return shared }
+            let payload = Array(text.utf8)
+            if payload.count <= 16 { texts[text] = payload }
+            return payload
+        }
+        var out: [CharacteristicTopics] = []
+        for service in accessory.services {
+            for c in service.characteristics {
+                let state = stateText(c)
+                guard let before = old.characteristic(c.address), before.topic == c.topic else {
+                    out.append(CharacteristicTopics(topic: c.topic, meta: metaPayload(c), state: state.map(statePayload)))
+                    continue
+                }
+                let metaChanged = MetaKey(before) != MetaKey(c)
+                let stateChanged = state != nil && state != stateText(before)
+                guard metaChanged || stateChanged else { continue }
+                out.append(CharacteristicTopics(topic: c.topic, meta: metaChanged ? metaPayload(c) : nil,
+                                                state: stateChanged ? state.map(statePayload) : nil))
+            }
+        }
+        return out
+    }
+
+    /// A characteristic's `meta` document, shared with every other that has the same one (every
+    /// brightness of one kind of lamp): one buffer each, and each encoded once.
+    func metaPayload(_ c: TopicTree.CharacteristicNode) -> [UInt8] {
+        let key = MetaKey(c)
+        if let shared = metaPayloads[key] { return shared }
+        let payload = Array(Payloads.meta(c).encoded().utf8)
+        metaPayloads[key] = payload
+        return payload
+    }
+
+    /// Every retained topic this gateway holds on the broker, with characteristics' `state`
+    /// and `meta`.
+    var retainedCount: Int { retained.count + publishedCharacteristicTopics().count }
+
+    /// The `meta` and `state` topics of the published tree's characteristics.
+    func publishedCharacteristicTopics() -> [String] {
+        var topics: [String] = []
+        for accessory in publishedTree.accessories {
+            for service in accessory.services {
+                for c in service.characteristics {
+                    topics.append(c.topic + "/meta")
+                    if currentValue(c.address) != nil { topics.append(c.topic + "/state") }
+                }
+            }
+        }
+        return topics
+    }
+
+    /// First publication after connecting: `applyRetained` from nothing, a few accessories at a
+    /// time, each batch made once the outbox has room, so a large home's payloads are never all
+    /// in memory while the broker takes them. Nothing else runs on the actor meanwhile; the
+    /// gateway takes events and messages only once started.
+    func publishAll() async {
+        let empty = TopicTree(base: base)
+        let discovery = discoveryContext(tree)
+        var previousDiscovery: HomeAssistantDiscovery.Context?
+        var texts: [String: [UInt8]] = [:]
+        for node in tree.accessories {
+            // SIGTERM in the middle of a large home's first publication stops it here.
+            if Task.isCancelled { return }
+            applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery)
+            enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
+            await outbox.wait(below: publicationBacklog)
+        }
+        setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
+        publishedTree = tree
+        // `online` last: a client that sees it knows the whole tree is there.
+        enqueue(statusTopic, Array("online".utf8), retain: true)
+        notificationTargets.yield(notifyingAddresses())
+    }
+
+    public var retainedTopicList: [String] { (Array(retained.topics) + publishedCharacteristicTopics()).sorted() }
+}
+
+/// What a `meta` document is made of.
+struct MetaKey: Hashable {
+    var type: String
+    var metadata: CharacteristicMetadata
+    var description: String?
+    var readOnlyScope: Bool
+
+    init(_ node: TopicTree.CharacteristicNode) {
+        type = node.characteristic.type
+        metadata = node.characteristic.metadata
+        description = node.characteristic.name
+        readOnlyScope = node.isReadOnlyScope
+    }
+}

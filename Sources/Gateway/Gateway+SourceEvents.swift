@@ -1,0 +1,162 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// What the source and the home database report: values (published as `state`),
+/// reachability and structure (a rebuild); which characteristics notify, and polling of those
+/// that cannot.
+extension Gateway {
+    func remember(_ accessory: Accessory) {
+        guard accessories[accessory.id] != nil else {
+            accessoryOrder.append(accessory.id)
+            accessories[accessory.id] = accessory
+            return
+        }
+        // A new description of a known accessory (a HAP accessory read again after a
+        // reconnect) can carry values that no event reported: they are updates like any other,
+        // published where the characteristic's topic is now.
+        for service in accessory.services {
+            for characteristic in service.characteristics {
+                guard let value = characteristic.value else { continue }
+                update(CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid), value)
+            }
+        }
+        accessories[accessory.id] = accessory
+    }
+
+    func forget(_ id: String) {
+        accessories[id] = nil
+        accessoryOrder.removeAll { $0 == id }
+        values = values.filter { $0.key.accessoryID != id }
+    }
+
+    /// A characteristic's value: the last one reported, else the one its accessory came with.
+    func currentValue(_ address: CharacteristicAddress) -> CharacteristicValue? {
+        if let reported = values[address] { return reported }
+        for service in accessories[address.accessoryID]?.services ?? [] {
+            if let found = service.characteristics.first(where: { $0.iid == address.iid }) { return found.value }
+        }
+        return nil
+    }
+
+    func refreshHome() async {
+        let home = await database.home
+        currentHome = home
+        removedAccessories.formUnion(home.removedAccessoryIDs)
+    }
+
+    func handle(sourceEvent: SourceEvent) async {
+        switch sourceEvent {
+        case .valueUpdated(let address, let value):
+            update(address, value)
+        case .reachabilityChanged(let id, let reachable):
+            guard var accessory = accessories[id], accessory.isReachable != reachable else { return }
+            accessory.isReachable = reachable
+            accessories[id] = accessory
+            rebuild(announce: false)
+            if let node = tree.accessory(id: id) {
+                event(reachable ? "accessory-reachable" : "accessory-unreachable", accessory: node)
+            }
+        case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
+            do {
+                try await database.adopt([accessory])
+            } catch {
+                // The accessory is still served; only its room suggestion is not kept.
+                logger.error("cannot record the accessory in the home database", metadata: [
+                    "accessory": "\(accessory.id)", "error": "\(error.message)",
+                ])
+            }
+            await refreshHome()
+            remember(accessory)
+            rebuild(announce: true)
+        case .accessoryRemoved(let id):
+            forget(id)
+            rebuild(announce: true)
+        }
+    }
+
+    func handle(homeEvent: HomeEvent) async {
+        await refreshHome()
+        switch homeEvent {
+        case .roomAdded(let room):
+            event("room-added", fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
+        case .roomRemoved(let room):
+            event("room-removed", fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
+        case .roomRenamed(let room, let oldName):
+            event("room-renamed", fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)]), "old-name": .string(oldName)])
+        case .serviceRenamed(let accessoryID, let iid, let name):
+            event("service-renamed", fields: [
+                "accessory": .string(accessoryID), "iid": .uint(iid), "name": name.map(JSONValue.string) ?? .null,
+            ])
+        case .homeRenamed(let name):
+            event("home-renamed", fields: ["name": .string(name)])
+        case .accessoryAssigned, .accessoryRenamed, .accessoryForgotten:
+            break // announced by the tree diff, which knows the topics
+        }
+        rebuildRequests.yield()
+    }
+
+    func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
+        let previous = currentValue(address)
+        values[address] = value
+        guard isStarted, previous != value, let node = publishedTree.characteristic(address) else { return }
+        // What is on the broker is the text of the previous value: publish only a change.
+        let format = node.characteristic.metadata.format
+        let text = ValueCodec.text(value, format: format)
+        if let previous, ValueCodec.text(previous, format: format) == text { return }
+        enqueue(node.topic + "/state", Array(text.utf8), retain: true)
+    }
+
+    /// The in-scope characteristics that can notify, straight from the tree (no array of every
+    /// address on the way).
+    func notifyingAddresses() -> Set<CharacteristicAddress> {
+        var out = Set<CharacteristicAddress>(minimumCapacity: tree.characteristicCount)
+        for accessory in tree.accessories {
+            for service in accessory.services {
+                for c in service.characteristics where c.characteristic.metadata.permissions.contains(.notify) {
+                    out.insert(c.address)
+                }
+            }
+        }
+        return out
+    }
+
+    func syncNotifications() async {
+        var enabled = Set<CharacteristicAddress>()
+        for await desired in notificationStream {
+            let off = enabled.subtracting(desired).sorted()
+            let on = desired.subtracting(enabled).sorted()
+            if !off.isEmpty {
+                _ = await source.setNotifications(enabled: false, for: off)
+            }
+            if !on.isEmpty {
+                let failures = await source.setNotifications(enabled: true, for: on)
+                for (address, error) in failures {
+                    logger.debug("notifications not enabled", metadata: ["characteristic": "\(address)", "error": "\(error)"])
+                }
+            }
+            enabled = desired
+        }
+    }
+
+    func pollTargets() -> [CharacteristicAddress] {
+        tree.accessories.filter(\.accessory.isReachable).flatMap { node in
+            node.services.flatMap { service in
+                service.characteristics.filter {
+                    let permissions = $0.characteristic.metadata.permissions
+                    return permissions.contains(.read) && !permissions.contains(.notify)
+                }.map(\.address)
+            }
+        }
+    }
+
+    func pollLoop() async throws {
+        while true {
+            try await Task.sleep(for: .seconds(config.pollInterval))
+            // A read value comes back as the source's `valueUpdated` event, in order.
+            for address in pollTargets() {
+                _ = try? await source.read(address)
+            }
+        }
+    }
+}

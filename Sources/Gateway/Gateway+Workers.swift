@@ -1,0 +1,83 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// Requests to accessories (`set`, `get`, `$toggle`, `$identify`): one worker per accessory
+/// keeps them in order; each gets exactly one answer on its `result` topic, or `timeout`.
+extension Gateway {
+    /// Requests for one accessory go to the same worker, so they reach it in the order sent.
+    func dispatch(_ job: Job) {
+        switch job.kind {
+        case .set: counters.sets += 1
+        case .get: counters.gets += 1
+        case .identify: break
+        }
+        if let node = tree.accessory(id: job.accessoryID), !node.accessory.isReachable {
+            sendResult(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
+                code: "unreachable", message: "\(node.displayName) is unreachable",
+                hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
+            return
+        }
+        pendingJobs.add(1, ordering: .relaxed)
+        var hasher = Hasher()
+        hasher.combine(job.accessoryID)
+        let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(workerCount))
+        workers[index].yield(job)
+    }
+
+    nonisolated func runWorker(_ jobs: AsyncStream<Job>) async {
+        for await job in jobs {
+            await execute(job)
+            pendingJobs.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    private nonisolated func execute(_ job: Job) async {
+        let token = deadlines.start(job, timeout: config.requestTimeout)
+        let outcome: Result<CharacteristicValue?, GatewayFailure>
+        do throws(AccessoryError) {
+            switch job.kind {
+            case .set(let value):
+                guard let node = job.node else { return }
+                try await source.write(node.address, value: value)
+                outcome = .success(value)
+            case .get:
+                guard let node = job.node else { return }
+                outcome = .success(try await source.read(node.address))
+            case .identify:
+                try await source.identify(accessoryID: job.accessoryID)
+                outcome = .success(nil)
+            }
+        } catch {
+            outcome = .failure(GatewayFailure(error))
+        }
+        // The value itself reaches `state` as the source's `valueUpdated` event, in order with
+        // the accessory's other changes; publishing it from here could put it after a newer one.
+        // False when the watchdog has answered `timeout` meanwhile: no second answer.
+        guard deadlines.finish(token) else { return }
+        await sendResult(job.resultTopic, op: job.op, id: job.id, outcome)
+    }
+
+    /// Answers every request that overstays its deadline; runs until cancelled.
+    nonisolated func watchDeadlines() async {
+        let timeout = config.requestTimeout
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(100))
+            for job in deadlines.takeExpired() {
+                await sendResult(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
+                    code: "timeout", message: "the accessory did not answer within \(timeout) s",
+                    hapStatus: AccessoryError.Status.timedOut.rawValue)))
+            }
+        }
+    }
+
+    func sendResult(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {
+        switch outcome {
+        case .success(let value):
+            enqueue(topic, json: Payloads.result(id: id, op: op, value: value))
+        case .failure(let failure):
+            counters.errors += 1
+            enqueue(topic, json: Payloads.error(id: id, op: op, failure))
+        }
+    }
+}

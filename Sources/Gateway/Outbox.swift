@@ -1,0 +1,131 @@
+import Logging
+import MQTT
+import Synchronization
+
+/// Every MQTT publish of the gateway, in one order.
+///
+/// The gateway queues here; one drain task, off the gateway's actor, hands each message to the
+/// MQTT client. So a clear can never overtake the publish it follows, the actor never waits for
+/// the network, and publishing never waits for the actor's other work. A message goes straight
+/// to the client when nothing is queued and the client has room: handing each one to the drain
+/// costs a thread switch, most of a notification's time in the gateway.
+final class Outbox: Sendable {
+    enum Item: Sendable {
+        case publish(topic: String, payload: [UInt8], retain: Bool, qos: MQTTQoS?)
+        /// Retained `meta`/`state` topics of many characteristics, their topic strings made as
+        /// each is sent (queued whole, a large home's would all be in memory at once).
+        case characteristics([CharacteristicTopics])
+        /// Made by the gateway as it is sent, behind everything queued before it.
+        case republication(Republication)
+    }
+
+    enum Republication: Sendable {
+        /// Every retained topic, after a reconnect.
+        case all
+        /// Every Home Assistant discovery config, after Home Assistant's birth message.
+        case discovery
+    }
+
+    private let mqtt: MQTTClient
+    /// The QoS of a message that names none (the config's `qos`).
+    private let defaultQoS: MQTTQoS
+    private let logger: Logger
+    private let stream: AsyncStream<Item>
+    private let continuation: AsyncStream<Item>.Continuation
+    /// Messages queued and not yet handed to the client (a republication counts as one): the
+    /// direct path is taken only at zero, and a producer of many waits for it to fall.
+    private let waiting = Mutex(0)
+
+    init(mqtt: MQTTClient, defaultQoS: MQTTQoS, logger: Logger) {
+        self.mqtt = mqtt
+        self.defaultQoS = defaultQoS
+        self.logger = logger
+        (stream, continuation) = AsyncStream<Item>.makeStream()
+    }
+
+    var backlog: Int { waiting.withLock { $0 } }
+
+    /// Publishes now if nothing waits and the client has room, else queues.
+    func publish(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) {
+        if backlog == 0 {
+            do {
+                if try mqtt.publishWithoutWaiting(topic, payload: payload, qos: qos ?? defaultQoS, retain: retain) { return }
+            } catch {
+                logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+                return
+            }
+        }
+        queue(.publish(topic: topic, payload: payload, retain: retain, qos: qos), counting: 1)
+    }
+
+    func queue(_ list: [CharacteristicTopics]) {
+        guard !list.isEmpty else { return }
+        queue(.characteristics(list), counting: CharacteristicTopics.messages(in: list))
+    }
+
+    func queue(_ republication: Republication) {
+        queue(.republication(republication), counting: 1)
+    }
+
+    private func queue(_ item: Item, counting messages: Int) {
+        waiting.withLock { $0 += messages }
+        continuation.yield(item)
+    }
+
+    /// Nothing more will be queued; the drain ends once it has sent what is queued.
+    func finish() { continuation.finish() }
+
+    /// Waits until fewer than `limit` messages wait, or until `deadline`. Polls: it is used
+    /// only while the first publication of a large home is made, and at the end.
+    func wait(below limit: Int, until deadline: ContinuousClock.Instant? = nil) async {
+        while backlog >= limit {
+            if let deadline, ContinuousClock.now >= deadline { return }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// Hands every queued item to the client, in order, until `finish`; `republish` makes and
+    /// sends a republication (through `send`) when its turn comes.
+    func drain(republish: @Sendable (Republication) async -> Void) async {
+        for await item in stream {
+            switch item {
+            case .publish(let topic, let payload, let retain, let qos):
+                await send(topic, payload, retain: retain, qos: qos)
+                waiting.withLock { $0 -= 1 }
+            case .characteristics(let list):
+                await send(list)
+                waiting.withLock { $0 -= CharacteristicTopics.messages(in: list) }
+            case .republication(let republication):
+                await republish(republication)
+                waiting.withLock { $0 -= 1 }
+            }
+        }
+    }
+
+    func send(_ list: [CharacteristicTopics]) async {
+        for item in list {
+            if let meta = item.meta { await send(item.topic + "/meta", meta, retain: true) }
+            if let state = item.state { await send(item.topic + "/state", state, retain: true) }
+        }
+    }
+
+    func send(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) async {
+        do {
+            try await mqtt.publish(topic, payload: payload, qos: qos ?? defaultQoS, retain: retain)
+        } catch {
+            logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+        }
+    }
+}
+
+/// A characteristic's retained topics to publish (a payload), clear (empty) or leave (nil).
+struct CharacteristicTopics: Sendable {
+    /// The characteristic's base topic; `/meta` and `/state` are added as each is sent.
+    var topic: String
+    var meta: [UInt8]?
+    var state: [UInt8]?
+
+    static func messages(in list: [CharacteristicTopics]) -> Int {
+        list.reduce(0) { $0 + ($1.meta == nil ? 0 : 1) + ($1.state == nil ? 0 : 1) }
+    }
+}
