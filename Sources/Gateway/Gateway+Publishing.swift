@@ -95,27 +95,27 @@ extension Gateway {
     func announceChanges(from old: TopicTree) {
         for node in tree.accessories {
             guard let before = old.accessory(id: node.id) else {
-                event("accessory-added", accessory: node)
+                event(.accessoryAdded, accessory: node)
                 continue
             }
             if before.displayName != node.displayName {
-                event("accessory-renamed", accessory: node, extra: ["old-name": .string(before.displayName), "old-topic": .string(before.topic)])
+                event(.accessoryRenamed, accessory: node, extra: ["old-name": .string(before.displayName), "old-topic": .string(before.topic)])
             }
             if before.room.id != node.room.id {
-                event("accessory-moved", accessory: node, extra: ["old-room": .string(before.room.name), "old-topic": .string(before.topic)])
+                event(.accessoryMoved, accessory: node, extra: ["old-room": .string(before.room.name), "old-topic": .string(before.topic)])
             } else if before.topic != node.topic && before.displayName == node.displayName {
-                event("accessory-topic-changed", accessory: node, extra: ["old-topic": .string(before.topic)])
+                event(.accessoryTopicChanged, accessory: node, extra: ["old-topic": .string(before.topic)])
             }
         }
         for node in old.accessories where tree.accessory(id: node.id) == nil {
-            let reason = accessories[node.id] == nil || removedAccessories.contains(node.id) ? "accessory-removed" : "accessory-left-scope"
+            let reason: GatewayEvent = accessories[node.id] == nil || removedAccessories.contains(node.id) ? .accessoryRemoved : .accessoryLeftScope
             event(reason, accessory: node)
         }
     }
 
-    func event(_ name: String, accessory node: TopicTree.AccessoryNode, extra: [String: JSONValue] = [:]) {
+    func event(_ name: GatewayEvent, accessory node: TopicTree.AccessoryNode, extra: [String: JSONValue] = [:]) {
         var object: [String: JSONValue] = [
-            "event": .string(name),
+            "event": .string(name.rawValue),
             "accessory": .object([
                 "id": .string(node.id), "name": .string(node.displayName),
                 "room": .string(node.room.name), "topic": .string(node.topic),
@@ -125,9 +125,9 @@ extension Gateway {
         enqueue("\(base)/$gateway/event", json: .object(object))
     }
 
-    func event(_ name: String, fields: [String: JSONValue]) {
+    func event(_ name: GatewayEvent, fields: [String: JSONValue]) {
         var object = fields
-        object["event"] = .string(name)
+        object["event"] = .string(name.rawValue)
         enqueue("\(base)/$gateway/event", json: .object(object))
     }
 }

@@ -321,7 +321,7 @@ extension Gateway {
         }
         scope = filter
         rebuild(announce: true)
-        event("scope-changed", fields: [:])
+        event(.scopeChanged, fields: [:])
     }
 }
 

@@ -55,7 +55,7 @@ extension Gateway {
             accessories[id] = accessory
             rebuild(announce: false)
             if let node = tree.accessory(id: id) {
-                event(reachable ? "accessory-reachable" : "accessory-unreachable", accessory: node)
+                event(reachable ? .accessoryReachable : .accessoryUnreachable, accessory: node)
             }
         case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
             do {
@@ -79,17 +79,17 @@ extension Gateway {
         await refreshHome()
         switch homeEvent {
         case .roomAdded(let room):
-            event("room-added", fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
+            event(.roomAdded, fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
         case .roomRemoved(let room):
-            event("room-removed", fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
+            event(.roomRemoved, fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
         case .roomRenamed(let room, let oldName):
-            event("room-renamed", fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)]), "old-name": .string(oldName)])
+            event(.roomRenamed, fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)]), "old-name": .string(oldName)])
         case .serviceRenamed(let accessoryID, let iid, let name):
-            event("service-renamed", fields: [
+            event(.serviceRenamed, fields: [
                 "accessory": .string(accessoryID), "iid": .uint(iid), "name": name.map(JSONValue.string) ?? .null,
             ])
         case .homeRenamed(let name):
-            event("home-renamed", fields: ["name": .string(name)])
+            event(.homeRenamed, fields: ["name": .string(name)])
         case .accessoryAssigned, .accessoryRenamed, .accessoryForgotten:
             break // announced by the tree diff, which knows the topics
         }

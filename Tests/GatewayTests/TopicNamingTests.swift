@@ -202,3 +202,13 @@ final class ConfigTests: XCTestCase {
         }
     }
 }
+
+/// Every event the gateway publishes is in the README's table, by the name it goes out with.
+final class GatewayEventDocumentationTests: XCTestCase {
+    func testTheREADMEListsEveryGatewayEvent() throws {
+        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        for event in GatewayEvent.allCases {
+            XCTAssertTrue(readme.contains("`\(event.rawValue)`"), "README does not list the \(event.rawValue) event")
+        }
+    }
+}
