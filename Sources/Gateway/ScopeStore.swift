@@ -19,11 +19,15 @@ public struct ScopeStore: Sendable {
         }
     }
 
-    public func save(_ scope: ScopeConfig) throws {
+    /// Written by `AtomicFileWriter`: mode 0600, fsynced, renamed in place, and nothing made
+    /// outside the state directory.
+    public func save(_ scope: ScopeConfig) throws(ModelError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(scope)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try data.write(to: file, options: .atomic)
+        let data: Data
+        do { data = try encoder.encode(scope) } catch {
+            throw ModelError(code: "io-error", message: "could not encode the scope: \(error)")
+        }
+        try AtomicFileWriter().write(data, to: file)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HomeModel
 
 /// What we keep about one paired accessory. Keys are hex. The controller's private key is a
 /// secret: `description` leaves it out so it never reaches a log.
@@ -52,8 +53,8 @@ public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Pairings in a state directory: one JSON file per accessory, mode 0600, replaced atomically
-/// (write a temporary file, fsync, rename) so a crash never leaves half a pairing.
+/// Pairings in a state directory: one JSON file per accessory, mode 0600 in a 0700 directory,
+/// replaced atomically by `AtomicFileWriter` so a crash never leaves half a pairing.
 public struct HAPPairingStore: Sendable {
     public let directory: URL
 
@@ -101,11 +102,6 @@ public struct HAPPairingStore: Sendable {
     }
 
     public func save(_ pairing: HAPPairing) throws(HAPError) {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw HAPError(code: "io", message: "cannot create the state directory \(directory.path): \(error.localizedDescription)")
-        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data: Data
@@ -113,26 +109,10 @@ public struct HAPPairingStore: Sendable {
             throw HAPError(code: "io", message: "cannot encode the pairing: \(error)")
         }
         let target = fileURL(for: pairing.accessoryPairingID)
-        let temp = directory.appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).tmp")
-        let fd = open(temp.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else {
-            throw HAPError(code: "io", message: "cannot write \(temp.path): \(String(cString: strerror(errno)))")
-        }
-        var ok = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
-        }
-        ok = ok && fsync(fd) == 0
-        close(fd)
-        guard ok, rename(temp.path, target.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temp.path)
-            throw HAPError(code: "io", message: "cannot write the pairing file \(target.path): \(reason)")
+        do throws(ModelError) {
+            try AtomicFileWriter().write(data, to: target)
+        } catch {
+            throw HAPError(code: "io", message: "cannot write the pairing file \(target.path): \(error.message)")
         }
     }
 

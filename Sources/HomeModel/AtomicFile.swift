@@ -23,19 +23,42 @@ public enum WriteStep: Sendable, Hashable {
 /// interrupted anywhere leaves the old or the new file, never a broken one.
 public typealias WriteHook = @Sendable (WriteStep) throws -> Void
 
-/// Replaces a file atomically: a temporary file in the same directory, written, fsynced, renamed
-/// over the target, then the directory fsynced so the rename itself is durable.
-struct AtomicFileWriter: Sendable {
+/// The one way the gateway writes a file: the home database, HAP pairings, the run-time scope.
+/// A temporary file in the same directory is written, fsynced, renamed over the target, then
+/// the directory is fsynced so the rename itself is durable. Files are mode 0600 and the
+/// directories it creates 0700, whatever the umask: the state directory holds pairing keys and
+/// the home's layout, which are nobody else's business.
+public struct AtomicFileWriter: Sendable {
+    public static let fileMode: mode_t = 0o600
+    public static let directoryMode: mode_t = 0o700
+
     var chunkSize = 64 * 1024
     var hook: WriteHook?
 
+    public init() {}
+
+    /// For tests: `hook` runs before each step, `chunkSize` splits the bytes.
+    init(chunkSize: Int = 64 * 1024, hook: WriteHook? = nil) {
+        self.chunkSize = chunkSize
+        self.hook = hook
+    }
+
     static func temporaryPrefix(for url: URL) -> String { url.lastPathComponent + ".tmp-" }
 
-    func write(_ bytes: [UInt8], to url: URL) throws(ModelError) {
+    public func write(_ data: Data, to url: URL) throws(ModelError) {
+        try write(Array(data), to: url)
+    }
+
+    /// Replaces `url` with `bytes`, creating its directory (0700) when it is missing.
+    public func write(_ bytes: [UInt8], to url: URL) throws(ModelError) {
         let directory = url.deletingLastPathComponent().path
         let temp = directory + "/" + Self.temporaryPrefix(for: url) + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try step(.createTemporary)
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        var fd = posixOpen(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Self.fileMode)
+        if fd < 0 && errno == ENOENT {
+            try Self.createDirectory(url.deletingLastPathComponent())
+            fd = posixOpen(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, Self.fileMode)
+        }
         guard fd >= 0 else { throw Self.ioError("create \(temp)") }
         var isOpen = true
         // I/O failures clean up; a hook's "crash" does not (see WriteHook).
@@ -45,6 +68,8 @@ struct AtomicFileWriter: Sendable {
             return error
         }
         do {
+            // open's mode is filtered by the umask; 0600 is meant whatever the umask is.
+            guard fchmod(fd, Self.fileMode) == 0 else { throw fail(Self.ioError("set the mode of \(temp)")) }
             var offset = 0
             while offset < bytes.count {
                 let count = min(chunkSize, bytes.count - offset)
@@ -75,6 +100,27 @@ struct AtomicFileWriter: Sendable {
             defer { close(dfd) }
             guard fsync(dfd) == 0 else { throw Self.ioError("fsync directory \(directory)") }
         }
+    }
+
+    /// Creates `directory` and any missing parent, each mode 0700 whatever the umask. A
+    /// directory that exists is left as it is: its mode is its owner's choice.
+    public static func createDirectory(_ directory: URL) throws(ModelError) {
+        let path = directory.standardizedFileURL.path
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else {
+                throw ModelError(code: "io-error", message: "could not create the directory \(path): a file of that name is in the way")
+            }
+            return
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path { try createDirectory(URL(fileURLWithPath: parent)) }
+        if mkdir(path, directoryMode) != 0 {
+            // Another process may have made it since the stat.
+            if errno == EEXIST { return }
+            throw ioError("create the directory \(path)")
+        }
+        guard chmod(path, directoryMode) == 0 else { throw ioError("set the mode of \(path)") }
     }
 
     private func step(_ s: WriteStep) throws(ModelError) {
@@ -109,8 +155,8 @@ private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) 
     write(fd, buffer, count)
 }
 
-private func posixOpen(_ path: String, _ flags: Int32) -> Int32 {
-    open(path, flags)
+private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+    open(path, flags, mode)
 }
 
 /// An exclusive `flock` on a file, held while the object lives. flock locks belong to the open
@@ -121,8 +167,11 @@ final class FileLock: Sendable {
 
     init(path: String) throws(ModelError) {
         self.path = path
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, AtomicFileWriter.fileMode)
         guard fd >= 0 else { throw AtomicFileWriter.ioError("open lock file \(path)") }
+        // Like every file in the state directory, whatever the umask. Best effort: a lock file
+        // another user made stays as it is, and locks just the same.
+        _ = fchmod(fd, AtomicFileWriter.fileMode)
         // A lock just released can stay held for a moment when this process spawns a child at
         // that instant (the child shares the open file until its exec closes it), so a busy
         // lock is tried again for a quarter of a second before it counts as held.

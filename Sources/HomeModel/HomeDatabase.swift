@@ -39,7 +39,7 @@ public actor HomeDatabase {
     private var document: Document
     private let hub = EventHub<HomeEvent>()
 
-    /// Opens (or starts) the database in `directory`, creating the directory if needed.
+    /// Opens (or starts) the database in `directory`, creating the directory (0700) if needed.
     /// A corrupt `home.json` (`corrupt-database`) or one from a newer version
     /// (`unsupported-version`) is refused and left as it is. With `exclusive`, the lock is taken
     /// now and kept (`locked` if another process has it).
@@ -49,11 +49,7 @@ public actor HomeDatabase {
 
     /// For tests: `hook` runs before each step of every write, `chunkSize` splits the data.
     init(directory: URL, exclusive: Bool, writer: AtomicFileWriter) throws(ModelError) {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw ModelError(code: "io-error", message: "could not create the state directory \(directory.path): \(error.localizedDescription)")
-        }
+        try AtomicFileWriter.createDirectory(directory)
         let file = directory.appendingPathComponent(Self.fileName)
         let lockPath = directory.appendingPathComponent(Self.lockFileName).path
         let held = exclusive ? try FileLock(path: lockPath) : nil
