@@ -85,13 +85,7 @@ public struct GatewayConfig: Sendable {
     /// Loads and validates a YAML config file. Relative paths in it are relative to the file.
     /// `environment` supplies `HOMEMQTT_BROKER_URL`, `HOMEMQTT_MQTT_USERNAME`, `HOMEMQTT_MQTT_PASSWORD`.
     public static func load(file: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> GatewayConfig {
-        let text: String
-        do {
-            text = try String(contentsOfFile: file, encoding: .utf8)
-        } catch {
-            throw ConfigError(file: file, key: nil, message: "cannot read the file: \(error.localizedDescription)")
-        }
-        return try parse(text, file: file, environment: environment)
+        try parse(try ConfigFile.read(file), file: file, environment: environment)
     }
 
     public static func parse(_ text: String, file: String, environment: [String: String] = [:]) throws(ConfigError) -> GatewayConfig {
@@ -104,7 +98,7 @@ public struct GatewayConfig: Sendable {
         do {
             root = try Yams.compose(yaml: text)
         } catch {
-            throw ConfigError(file: file, key: nil, message: "not valid YAML: \(error)")
+            throw ConfigError(file: file, key: nil, message: ConfigFile.yamlProblem(error), code: .invalidYAML)
         }
         var config = GatewayConfig(file: file, directory: directory.isEmpty ? "." : directory)
         config.stateDirectory = resolve(".homemqtt")

@@ -107,7 +107,7 @@ struct YAMLMapping {
     /// Throws for the first key nobody asked for.
     func finish(allowed extra: [String] = []) throws(ConfigError) {
         for entry in entries where !used.contains(entry.key) && !extra.contains(entry.key) {
-            throw ConfigError(file: file, key: keyPath(entry.key), message: "unknown key")
+            throw ConfigError(file: file, key: keyPath(entry.key), message: "unknown key", code: .unknownKey)
         }
     }
 }

@@ -21,7 +21,7 @@ struct Inspection {
         do {
             scope = try ScopeFilter(scopeStore.load() ?? config.scope, file: config.file)
         } catch {
-            throw CLIError(error.description)
+            throw CLIError(error.description, code: .config)
         }
         // Where the gateway has never run, rooms suggested by the files are shown as it would
         // create them, without writing anything.
@@ -84,13 +84,12 @@ struct CheckConfigCommand: AsyncParsableCommand {
 }
 
 extension Inspection {
-    /// Loads, turning every failure into one line on stderr and exit code 2.
+    /// Loads, turning every failure into one line on stderr and its exit code, as `run` does.
     static func load(_ options: ConfigOptions) async throws -> Inspection {
         do {
             return try await Inspection(options)
         } catch {
-            FileHandle.standardError.write(Data("homemqtt: \(error)\n".utf8))
-            throw ExitCode(2)
+            throw Setup.failure(error)
         }
     }
 }

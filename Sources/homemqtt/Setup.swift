@@ -13,8 +13,26 @@ enum Setup {
         do {
             return try GatewayConfig.load(file: options.config)
         } catch {
-            throw CLIError(error.description)
+            throw CLIError(error.description, code: .config)
         }
+    }
+
+    /// How every command reports a failure to start — the config file, an accessory file, the
+    /// scope, the state directory: `homemqtt: <message>` as one line on stderr, and the exit
+    /// code to throw, 2 when the configuration is at fault and 1 otherwise. `run` and
+    /// `check-config` give the same input the same line and the same code.
+    static func failure(_ error: any Error) -> ExitCode {
+        let exit: ExitCode
+        switch error {
+        case let code as ExitCode: return code  // already reported
+        case let error as CLIError: exit = ExitCode(error.code.rawValue)
+        case is ConfigError: exit = ExitCode(CLIError.Code.config.rawValue)
+        default: exit = ExitCode(CLIError.Code.failure.rawValue)
+        }
+        let message = "\(error)".split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+        FileHandle.standardError.write(Data("homemqtt: \(message)\n".utf8))
+        return exit
     }
 
     /// - Parameter deferred: load the simulator's files when its service runs (for `run`,
@@ -29,7 +47,7 @@ enum Setup {
                     do {
                         sources.append(try SimulatedHome.load(directory: url))
                     } catch {
-                        throw CLIError("\(error)")
+                        throw CLIError("\(error)", code: .config)
                     }
                     continue
                 }
@@ -38,7 +56,7 @@ enum Setup {
                     do {
                         return try SimulatedHome.load(directory: url, hub: hub)
                     } catch {
-                        throw CLIError("\(error)")
+                        throw CLIError("\(error)", code: .config)
                     }
                 })
             case .hap(let pollInterval):
@@ -82,8 +100,20 @@ enum Setup {
     }
 }
 
-/// A failure the CLI reports as one line on stderr with a non-zero exit.
+/// A failure the CLI reports as one line on stderr with a non-zero exit (see `Setup.failure`).
 struct CLIError: Error, CustomStringConvertible {
+    /// The exit code: whether the configuration is at fault.
+    enum Code: Int32 {
+        case failure = 1
+        /// The config file, an accessory file or the scope: fix the configuration.
+        case config = 2
+    }
+
+    var code: Code
     var description: String
-    init(_ description: String) { self.description = description }
+
+    init(_ description: String, code: Code = .failure) {
+        self.description = description
+        self.code = code
+    }
 }
