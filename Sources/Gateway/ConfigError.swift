@@ -26,7 +26,8 @@ public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
         self.code = code
         self.file = file
         self.key = key
-        self.message = message
+        // A URL quoted in any message shows no password (`broker.url`, a value echoed back).
+        self.message = MaskedURL.maskingPasswords(in: message)
     }
 
     public var description: String {

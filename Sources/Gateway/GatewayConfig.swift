@@ -55,7 +55,7 @@ public struct HomeAssistantConfig: Sendable, Hashable {
 public struct GatewayConfig: Sendable {
     public var file: String
     public var mqtt: MQTTConfiguration
-    /// The broker URL as configured, with any password removed, for logs.
+    /// The broker URL as configured, its password masked (`MaskedURL`), for logs and errors.
     public var brokerDisplay: String
     public var qos: MQTTQoS = .atLeastOnce
     public var baseTopic = "home"
@@ -178,13 +178,14 @@ public struct GatewayConfig: Sendable {
         do {
             mqtt = try MQTTConfiguration(url: url)
         } catch {
-            throw ConfigError(file: file, key: key, message: "\(error)")
+            // The MQTT module quotes the URL whole; the message must not carry its password.
+            throw ConfigError(file: file, key: key, message: MaskedURL.scrubbing(error.message, passwordOf: url))
         }
         if mqtt.tls == nil { mqtt.tls = keep.3 }
         Self.applyGatewayOptions(&mqtt)
         (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive) = (keep.0, keep.1, keep.2)
         (mqtt.cleanStart, mqtt.sessionExpiry) = session
-        brokerDisplay = Self.redacted(url)
+        brokerDisplay = MaskedURL.masked(url)
     }
 
     /// The gateway needs its own publications not echoed back (no-local), and retained
@@ -197,14 +198,6 @@ public struct GatewayConfig: Sendable {
     /// How long the broker keeps the gateway's session while it is away: an hour of queued sets
     /// is as much as a user would still want applied.
     public static let defaultSessionExpiry: UInt32 = 3600
-
-    /// A URL with its password replaced, so that it can be logged.
-    static func redacted(_ url: String) -> String {
-        guard let components = URLComponents(string: url), components.password != nil else { return url }
-        var copy = components
-        copy.password = "***"
-        return copy.string ?? "(broker URL)"
-    }
 
     private mutating func readBroker(_ broker: inout YAMLMapping, resolve: (String) -> String) throws(ConfigError) {
         if let url = try broker.string("url") { try applyURL(url, key: broker.keyPath("url")) }

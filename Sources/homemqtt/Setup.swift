@@ -29,7 +29,7 @@ enum Setup {
         case is ConfigError: exit = ExitCode(CLIError.Code.config.rawValue)
         default: exit = ExitCode(CLIError.Code.failure.rawValue)
         }
-        let message = "\(error)".split(whereSeparator: \.isNewline)
+        let message = MaskedURL.maskingPasswords(in: "\(error)").split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
         FileHandle.standardError.write(Data("homemqtt: \(message)\n".utf8))
         return exit

@@ -77,3 +77,20 @@ final class BinaryConfigTests: XCTestCase {
         XCTAssertFalse(result.standardError.contains("S3cretPW"), result.standardError)
     }
 }
+
+extension BinaryConfigTests {
+    /// Through the binary, from the file and from the environment: the password is masked.
+    func testBrokerPasswordIsMaskedInTheError() async throws {
+        let directory = try TemporaryDirectory(prefix: "homemqtt-badconfig")
+        let path = directory.file("gateway.yml")
+        let url = "mqtt://homemqtt:S3cretPW@127.0.0.1:99999"
+        try "broker:\n  url: \(url)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        for command in ["check-config", "run"] {
+            let result = try await homemqtt([command, "--config", path])
+            assertConfigFailure(result, "\(path): broker.url: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range", command)
+        }
+        try "base-topic: home\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let fromEnvironment = try await homemqtt(["check-config", "--config", path], environment: ["HOMEMQTT_BROKER_URL": url])
+        assertConfigFailure(fromEnvironment, "\(path): HOMEMQTT_BROKER_URL: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range", "environment")
+    }
+}

@@ -63,3 +63,65 @@ final class GatewayConfigLoadTests: XCTestCase {
         }
     }
 }
+
+/// No message that shows a broker URL shows its password.
+final class BrokerURLMaskingTests: XCTestCase {
+    static let password = "S3cretPW"
+
+    func testMalformedURLsNeverShowThePassword() {
+        let urls = [
+            "mqtt://homemqtt:S3cretPW@127.0.0.1:99999",        // port out of range
+            "http://homemqtt:S3cretPW@127.0.0.1:1883",         // unsupported scheme
+            "mqtt://homemqtt:S3cretPW@:1883",                  // no host
+            "mqtt://homemqtt:S3cretPW@127.0.0.1:1883/home",    // a path
+            "homemqtt:S3cretPW@127.0.0.1",                     // no scheme
+            "mqtt://homemqtt:S3cretPW@127.0.0.1:port",         // not a port
+            "mqtt://homemqtt:S3cretPW@[127.0.0.1:1883",        // not a URL at all
+            "mqtt://homemqtt:S3cret%ZZPW@127.0.0.1:99999",     // bad percent-encoding
+            "mqtt://homemqtt:S3cret@PW@127.0.0.1:99999",       // an unencoded @ in the password
+            "mqtt://homemqtt:S3cret/PW@127.0.0.1:1883",        // an unencoded / in the password
+            "mqtt://homemqtt:S3cret%2FPW@127.0.0.1:99999",     // percent-encoded
+        ]
+        for url in urls {
+            let secrets = ["S3cretPW", "S3cret%ZZPW", "S3cret@PW", "S3cret/PW", "S3cret%2FPW", "PW@"]
+            // In the file, quoted and not, and from the environment.
+            let sources: [(String, [String: String], String)] = [
+                ("broker:\n  url: \(url)\n", [:], "broker.url"),
+                ("broker:\n  url: '\(url)'\n", [:], "broker.url"),
+                ("base-topic: home\n", ["HOMEMQTT_BROKER_URL": url], "HOMEMQTT_BROKER_URL"),
+            ]
+            for (text, environment, key) in sources {
+                XCTAssertThrowsError(try GatewayConfig.parse(text, file: "gw.yml", environment: environment), url) { error in
+                    guard let error = error as? ConfigError else { return XCTFail("\(error)") }
+                    XCTAssertEqual(error.key, key, url)
+                    for secret in secrets {
+                        XCTAssertFalse(error.description.contains(secret), "\(url) → \(error.description)")
+                    }
+                    XCTAssertTrue(error.description.contains("***") || !error.description.contains("homemqtt:"), error.description)
+                }
+            }
+        }
+    }
+
+    /// The message still says what is wrong, with the URL masked rather than left out.
+    func testMessageKeepsTheMaskedURL() {
+        XCTAssertThrowsError(try GatewayConfig.parse("broker:\n  url: mqtt://homemqtt:S3cretPW@127.0.0.1:99999\n", file: "gw.yml")) { error in
+            XCTAssertEqual("\(error)", "gw.yml: broker.url: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range")
+        }
+    }
+
+    func testBrokerDisplayIsMasked() throws {
+        let config = try GatewayConfig.parse("broker:\n  url: mqtt://homemqtt:S3cret%40PW@broker.local:1884\n", file: "gw.yml")
+        XCTAssertEqual(config.mqtt.password, "S3cret@PW")
+        XCTAssertEqual(config.brokerDisplay, "mqtt://homemqtt:***@broker.local:1884")
+    }
+
+    func testMaskingInText() {
+        XCTAssertEqual(MaskedURL.masked("mqtts://u:p:w@h:8883"), "mqtts://u:***@h:8883")
+        XCTAssertEqual(MaskedURL.masked("mqtt://user@h"), "mqtt://user@h", "no password, nothing to mask")
+        XCTAssertEqual(MaskedURL.masked("mqtt://h:1883"), "mqtt://h:1883")
+        XCTAssertEqual(
+            MaskedURL.maskingPasswords(in: "a 'mqtt://u:pw@h' and \"mqtts://v:x@y\" then mqtt://w@z."),
+            "a 'mqtt://u:***@h' and \"mqtts://v:***@y\" then mqtt://w@z.")
+    }
+}
