@@ -21,9 +21,8 @@ struct RunCommand: AsyncParsableCommand {
         var config: GatewayConfig
         do {
             config = try Setup.loadConfig(options)
-        } catch let error as CLIError {
-            FileHandle.standardError.write(Data("homemqtt: \(error.description)\n".utf8))
-            throw ExitCode(2)
+        } catch {
+            throw Setup.failure(error)
         }
         let logger = Setup.logger(level: logLevel ?? config.logLevel)
         config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
@@ -44,17 +43,14 @@ struct RunCommand: AsyncParsableCommand {
                 services: gateway.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             group.maximumGracefulShutdownDuration = .seconds(4)
             try await ServiceGroup(configuration: group).run()
-        } catch let error as CLIError {
-            logger.error("\(error.description)")
-            throw ExitCode(1)
-        } catch let error as ConfigError {
-            logger.error("\(error.description)")
-            throw ExitCode(2)
         } catch is CancellationError {
             return
         } catch let error as MQTTError {
-            logger.error("broker: \(error)")
-            throw ExitCode(1)
+            // The broker refused (credentials, TLS): the same one line as a config error.
+            throw Setup.failure(CLIError("broker: \(error)"))
+        } catch {
+            // An accessory file, the state directory, the scope: as check-config reports them.
+            throw Setup.failure(error)
         }
     }
 }
