@@ -7,7 +7,7 @@ enum RepoPaths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let python = root.appendingPathComponent(".venv/bin/python")
     static let peerScript = root.appendingPathComponent("Tests/HAPTests/peer/hap_peer.py")
-    static let fixtures = root.deletingLastPathComponent().appendingPathComponent("shared/hap-fixtures")
+    static let fixtures = root.appendingPathComponent("Tests/Fixtures/hap-fixtures")
 }
 
 /// A running `hap_peer.py`: a real HAP-python accessory server on 127.0.0.1 (TestSupport's
@@ -16,7 +16,11 @@ final class PeerProcess: @unchecked Sendable {
     let peer: HAPPeer
 
     static func requireVenv() throws {
-        if let reason = HAPPeer.unavailableReason { throw XCTSkip(reason) }
+        if let reason = HAPPeer.unavailableReason {
+            // Under CI the real peer is installed by .ci/run: its absence is a failure.
+            if HAPPeer.isRequired { throw ProcessError("\(reason) (CI=true: the HAP tests must run)") }
+            throw XCTSkip(reason)
+        }
     }
 
     init(port: Int, state: URL, bridge: Bool = true, pincode: String = "031-45-154") throws {

@@ -3,26 +3,10 @@ import Testing
 import TestSupport
 @testable import HomeModel
 
-/// The shared catalog beside the checkout: `<repo>/../shared/hap-catalog`, found by walking up
-/// from this file (so a checkout nested one level deeper still finds it).
+/// HAP-python's catalog as the repository keeps it (`Tests/Fixtures/hap-catalog`, see its README).
 enum SharedCatalog {
-    static let ancestors: [URL] = {
-        var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        var all: [URL] = []
-        while url.path != "/" {
-            url = url.deletingLastPathComponent()
-            all.append(url)
-        }
-        return all
-    }()
-
-    static let repo = ancestors.first {
-        FileManager.default.fileExists(atPath: $0.appendingPathComponent("Scripts/generate-catalog.py").path)
-    } ?? ancestors[1]
-
-    static let directory = (ancestors.first {
-        FileManager.default.fileExists(atPath: $0.appendingPathComponent("shared/hap-catalog/services.json").path)
-    } ?? repo.deletingLastPathComponent()).appendingPathComponent("shared/hap-catalog")
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let directory = repo.appendingPathComponent("Tests/Fixtures/hap-catalog")
 
     static func load(_ name: String) throws -> [String: [String: Any]] {
         let data = try Data(contentsOf: directory.appendingPathComponent(name))

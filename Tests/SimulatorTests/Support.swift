@@ -4,7 +4,7 @@ import HomeModel
 
 enum Paths {
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let fixtures = repo.deletingLastPathComponent().appendingPathComponent("shared/hap-fixtures")
+    static let fixtures = repo.appendingPathComponent("Tests/Fixtures/hap-fixtures")
     static let config = repo.appendingPathComponent("Config/accessories")
 }
 

@@ -11,8 +11,11 @@ public final class HAPPeer: @unchecked Sendable {
     public static let script = repositoryRoot.appendingPathComponent("Tests/HAPTests/peer/hap_peer.py")
     public static let defaultSetupCode = "031-45-154"
 
+    /// Whether the peer must run: under CI (`CI=true`), where `.ci/run` installs it.
+    public static var isRequired: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+
     /// Why the peer cannot run here (the venv is missing), or nil when it can. Tests turn this
-    /// into an XCTSkip.
+    /// into an XCTSkip, or a failure when `isRequired`.
     public static var unavailableReason: String? {
         FileManager.default.isExecutableFile(atPath: python.path)
             ? nil
