@@ -143,3 +143,42 @@ final class ShutdownTests: XCTestCase {
         XCTAssertEqual(reader.messages.first?.string, "offline")
     }
 }
+
+/// The shipped example scripts do what their names say against the real binary, and end when
+/// they are done.
+final class ExampleScriptTests: XCTestCase {
+    func testFollowGarageDoorEndsWhenTheDoorStopsAndToggleShowsItsAnswer() async throws {
+        let dir = try TemporaryDirectory(prefix: "homemqtt-examples")
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        let config = dir.file("gateway.yml")
+        try """
+            broker: { url: "mqtt://127.0.0.1:\(broker.port)" }
+            state-directory: state
+            sources: [{ type: simulator, directory: "\(repositoryRoot.appendingPathComponent("Config/accessories").path)" }]
+            homeassistant: { enabled: false }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let watcher = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "examples-watch")
+        let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+        try await watcher.waitForMessage("online", timeout: 20) { $0.string == "online" }
+        await watcher.stop()
+        let env = ["MQTT_PORT": "\(broker.port)", "FOLLOW_TIMEOUT": "30"]
+        let examples = repositoryRoot.appendingPathComponent("Examples")
+
+        // Closing a closed door: answered, and done at once rather than after the timeout.
+        let start = ContinuousClock.now
+        let closed = try await runProcess("bash", [examples.appendingPathComponent("follow-garage-door.sh").path, "closed"], timeout: 40, environment: env)
+        XCTAssertEqual(closed.status, 0, closed.standardError)
+        XCTAssertTrue(closed.standardOutput.contains("door closed"), closed.standardOutput)
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
+
+        let toggle = try await runProcess("bash", [examples.appendingPathComponent("toggle-garage-light.sh").path], timeout: 20, environment: env)
+        XCTAssertEqual(toggle.status, 0, toggle.standardError)
+        XCTAssertTrue(toggle.standardOutput.contains(#""op":"toggle","status":"ok""#), toggle.standardOutput)
+
+        // The flow shows the toggle's answer: it subscribes to the services' `$result`.
+        let flow = try String(contentsOf: examples.appendingPathComponent("node-red-flow.json"), encoding: .utf8)
+        XCTAssertTrue(flow.contains(#""topic": "home/+/+/+/$result""#), "no $result subscription in the Node-RED flow")
+    }
+}
