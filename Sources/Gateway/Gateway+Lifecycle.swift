@@ -47,6 +47,11 @@ extension Gateway {
         let initial = await source.accessories()
         try Task.checkCancellation()
         try await loadInitial(initial)
+        if let currentHome {
+            for warning in scope.unmatchedEntries(accessories: initial, home: currentHome) {
+                logger.warning("scope entry matches nothing", metadata: ["entry": "\(warning)", "config": "\(config.file)"])
+            }
+        }
         logger.info("home loaded", metadata: [
             "accessories": "\(initial.count)", "in-scope": "\(tree.accessories.count)",
             "characteristics": "\(tree.characteristicCount)", "rooms": "\(tree.rooms.count)",

@@ -9,6 +9,8 @@ struct Inspection {
     var config: GatewayConfig
     var tree: TopicTree
     var home: Home
+    /// Scope entries that match nothing in this home, one line each.
+    var scopeWarnings: [String]
 
     init(_ options: ConfigOptions) async throws {
         config = try Setup.loadConfig(options)
@@ -30,6 +32,7 @@ struct Inspection {
         home = await preview.home
         let removed = Set(home.removedAccessoryIDs)
         tree = TopicTree(base: config.baseTopic, accessories: accessories.filter { !removed.contains($0.id) }, home: home, scope: scope)
+        scopeWarnings = scope.unmatchedEntries(accessories: accessories, home: home)
     }
 }
 
@@ -79,6 +82,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
 
     func run() async throws {
         let inspection = try await Inspection.load(options)
+        // Warnings alone do not fail the check: the config works, but not as written.
+        for warning in inspection.scopeWarnings {
+            FileHandle.standardError.write(Data("homemqtt: warning: \(options.config): \(warning)\n".utf8))
+        }
         print("ok: \(options.config): \(inspection.tree.accessories.count) accessories, \(inspection.tree.characteristicCount) characteristics in scope")
     }
 }

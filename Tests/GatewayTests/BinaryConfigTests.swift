@@ -94,3 +94,32 @@ extension BinaryConfigTests {
         assertConfigFailure(fromEnvironment, "\(path): HOMEMQTT_BROKER_URL: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range", "environment")
     }
 }
+
+/// A scope entry that matches nothing is reported, naming its key; the quoted form works.
+final class ScopeWarningTests: XCTestCase {
+    func testAnEntrySplitAtItsCommaIsReportedAndTheQuotedFormDenies() async throws {
+        let dir = try TemporaryDirectory(prefix: "homemqtt-scope-warn")
+        let accessories = repositoryRoot.appendingPathComponent("Config/accessories").path
+        func check(_ scope: String) async throws -> ProcessResult {
+            let config = dir.file("gateway.yml")
+            try """
+                state-directory: state
+                sources: [{ type: simulator, directory: "\(accessories)" }]
+                scope:
+                \(scope)
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            return try await runProcess(BinaryEndToEndTests.binary, ["check-config", "--config", config])
+        }
+        let split = try await check("  manufacturers: { deny: [Kilgo Devices, Inc.] }\n  rooms: { deny: [Attic] }")
+        XCTAssertEqual(split.status, 0, split.standardError)
+        XCTAssertTrue(split.standardError.contains("scope.manufacturers.deny: 'Kilgo Devices' matches no accessory's manufacturer"), split.standardError)
+        XCTAssertTrue(split.standardError.contains("scope.manufacturers.deny: 'Inc.' matches no"), split.standardError)
+        XCTAssertTrue(split.standardError.contains("scope.rooms.deny: 'Attic' matches no room"), split.standardError)
+        XCTAssertTrue(split.standardOutput.contains("13 accessories"), split.standardOutput)
+
+        let quoted = try await check("  manufacturers: { deny: [\"Kilgo Devices, Inc.\"] }\n  rooms: { deny: [Garage] }")
+        XCTAssertEqual(quoted.status, 0, quoted.standardError)
+        XCTAssertFalse(quoted.standardError.contains("matches no"), quoted.standardError)
+        XCTAssertTrue(quoted.standardOutput.contains("12 accessories"), quoted.standardOutput)
+    }
+}
