@@ -39,6 +39,25 @@ public struct ScopeConfig: Sendable, Hashable, Codable {
     }
 }
 
+/// What decides the state directory, strongest first: the command line's `--state-directory`,
+/// then `$STATE_DIRECTORY` (systemd sets it for a unit's `StateDirectory=`, the one place a
+/// sandboxed service may write), then the config's `state-directory` (relative to the file),
+/// then `.homemqtt` beside the config file.
+public enum StateDirectorySource: String, Sendable, Hashable {
+    case option = "--state-directory"
+    case environment = "$STATE_DIRECTORY"
+    case config = "state-directory"
+    case `default` = "default"
+
+    /// The first path of `$STATE_DIRECTORY`: systemd gives one per `StateDirectory=` entry,
+    /// separated by ':'. Nil when it is unset or empty.
+    public static func systemdDirectory(_ environment: [String: String]) -> String? {
+        guard let value = environment["STATE_DIRECTORY"],
+              let first = value.split(separator: ":", omittingEmptySubsequences: true).first else { return nil }
+        return String(first)
+    }
+}
+
 public enum SourceConfig: Sendable, Hashable {
     /// Simulated accessories from the files in a directory.
     case simulator(directory: String)
@@ -59,7 +78,10 @@ public struct GatewayConfig: Sendable {
     public var brokerDisplay: String
     public var qos: MQTTQoS = .atLeastOnce
     public var baseTopic = "home"
+    /// The home database, the run-time scope and the HAP pairings. See `StateDirectorySource`
+    /// for what decides it.
     public var stateDirectory: String
+    public var stateDirectorySource = StateDirectorySource.default
     public var pollInterval: Double = 60
     public var requestTimeout: Double = 10
     public var scope = ScopeConfig()
@@ -83,12 +105,18 @@ public struct GatewayConfig: Sendable {
     }
 
     /// Loads and validates a YAML config file. Relative paths in it are relative to the file.
-    /// `environment` supplies `HOMEMQTT_BROKER_URL`, `HOMEMQTT_MQTT_USERNAME`, `HOMEMQTT_MQTT_PASSWORD`.
-    public static func load(file: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> GatewayConfig {
-        try parse(try ConfigFile.read(file), file: file, environment: environment)
+    /// `environment` supplies `HOMEMQTT_BROKER_URL`, `HOMEMQTT_MQTT_USERNAME`,
+    /// `HOMEMQTT_MQTT_PASSWORD` and `STATE_DIRECTORY`; `stateDirectory` is the command line's
+    /// `--state-directory`, which overrides them all.
+    public static func load(
+        file: String, environment: [String: String] = ProcessInfo.processInfo.environment, stateDirectory: String? = nil
+    ) throws(ConfigError) -> GatewayConfig {
+        try parse(try ConfigFile.read(file), file: file, environment: environment, stateDirectory: stateDirectory)
     }
 
-    public static func parse(_ text: String, file: String, environment: [String: String] = [:]) throws(ConfigError) -> GatewayConfig {
+    public static func parse(
+        _ text: String, file: String, environment: [String: String] = [:], stateDirectory option: String? = nil
+    ) throws(ConfigError) -> GatewayConfig {
         let directory = (file as NSString).deletingLastPathComponent
         func resolve(_ path: String) -> String {
             if path.hasPrefix("/") || directory.isEmpty { return path }
@@ -122,7 +150,15 @@ public struct GatewayConfig: Sendable {
             }
             config.baseTopic = base
         }
-        if let dir = try top.string("state-directory") { config.stateDirectory = resolve(dir) }
+        if let dir = try top.string("state-directory") {
+            (config.stateDirectory, config.stateDirectorySource) = (resolve(dir), .config)
+        }
+        if let directory = StateDirectorySource.systemdDirectory(environment) {
+            (config.stateDirectory, config.stateDirectorySource) = (directory, .environment)
+        }
+        if let option, !option.isEmpty {
+            (config.stateDirectory, config.stateDirectorySource) = (option, .option)
+        }
         if let poll = try top.double("poll-interval") {
             guard poll >= 0 else { throw top.error("poll-interval", "must be 0 (off) or a number of seconds") }
             config.pollInterval = poll

@@ -16,4 +16,16 @@ struct HomeMQTT: AsyncParsableCommand {
 struct ConfigOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: "The gateway's YAML config file.")
     var config: String = "Config/gateway.yml"
+
+    @Option(help: ArgumentHelp(
+        "The state directory: home database, run-time scope, HAP pairings.",
+        discussion: "Overrides $STATE_DIRECTORY (set by systemd's StateDirectory=), which overrides the config's state-directory.",
+        valueName: "directory"))
+    var stateDirectory: String?
+
+    func validate() throws {
+        if let stateDirectory, stateDirectory.isEmpty {
+            throw ValidationError("--state-directory must not be empty")
+        }
+    }
 }

@@ -86,7 +86,9 @@ struct CheckConfigCommand: AsyncParsableCommand {
         for warning in inspection.scopeWarnings {
             FileHandle.standardError.write(Data("homemqtt: warning: \(options.config): \(warning)\n".utf8))
         }
+        let config = inspection.config
         print("ok: \(options.config): \(inspection.tree.accessories.count) accessories, \(inspection.tree.characteristicCount) characteristics in scope")
+        print("state directory: \(config.stateDirectory) (\(config.stateDirectorySource.rawValue))")
     }
 }
 

@@ -11,7 +11,7 @@ import Simulator
 enum Setup {
     static func loadConfig(_ options: ConfigOptions) throws -> GatewayConfig {
         do {
-            return try GatewayConfig.load(file: options.config)
+            return try GatewayConfig.load(file: options.config, stateDirectory: options.stateDirectory)
         } catch {
             throw CLIError(error.description, code: .config)
         }

@@ -125,3 +125,40 @@ final class BrokerURLMaskingTests: XCTestCase {
             "a 'mqtt://u:***@h' and \"mqtts://v:***@y\" then mqtt://w@z.")
     }
 }
+
+/// The state directory: `--state-directory` > `$STATE_DIRECTORY` > `state-directory` > default.
+final class StateDirectoryResolutionTests: XCTestCase {
+    func resolve(_ text: String, _ environment: [String: String] = [:], option: String? = nil) throws -> (String, StateDirectorySource) {
+        let config = try GatewayConfig.parse(text, file: "/etc/homemqtt/gateway.yml", environment: environment, stateDirectory: option)
+        return (config.stateDirectory, config.stateDirectorySource)
+    }
+
+    func testPrecedence() throws {
+        let keyed = "state-directory: ../.homemqtt\n"
+        let systemd = ["STATE_DIRECTORY": "/var/lib/homemqtt"]
+        XCTAssertTrue(try resolve("base-topic: home\n") == ("/etc/homemqtt/.homemqtt", .default))
+        XCTAssertTrue(try resolve(keyed) == ("/etc/homemqtt/../.homemqtt", .config), "relative to the config file")
+        XCTAssertTrue(try resolve("state-directory: /srv/state\n") == ("/srv/state", .config))
+        XCTAssertTrue(try resolve(keyed, systemd) == ("/var/lib/homemqtt", .environment))
+        XCTAssertTrue(try resolve("base-topic: home\n", systemd) == ("/var/lib/homemqtt", .environment))
+        XCTAssertTrue(try resolve(keyed, systemd, option: "/tmp/state") == ("/tmp/state", .option))
+        XCTAssertTrue(try resolve(keyed, option: "state") == ("state", .option), "an option is relative to the working directory, as typed")
+    }
+
+    /// systemd joins one path per `StateDirectory=` entry with ':'; the first is the gateway's.
+    func testEnvironmentTakesTheFirstOfSeveralPaths() throws {
+        XCTAssertTrue(try resolve("", ["STATE_DIRECTORY": "/var/lib/homemqtt:/var/lib/homemqtt-extra"]) == ("/var/lib/homemqtt", .environment))
+        XCTAssertTrue(try resolve("state-directory: s\n", ["STATE_DIRECTORY": ""]) == ("/etc/homemqtt/s", .config), "empty: unset")
+        XCTAssertTrue(try resolve("state-directory: s\n", ["STATE_DIRECTORY": ":"]) == ("/etc/homemqtt/s", .config))
+        XCTAssertTrue(try resolve("state-directory: s\n", ["STATE_DIRECTORY": "::/var/lib/a"]) == ("/var/lib/a", .environment))
+    }
+
+    func testLoadTakesTheSameOverrides() throws {
+        let directory = try TemporaryDirectory(prefix: "homemqtt-config")
+        let path = directory.file("gateway.yml")
+        try "state-directory: here\n".write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try GatewayConfig.load(file: path, environment: [:]).stateDirectory, directory.file("here"))
+        XCTAssertEqual(try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"]).stateDirectory, "/var/lib/x")
+        XCTAssertEqual(try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"], stateDirectory: "/opt/y").stateDirectory, "/opt/y")
+    }
+}
