@@ -114,7 +114,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "HAPTests", dependencies: ["HAP", "HomeModel", "TestSupport"]),
+        .testTarget(name: "HAPTests", dependencies: ["HAP", "HomeModel", "TestSupport"], exclude: ["peer"]),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
@@ -127,3 +127,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Imports are internal unless a file says `public import`: a module's public API names the
+// modules it exposes, and nothing else leaks (CMosquitto above all stays inside MQTT).
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("InternalImportsByDefault")]
+}

@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 import ServiceLifecycle
 import Synchronization
 

@@ -1,5 +1,5 @@
 import Dispatch
-import HomeModel
+public import HomeModel
 import ServiceLifecycle
 import Synchronization
 

@@ -1,5 +1,5 @@
 import Foundation
-import HomeModel
+public import HomeModel
 import MQTT
 
 /// `<base>/$gateway/request/<op>` → `<base>/$gateway/response/<op>`: managing the home over MQTT.

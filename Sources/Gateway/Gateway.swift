@@ -1,8 +1,8 @@
 import Foundation
-import HomeModel
-import Logging
-import MQTT
-import ServiceLifecycle
+public import HomeModel
+public import Logging
+public import MQTT
+public import ServiceLifecycle
 import Synchronization
 
 /// The bridge between a source of accessories and the broker: the actor's state, in one place.

@@ -1,5 +1,5 @@
-import Foundation
-import MQTT
+public import Foundation
+public import MQTT
 import Yams
 
 /// What a scope list allows: everything but `deny` when `allow` is nil, else only `allow`.

@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// The gateway's documents for other front ends (the CLI), built exactly as the gateway
 /// publishes them.

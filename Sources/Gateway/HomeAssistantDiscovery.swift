@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// Home Assistant MQTT discovery for the scoped tree: one device-based discovery message per
 /// accessory (`<prefix>/device/<node id>/config`, Home Assistant 2024.11 and later) whose

@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// Pairing operations of a source that pairs (HAP), offered through the request API
 /// (`pair`, `unpair`, `discover`). The gateway does not know which source provides them.

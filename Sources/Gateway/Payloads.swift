@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// The JSON documents the gateway publishes. Kept apart from the gateway's state handling so
 /// the contract can be read in one place.

@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// Scope entries that match nothing in the home: almost always a typo, or a list YAML split at
 /// a comma (`[Kilgo Devices, Inc.]` is two names), which would otherwise deny nothing or allow

@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// Decides what of the home is in scope. Built from a `ScopeConfig` whose type names have
 /// been resolved against the catalog once, so that deciding is a set lookup.

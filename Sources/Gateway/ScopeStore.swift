@@ -1,5 +1,5 @@
-import Foundation
-import HomeModel
+public import Foundation
+public import HomeModel
 
 /// The scope set at run time (`scope/set`), kept in the state directory so that it survives a
 /// restart; the config file's scope applies until one has been set.

@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// The scoped home as topics: which accessory, service and characteristic each topic names,
 /// and the other way round. Rebuilt whole on every structural change; building is cheap

@@ -1,6 +1,6 @@
 import Foundation
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOPosix
 
 /// Passes received bytes and the close of the channel into an AsyncStream.

@@ -1,6 +1,6 @@
 import Foundation
-import HomeModel
-import Logging
+public import HomeModel
+public import Logging
 
 /// Pairs, unpairs and inspects accessories; the library side of `homemqtt pair/unpair/pairings`.
 public actor HAPController {

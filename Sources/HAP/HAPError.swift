@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// An error a user can act on, with a machine `code` and a message that says what to do.
 ///

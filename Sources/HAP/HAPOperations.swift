@@ -1,5 +1,5 @@
 import Foundation
-import HomeModel
+public import HomeModel
 
 /// A characteristic on one accessory server: HAP's `aid.iid`.
 public struct HAPCharacteristicID: Sendable, Hashable, Comparable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HomeModel
 
 /// What we keep about one paired accessory. Keys are hex. The controller's private key is a

@@ -1,6 +1,6 @@
 import Foundation
-import HomeModel
-import Logging
+public import HomeModel
+public import Logging
 import ServiceLifecycle
 
 /// Accessories of every paired HAP accessory server in the store, kept connected: pair-verify

@@ -1,4 +1,4 @@
-import BigInt
+public import BigInt
 import Foundation
 
 /// SRP-6a as HAP uses it: RFC 5054's 3072-bit group, generator 5, SHA-512, username

@@ -1,4 +1,4 @@
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// An error reported by an accessory or by the source on its behalf, with HAP's status code.
 public struct AccessoryError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A room of a home, after HMRoom: a stable id and a name the user chose.
 public struct Room: Sendable, Hashable, Codable, Identifiable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The home database, after HomeKit's: homes (one primary), rooms, where accessories are, and the
 /// names users gave them. Every change is on disk before it returns and before its `HomeEvent`

@@ -47,10 +47,10 @@
 /// `disconnect()` stops reconnecting, lets outstanding publishes drain briefly (≤ 2 s), sends DISCONNECT (so no
 /// will is published), stops the network thread without forcing it, destroys the handle and finishes the
 /// streams returned by `messages()` and `connectionStates()`. It is idempotent and safe from any state.
-import CMosquitto
+internal import CMosquitto
 import Foundation
-import Logging
-import ServiceLifecycle
+public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// `mosquitto_lib_init` once per process; Swift initialises globals exactly once, thread-safely.

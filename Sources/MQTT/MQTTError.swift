@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 #if canImport(Glibc)
 import Glibc
 #endif

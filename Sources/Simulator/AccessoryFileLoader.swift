@@ -62,9 +62,9 @@
 // iids: accessory-information is service 1 with characteristics 2…; then each service and its
 // characteristics in order (required ones first, then the file's others, then custom ones).
 
-import Foundation
+public import Foundation
 import Synchronization
-import HomeModel
+public import HomeModel
 import Yams
 
 /// What a set of accessory files describes.

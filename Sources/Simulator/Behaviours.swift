@@ -1,4 +1,4 @@
-import HomeModel
+public import HomeModel
 
 /// What a simulated service does on its own, between and after writes.
 public enum BehaviourKind: Sendable, Hashable {

@@ -1,5 +1,5 @@
 import Foundation
-import HomeModel
+public import HomeModel
 import ServiceLifecycle
 
 /// A home of simulated accessories that act like real ones: doors travel, locks settle,

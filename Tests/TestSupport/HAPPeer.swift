@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A running `Tests/HAPTests/peer/hap_peer.py`: a real HAP-python accessory server on
 /// 127.0.0.1 (a bridge with a light, a switch, a sensor and a garage door by default), driven

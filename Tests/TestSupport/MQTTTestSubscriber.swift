@@ -1,5 +1,5 @@
 import Foundation
-import MQTT
+public import MQTT
 
 /// Our MQTT client subscribed to one filter, collecting every message (retain flag included) so a test
 /// can await one that matches a predicate.

@@ -1,4 +1,4 @@
-import MQTT
+public import MQTT
 import Synchronization
 
 /// Collects everything an `AsyncStream` yields (e.g. `MQTTClient.messages()` or `connectionStates()`) so

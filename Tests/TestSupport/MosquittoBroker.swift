@@ -1,5 +1,5 @@
 import Foundation
-import MQTT
+public import MQTT
 import Synchronization
 
 /// A real `mosquitto` on a free 127.0.0.1 port (never 1883/8883) with a generated config in its own
