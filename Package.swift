@@ -82,16 +82,20 @@ let package = Package(
         .executableTarget(
             name: "homemqtt-bench",
             dependencies: [
-                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "TestSupport",
+                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Shared by the test targets: a real mosquitto on a free loopback port, process helpers.
+        // Real processes for the tests and the bench: a mosquitto on a free loopback port, the
+        // HAP-python peer, child processes, temporary directories. Under Sources/ because the
+        // bench, a shipped product, links it.
+        .target(name: "Harness", dependencies: ["MQTT"]),
+        // The test targets' helpers (subscribers that await a message), re-exporting Harness.
         .target(
             name: "TestSupport",
-            dependencies: ["MQTT"],
+            dependencies: ["MQTT", "Harness"],
             path: "Tests/TestSupport"
         ),
         // Child process for the MQTT last-will tests (our client with a will, killed by the test).

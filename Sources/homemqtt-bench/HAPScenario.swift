@@ -1,7 +1,7 @@
 import Foundation
 import HAP
 import HomeModel
-import TestSupport
+import Harness
 
 /// Scenario 4: our HAP controller against a real HAP-python accessory, beside aiohomekit doing
 /// the same against the same accessory with the same pairing, one after the other.

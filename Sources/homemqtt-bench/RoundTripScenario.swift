@@ -2,7 +2,7 @@ import Foundation
 import Gateway
 import HomeModel
 import MQTT
-import TestSupport
+import Harness
 
 /// Scenario 2: `set` → source write → `state` received, one at a time; against a bare echo
 /// client (subscribes A, publishes B) through the same broker.

@@ -1,7 +1,7 @@
 import Foundation
 import Gateway
 import MQTT
-import TestSupport
+import Harness
 
 /// Scenario 3: a gateway process started on N generated accessory files; the time from spawning
 /// it until `home/$gateway/status` says `online` (published after the whole retained tree) and

@@ -6,7 +6,7 @@ import MQTT
 import ServiceLifecycle
 import Simulator
 import Synchronization
-import TestSupport
+import Harness
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String

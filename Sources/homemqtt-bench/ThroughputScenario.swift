@@ -2,7 +2,7 @@ import Foundation
 import Gateway
 import HomeModel
 import MQTT
-import TestSupport
+import Harness
 
 /// Scenario 1: notifications from a simulated home, as fast as the source produces them, until
 /// a subscriber has them all; against the same messages from a bare publisher.
