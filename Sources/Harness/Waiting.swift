@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// Thrown by the helpers when something did not happen in time; names what was awaited.
@@ -51,8 +51,22 @@ public final class TemporaryDirectory: Sendable {
         ExitCleanup.directories.withLock { _ = $0.insert(path) }
     }
 
+    public var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
+
     /// `path` + "/" + name.
     public func file(_ name: String) -> String { path + "/" + name }
+
+    /// Writes `text` to `name` (sub-directories made as needed) and returns the file's URL.
+    @discardableResult
+    public func write(_ name: String, _ text: String) throws -> URL {
+        let target = url.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: target)
+        return target
+    }
+
+    /// The names in the directory now.
+    public func entries() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] }
 
     public func remove() {
         try? FileManager.default.removeItem(atPath: path)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 @testable import HAP
 
@@ -11,8 +12,8 @@ final class PairingStoreTests: XCTestCase {
     }
 
     func testSaveLoadReplaceRemove() throws {
-        let dir = try makeTempDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let temporary = try TemporaryDirectory()
+        let dir = temporary.url
         let store = HAPPairingStore(directory: dir.appendingPathComponent("state"))
         XCTAssertEqual(try store.all(), [])
         var a = sample("AA:BB:CC:DD:EE:01")
@@ -34,8 +35,8 @@ final class PairingStoreTests: XCTestCase {
     }
 
     func testCorruptFileIsANamedError() throws {
-        let dir = try makeTempDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let temporary = try TemporaryDirectory()
+        let dir = temporary.url
         let store = HAPPairingStore(directory: dir)
         try Data("{\"accessoryPairingID\": 1".utf8).write(to: store.fileURL(for: "X"))
         XCTAssertThrowsError(try store.all()) { error in

@@ -46,8 +46,4 @@ struct PeerFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-func makeTempDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("hap-tests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
+

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import HomeModel
 import Logging
 import XCTest
@@ -60,8 +61,8 @@ final class PeerTests: XCTestCase {
 
     func testWrongSetupCodeIsRefused() async throws {
         try PeerProcess.requireVenv()
-        let dir = try makeTempDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let temporary = try TemporaryDirectory()
+        let dir = temporary.url
         let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
         addTeardownBlock { await peer.stop() }
         try await peer.waitReady()
@@ -95,8 +96,8 @@ final class PeerTests: XCTestCase {
 
     func testPairReadWriteEventsRestartAndUnpair() async throws {
         try PeerProcess.requireVenv()
-        let dir = try makeTempDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let temporary = try TemporaryDirectory()
+        let dir = temporary.url
         let state = dir.appendingPathComponent("peer.state")
         var peer = try PeerProcess(port: 0, state: state)
         let peers = PeerList(peer)

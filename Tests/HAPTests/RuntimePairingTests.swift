@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import HomeModel
 import Logging
 import XCTest
@@ -8,8 +9,8 @@ import XCTest
 final class RuntimePairingTests: XCTestCase {
     func testAddAndRemoveAPairingWhileRunning() async throws {
         try PeerProcess.requireVenv()
-        let dir = try makeTempDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let temporary = try TemporaryDirectory()
+        let dir = temporary.url
         let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
         addTeardownBlock { await peer.stop() }
         try await peer.waitReady()

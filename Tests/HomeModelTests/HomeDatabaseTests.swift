@@ -3,16 +3,10 @@ import Testing
 import TestSupport
 @testable import HomeModel
 
-/// A fresh directory under the system temp dir, removed when the test is done with it.
-final class TempDirectory {
-    let url: URL
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("homemodel-\(UUID().uuidString)")
-    }
-    var file: URL { url.appendingPathComponent(HomeDatabase.fileName) }
-    func bytes() throws -> Data { try Data(contentsOf: file) }
-    func entries() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] }
-    deinit { try? FileManager.default.removeItem(at: url) }
+extension TemporaryDirectory {
+    /// The home database's file in this directory.
+    var databaseFile: URL { url.appendingPathComponent(HomeDatabase.fileName) }
+    func bytes() throws -> Data { try Data(contentsOf: databaseFile) }
 }
 
 private func accessory(_ id: String, room: String? = nil) -> Accessory {
@@ -22,7 +16,7 @@ private func accessory(_ id: String, room: String? = nil) -> Accessory {
 }
 
 /// What is on disk now, read the way another process would.
-private func onDisk(_ dir: TempDirectory) async throws -> Home {
+private func onDisk(_ dir: TemporaryDirectory) async throws -> Home {
     try await HomeDatabase(directory: dir.url, exclusive: false).home
 }
 
@@ -53,7 +47,7 @@ final class CrashSwitch: @unchecked Sendable {
 
 @Suite struct HomeDatabaseTests {
     @Test func startsWithADefaultRoomAndPersistsIt() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         let db = try HomeDatabase(directory: dir.url)
         let home = await db.home
         #expect(home.roomForEntireHome.name == "Default Room")
@@ -66,7 +60,7 @@ final class CrashSwitch: @unchecked Sendable {
     }
 
     @Test func everyChangePersistsThenEmitsItsEvent() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         let db = try HomeDatabase(directory: dir.url)
         var events = db.events().makeAsyncIterator()
         let other = db.events()  // every stream sees every event
@@ -139,7 +133,7 @@ final class CrashSwitch: @unchecked Sendable {
     }
 
     @Test func noChangeMeansNoEventAndNoWrite() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         let db = try HomeDatabase(directory: dir.url)
         let room = try await db.addRoom(named: "Hall")
         let before = try dir.bytes()
@@ -178,7 +172,7 @@ final class CrashSwitch: @unchecked Sendable {
     }
 
     @Test func removedAccessoriesStayOutUntilRestoredAcrossReopen() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         do {
             let db = try HomeDatabase(directory: dir.url)
             try await db.adopt([accessory("door", room: "Garage"), accessory("plug")])
@@ -237,7 +231,7 @@ final class CrashSwitch: @unchecked Sendable {
     }
 
     @Test func inMemoryCopyStartsFromTheGivenHomeAndStaysApart() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         let db = try HomeDatabase(directory: dir.url)
         try await db.addRoom(named: "Porch")
         let before = try dir.bytes()
@@ -265,35 +259,35 @@ final class CrashSwitch: @unchecked Sendable {
 
     @Test func corruptFileIsRefusedAndLeftAsItIs() async throws {
         for text in ["{not json", "", "[1,2]", #"{"version": 1}"#, #"{"version": 1, "primaryHomeID": "x", "homes": []}"#, #"{"version": "1"}"#] {
-            let dir = TempDirectory()
+            let dir = try TemporaryDirectory()
             try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
-            try Data(text.utf8).write(to: dir.file)
+            try Data(text.utf8).write(to: dir.databaseFile)
             do {
                 _ = try HomeDatabase(directory: dir.url)
                 Issue.record("opened a corrupt file: \(text)")
             } catch {
                 #expect(error.code == "corrupt-database", "\(text)")
-                #expect(error.message.contains(dir.file.path))
+                #expect(error.message.contains(dir.databaseFile.path))
             }
             #expect(try dir.bytes() == Data(text.utf8))
         }
     }
 
     @Test func newerVersionIsRefusedAndLeftAsItIs() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
         let text = #"{"version": 2, "whatever": "the future holds"}"#
-        try Data(text.utf8).write(to: dir.file)
+        try Data(text.utf8).write(to: dir.databaseFile)
         #expect(throws: ModelError.self) { try HomeDatabase(directory: dir.url) }
         do { _ = try HomeDatabase(directory: dir.url, exclusive: false) } catch {
             #expect(error.code == "unsupported-version")
-            #expect(error.message.contains(dir.file.path))
+            #expect(error.message.contains(dir.databaseFile.path))
         }
         #expect(try dir.bytes() == Data(text.utf8))
     }
 
     @Test func reloadEqualsAfterReopen() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         var saved: Home
         do {
             let db = try HomeDatabase(directory: dir.url, exclusive: false)
@@ -310,7 +304,7 @@ final class CrashSwitch: @unchecked Sendable {
     /// file that loads as the old home or the new one, never a broken one.
     @Test func interruptedWriteLeavesOldOrNew() async throws {
         // How many steps one change takes, with 16-byte chunks.
-        let probeDir = TempDirectory()
+        let probeDir = try TemporaryDirectory()
         _ = try await HomeDatabase(directory: probeDir.url, exclusive: false).addRoom(named: "Old")
         let probe = CrashSwitch(crashAt: nil)
         try await HomeDatabase(directory: probeDir.url, exclusive: false, writer: AtomicFileWriter(chunkSize: 16, hook: probe.hook))
@@ -321,7 +315,7 @@ final class CrashSwitch: @unchecked Sendable {
 
         var sawLeftover = false
         for crashAt in 0...total {
-            let dir = TempDirectory()
+            let dir = try TemporaryDirectory()
             let old = try await HomeDatabase(directory: dir.url, exclusive: false).addRoom(named: "Old")
             let crash = CrashSwitch(crashAt: crashAt)
             let db = try HomeDatabase(directory: dir.url, exclusive: false, writer: AtomicFileWriter(chunkSize: 16, hook: crash.hook))
@@ -352,7 +346,7 @@ final class CrashSwitch: @unchecked Sendable {
     // MARK: Locking
 
     @Test func secondWriterIsLockedOut() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         let owner = try HomeDatabase(directory: dir.url)
         #expect(throws: ModelError(code: "locked", message: "the home database is in use by another process (\(dir.url.appendingPathComponent("home.lock").path) is locked)")) {
             try HomeDatabase(directory: dir.url)
@@ -367,7 +361,7 @@ final class CrashSwitch: @unchecked Sendable {
     }
 
     @Test func nonExclusiveWritersMergeThroughTheFile() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         let a = try HomeDatabase(directory: dir.url, exclusive: false)
         let b = try HomeDatabase(directory: dir.url, exclusive: false)
         try await a.addRoom(named: "A")
@@ -379,7 +373,7 @@ final class CrashSwitch: @unchecked Sendable {
     /// Another process (util-linux `flock`, the same flock(2) lock) holds the lock.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/flock")))
     func lockHeldByAnotherProcess() async throws {
-        let dir = TempDirectory()
+        let dir = try TemporaryDirectory()
         try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
         // `-o`: the command does not inherit the lock, so killing flock releases it.
         let holder = try ChildProcess("/usr/bin/flock", ["-n", "-o", dir.url.appendingPathComponent("home.lock").path, "/bin/sh", "-c", "echo ready; sleep 30"])

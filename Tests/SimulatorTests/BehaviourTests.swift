@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import HomeModel
 import Testing
 @testable import Simulator
@@ -42,7 +43,7 @@ enum Door {
 @Suite struct GarageDoorTests {
     struct Door_ {
         let home: SimulatedHome
-        let dir: TempDirectory
+        let dir: TemporaryDirectory
         let target: CharacteristicAddress
         let current: CharacteristicAddress
         let obstruction: CharacteristicAddress

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import HomeModel
 import Testing
 @testable import Simulator
@@ -91,7 +92,7 @@ import Testing
     }
 
     @Test func importFromYAMLSetsRoomsAndCategory() async throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory()
         let dump = try Data(contentsOf: Paths.fixtures.appendingPathComponent("home_assistant_bridge_fan.json"))
         try dir.write("dumps/fans.json", String(decoding: dump, as: UTF8.self))
         let yml = try dir.write("fans.yml", """
@@ -182,7 +183,7 @@ import Testing
 @Suite struct BadFileTests {
     /// Loads `text` as `bad.yml` (next to a good file) and returns the error.
     func failure(_ text: String, file: String = "bad.yml") throws -> SimulatorError {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory()
         try dir.write("a-good.yml", "name: Good One\nservices:\n  - type: switch\n")
         try dir.write(file, text)
         do {
@@ -303,7 +304,7 @@ import Testing
     /// Files are parsed side by side, but what a load says is what a load in order would: the
     /// first bad file's error, and accessories in file order.
     @Test func manyFilesLoadInOrderAndTheFirstBadOneIsNamed() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory()
         var files: [URL] = []
         for index in 0..<200 {
             let number = String(format: "%03d", index)
@@ -328,7 +329,7 @@ import Testing
     }
 
     @Test func nothingLoadsWhenOneFileIsBad() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory()
         let good = try dir.write("good.yml", "name: Good\nservices:\n  - type: switch\n")
         let bad = try dir.write("z-bad.yml", "name: Bad\nservices:\n  - type: switch\n    characteristics: { on: maybe }\n")
         #expect(throws: SimulatorError.self) { try AccessoryFileLoader.load(files: [good, bad]) }

@@ -1,5 +1,6 @@
 import Foundation
 import HomeModel
+import TestSupport
 @testable import Simulator
 
 enum Paths {
@@ -8,25 +9,6 @@ enum Paths {
     static let config = repo.appendingPathComponent("Config/accessories")
 }
 
-/// A scratch directory of accessory files, removed when the value goes away.
-final class TempDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("sim-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> URL {
-        let file = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try text.write(to: file, atomically: true, encoding: .utf8)
-        return file
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
 
 /// Reads a home's events in order. `drain()` returns everything emitted up to now, by
 /// emitting a marker and reading until it arrives, so "no event" can be asserted without waiting.
@@ -77,8 +59,8 @@ extension SimulatedHome {
 }
 
 /// Loads one YAML text as a home on the manual clock.
-func makeHome(_ yaml: String, stem: String = "test", extra: [String: String] = [:]) throws -> (SimulatedHome, TempDirectory) {
-    let dir = try TempDirectory()
+func makeHome(_ yaml: String, stem: String = "test", extra: [String: String] = [:]) throws -> (SimulatedHome, TemporaryDirectory) {
+    let dir = try TemporaryDirectory()
     var files = [try dir.write("\(stem).yml", yaml)]
     for (name, text) in extra.sorted(by: { $0.key < $1.key }) { files.append(try dir.write(name, text)) }
     return (try SimulatedHome.load(files: files, clock: .manual), dir)
