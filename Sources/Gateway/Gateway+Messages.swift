@@ -100,7 +100,7 @@ extension Gateway {
         guard message.retain else { return false }
         if !message.payload.isEmpty {
             sendResult(resultTopic, op: op, id: id, .failure(GatewayFailure(
-                code: "retained", message: "a retained \(op) request is not applied; publish it without the retain flag")))
+                code: .retained, message: "a retained \(op) request is not applied; publish it without the retain flag")))
             enqueue(message.topic, [], retain: true)
         }
         return true
@@ -135,28 +135,28 @@ extension Gateway {
         var id: JSONValue = .null
         do throws(ModelError) {
             if node.isReadOnlyScope {
-                return .failure(GatewayFailure(code: "read-only-scope", message: "\(label) of this accessory is read-only by the gateway's scope configuration"))
+                return .failure(GatewayFailure(code: .readOnlyScope, message: "\(label) of this accessory is read-only by the gateway's scope configuration"))
             }
             try ValueCodec.checkWritable(metadata, label: label)
             guard let text = String(validating: payload, as: UTF8.self) else {
-                return .failure(GatewayFailure(code: "invalid-payload", message: "the payload is not UTF-8 text"))
+                return .failure(GatewayFailure(code: .invalidPayload, message: "the payload is not UTF-8 text"))
             }
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty {
-                return .failure(GatewayFailure(code: "empty", message: "an empty payload sets nothing; send a value such as \(Self.example(metadata))"))
+                return .failure(GatewayFailure(code: .empty, message: "an empty payload sets nothing; send a value such as \(Self.example(metadata))"))
             }
             if trimmed.hasPrefix("{") {
                 let json = try JSONValue(parsing: Array(trimmed.utf8))
                 guard case .object(let object) = json else {
-                    return .failure(GatewayFailure(code: "invalid-json", message: "expected a JSON object with \"value\""))
+                    return .failure(GatewayFailure(code: .invalidJSON, message: "expected a JSON object with \"value\""))
                 }
                 id = object["id"] ?? .null
                 guard let raw = object["value"] else {
-                    return .failure(GatewayFailure(code: "missing-value", message: "the JSON object has no \"value\""))
+                    return .failure(GatewayFailure(code: .missingValue, message: "the JSON object has no \"value\""))
                 }
                 let unknown = object.keys.filter { $0 != "value" && $0 != "id" }.sorted()
                 if !unknown.isEmpty {
-                    return .failure(GatewayFailure(code: "unknown-field", message: "unknown field(s) \(unknown.joined(separator: ", ")); allowed: value, id"))
+                    return .failure(GatewayFailure(code: .unknownField, message: "unknown field(s) \(unknown.joined(separator: ", ")); allowed: value, id"))
                 }
                 return .success((try ValueCodec.parse(json: raw, metadata: metadata, label: label), id))
             }
@@ -182,16 +182,16 @@ extension Gateway {
         if refuseRetained(message, resultTopic: resultTopic, op: "toggle", id: id) { return }
         guard let node = PrimaryControl.characteristic(in: service) else {
             sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
-                code: "not-toggleable", message: "a \(service.typeName) service has no primary control in scope to toggle")))
+                code: .notToggleable, message: "a \(service.typeName) service has no primary control in scope to toggle")))
             return
         }
         if node.isReadOnlyScope {
             sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
-                code: "read-only-scope", message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")))
+                code: .readOnlyScope, message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")))
             return
         }
         guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
-            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: "not-toggleable", message: "no value to flip to")))
+            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: .notToggleable, message: "no value to flip to")))
             return
         }
         dispatch(Job(kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic))

@@ -20,7 +20,7 @@ extension Gateway {
         if message.retain {
             if !message.payload.isEmpty {
                 sendResponse(responseTopic, id: Self.requestID(message.payload), .failure(GatewayFailure(
-                    code: "retained", message: "a retained request is not run; publish it without the retain flag")))
+                    code: .retained, message: "a retained request is not run; publish it without the retain flag")))
                 enqueue(message.topic, [], retain: true)
             }
             return
@@ -31,12 +31,12 @@ extension Gateway {
         } else {
             do throws(ModelError) {
                 guard case .object(let object) = try JSONValue(parsing: message.payload) else {
-                    sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: "a request is a JSON object")))
+                    sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: .invalidJSON, message: "a request is a JSON object")))
                     return
                 }
                 fields = object
             } catch {
-                sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: "invalid-json", message: error.message)))
+                sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: .invalidJSON, message: error.message)))
                 return
             }
         }
@@ -51,7 +51,7 @@ extension Gateway {
         case .failure(let failure):
             counters.errors += 1
             enqueue(topic, json: .object([
-                "id": id, "status": .string("error"), "code": .string(failure.code), "message": .string(failure.message),
+                "id": id, "status": .string("error"), "code": .string(failure.code.rawValue), "message": .string(failure.message),
             ]))
         }
     }
@@ -64,7 +64,7 @@ extension Gateway {
 
     func requirePairing(_ op: String) throws(GatewayFailure) -> any PairingManager {
         guard let pairing else {
-            throw GatewayFailure(code: "no-pairing-source", message: "\(op) needs the hap source; add `- type: hap` under sources in the config")
+            throw GatewayFailure(code: .noPairingSource, message: "\(op) needs the hap source; add `- type: hap` under sources in the config")
         }
         return pairing
     }
@@ -152,7 +152,7 @@ extension Gateway {
                 return .success(try Self.scopeJSON(scope.config))
             case "scope/set":
                 guard let raw = request.fields["scope"] else {
-                    throw GatewayFailure(code: "missing-field", message: "scope/set needs \"scope\": an object like scope/get returns")
+                    throw GatewayFailure(code: .missingField, message: "scope/set needs \"scope\": an object like scope/get returns")
                 }
                 request.use("scope")
                 try request.finish()
@@ -187,7 +187,7 @@ extension Gateway {
                 try request.finish()
                 return .success(try await manager.discover(timeout: timeout))
             default:
-                throw GatewayFailure(code: "unknown-op", message: "unknown operation '\(op)'; known: \(Self.operations.joined(separator: ", "))")
+                throw GatewayFailure(code: .unknownOp, message: "unknown operation '\(op)'; known: \(Self.operations.joined(separator: ", "))")
             }
         } catch {
             return .failure(error)
@@ -217,7 +217,7 @@ extension Gateway {
             ?? tree.rooms.first(where: { $0.slug == key })?.room {
             return room
         }
-        throw GatewayFailure(code: "unknown-room", message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
+        throw GatewayFailure(code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
     }
 
     func resolveAccessory(_ request: RequestFields) throws(GatewayFailure) -> TopicTree.AccessoryNode {
@@ -228,9 +228,9 @@ extension Gateway {
         }
         if matches.count == 1 { return matches[0] }
         if matches.count > 1 {
-            throw GatewayFailure(code: "ambiguous", message: "\(matches.count) accessories are named '\(key)'; use its id or topic: \(matches.map(\.topic).joined(separator: ", "))")
+            throw GatewayFailure(code: .ambiguous, message: "\(matches.count) accessories are named '\(key)'; use its id or topic: \(matches.map(\.topic).joined(separator: ", "))")
         }
-        throw GatewayFailure(code: "unknown-accessory", message: "no accessory '\(key)' in scope (by id, name or topic)")
+        throw GatewayFailure(code: .unknownAccessory, message: "no accessory '\(key)' in scope (by id, name or topic)")
     }
 
     func resolveService(_ request: RequestFields, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure) -> TopicTree.ServiceNode {
@@ -240,7 +240,7 @@ extension Gateway {
         }) {
             return service
         }
-        throw GatewayFailure(code: "unknown-service", message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
+        throw GatewayFailure(code: .unknownService, message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
     }
 
     public static func scopeJSON(_ scope: ScopeConfig) throws(GatewayFailure) -> JSONValue {
@@ -248,7 +248,7 @@ extension Gateway {
             let data = try JSONEncoder().encode(scope)
             return try JSONValue(parsing: Array(data))
         } catch {
-            throw GatewayFailure(code: "internal", message: "cannot encode the scope: \(error)")
+            throw GatewayFailure(code: .internal, message: "cannot encode the scope: \(error)")
         }
     }
 
@@ -256,11 +256,11 @@ extension Gateway {
     /// unknown or ill-typed one is an error naming it (`scope.rooms.alow`).
     public static func decodeScope(_ value: JSONValue) throws(GatewayFailure) -> ScopeConfig {
         guard case .object(let object) = value else {
-            throw GatewayFailure(code: "invalid-field", message: "\"scope\" must be an object")
+            throw GatewayFailure(code: .invalidField, message: "\"scope\" must be an object")
         }
         let known: Set<String> = ["manufacturers", "user-interactive-only", "service-types", "characteristic-types", "rooms", "accessories", "read-only"]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw GatewayFailure(code: "unknown-field", message: "scope has no field '\(unknown)'; fields: \(known.sorted().joined(separator: ", "))")
+            throw GatewayFailure(code: .unknownField, message: "scope has no field '\(unknown)'; fields: \(known.sorted().joined(separator: ", "))")
         }
         func strings(_ value: JSONValue?, _ path: String) throws(GatewayFailure) -> [String]? {
             switch value {
@@ -270,22 +270,22 @@ extension Gateway {
                 var out: [String] = []
                 for item in items {
                     guard let text = item.stringValue else {
-                        throw GatewayFailure(code: "invalid-field", message: "\(path) must be a list of strings, got \(item.kindName) in it")
+                        throw GatewayFailure(code: .invalidField, message: "\(path) must be a list of strings, got \(item.kindName) in it")
                     }
                     out.append(text)
                 }
                 return out
             case let other?:
-                throw GatewayFailure(code: "invalid-field", message: "\(path) must be a list of strings, got \(other.kindName)")
+                throw GatewayFailure(code: .invalidField, message: "\(path) must be a list of strings, got \(other.kindName)")
             }
         }
         func list(_ key: String) throws(GatewayFailure) -> ScopeList? {
             guard let value = object[key], value != .null else { return nil }
             guard case .object(let fields) = value else {
-                throw GatewayFailure(code: "invalid-field", message: "scope.\(key) must be an object with allow and/or deny")
+                throw GatewayFailure(code: .invalidField, message: "scope.\(key) must be an object with allow and/or deny")
             }
             if let unknown = fields.keys.sorted().first(where: { $0 != "allow" && $0 != "deny" }) {
-                throw GatewayFailure(code: "unknown-field", message: "scope.\(key) has no field '\(unknown)'; fields: allow, deny")
+                throw GatewayFailure(code: .unknownField, message: "scope.\(key) has no field '\(unknown)'; fields: allow, deny")
             }
             return ScopeList(allow: try strings(fields["allow"], "scope.\(key).allow"), deny: try strings(fields["deny"], "scope.\(key).deny") ?? [])
         }
@@ -300,7 +300,7 @@ extension Gateway {
         case nil, .null?: break
         case .bool(let flag)?: scope.userInteractiveOnly = flag
         case let other?:
-            throw GatewayFailure(code: "invalid-field", message: "scope.user-interactive-only must be true or false, got \(other.kindName)")
+            throw GatewayFailure(code: .invalidField, message: "scope.user-interactive-only must be true or false, got \(other.kindName)")
         }
         return scope
     }
@@ -310,13 +310,13 @@ extension Gateway {
         do throws(ConfigError) {
             filter = try ScopeFilter(newScope, file: "scope/set")
         } catch {
-            throw GatewayFailure(code: "invalid-scope", message: error.description)
+            throw GatewayFailure(code: .invalidScope, message: error.description)
         }
         if let scopeStore {
             do {
                 try scopeStore.save(newScope)
             } catch {
-                throw GatewayFailure(code: "storage", message: "cannot save the scope: \(error)")
+                throw GatewayFailure(code: .io, message: "cannot save the scope: \(error)")
             }
         }
         scope = filter
@@ -346,10 +346,10 @@ final class RequestFields: @unchecked Sendable {
     func string(_ key: String) throws(GatewayFailure) -> String {
         used.insert(key)
         guard let value = fields[key] else {
-            throw GatewayFailure(code: "missing-field", message: "the request needs \"\(key)\"")
+            throw GatewayFailure(code: .missingField, message: "the request needs \"\(key)\"")
         }
         guard case .string(let text) = value, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a non-empty string")
+            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a non-empty string")
         }
         return text
     }
@@ -359,17 +359,17 @@ final class RequestFields: @unchecked Sendable {
         switch fields[key] {
         case nil, .null?: return nil
         case .string(let text)?: return text.isEmpty ? nil : text
-        default: throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a string or null")
+        default: throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a string or null")
         }
     }
 
     func int(_ key: String, in range: ClosedRange<Int>) throws(GatewayFailure) -> Int {
         used.insert(key)
         guard let value = fields[key] else {
-            throw GatewayFailure(code: "missing-field", message: "the request needs \"\(key)\"")
+            throw GatewayFailure(code: .missingField, message: "the request needs \"\(key)\"")
         }
         guard let number = value.intValue, range.contains(number) else {
-            throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)")
+            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)")
         }
         return number
     }
@@ -378,7 +378,7 @@ final class RequestFields: @unchecked Sendable {
         used.insert(key)
         guard let value = fields[key], value != .null else { return nil }
         guard let number = value.doubleValue, range.contains(number) else {
-            throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a number in \(range.lowerBound)…\(range.upperBound)")
+            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a number in \(range.lowerBound)…\(range.upperBound)")
         }
         return number
     }
@@ -386,7 +386,7 @@ final class RequestFields: @unchecked Sendable {
     func finish(extra: [String] = []) throws(GatewayFailure) {
         let unknown = fields.keys.filter { !used.contains($0) && !extra.contains($0) }.sorted()
         if !unknown.isEmpty {
-            throw GatewayFailure(code: "unknown-field", message: "unknown field(s): \(unknown.joined(separator: ", "))")
+            throw GatewayFailure(code: .unknownField, message: "unknown field(s): \(unknown.joined(separator: ", "))")
         }
     }
 }

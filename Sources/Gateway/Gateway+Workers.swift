@@ -14,7 +14,7 @@ extension Gateway {
         }
         if let node = tree.accessory(id: job.accessoryID), !node.accessory.isReachable {
             sendResult(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
-                code: "unreachable", message: "\(node.displayName) is unreachable",
+                code: .unreachable, message: "\(node.displayName) is unreachable",
                 hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
             return
         }
@@ -65,7 +65,7 @@ extension Gateway {
             try? await Task.sleep(for: .milliseconds(100))
             for job in deadlines.takeExpired() {
                 await sendResult(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
-                    code: "timeout", message: "the accessory did not answer within \(timeout) s",
+                    code: .timeout, message: "the accessory did not answer within \(timeout) s",
                     hapStatus: AccessoryError.Status.timedOut.rawValue)))
             }
         }

@@ -157,7 +157,7 @@ enum Payloads {
     static func error(id: JSONValue, op: String, _ failure: GatewayFailure) -> JSONValue {
         var object: [String: JSONValue] = [
             "id": id, "op": .string(op), "status": .string("error"),
-            "code": .string(failure.code), "message": .string(failure.message),
+            "code": .string(failure.code.rawValue), "message": .string(failure.message),
         ]
         if let hap = failure.hapStatus { object["hap"] = .int(Int64(hap)) }
         return .object(object)
@@ -166,11 +166,11 @@ enum Payloads {
 
 /// Why a request failed: our machine code, a message, and HAP's status where one applies.
 public struct GatewayFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     public var hapStatus: Int?
 
-    public init(code: String, message: String, hapStatus: Int? = nil) {
+    public init(code: ErrorCode, message: String, hapStatus: Int? = nil) {
         self.code = code
         self.message = message
         self.hapStatus = hapStatus
@@ -179,8 +179,8 @@ public struct GatewayFailure: Error, Sendable, Hashable, CustomStringConvertible
     public init(_ error: ModelError) {
         let invalid = AccessoryError.Status.invalidValue.rawValue
         let hap: Int? = switch error.code {
-        case "read-only": AccessoryError.Status.readOnly.rawValue
-        case "out-of-range", "not-a-valid-value", "invalid-type", "too-long", "not-a-step": invalid
+        case .readOnly: AccessoryError.Status.readOnly.rawValue
+        case .outOfRange, .notAValidValue, .invalidType, .tooLong, .notAStep: invalid
         default: nil
         }
         self.init(code: error.code, message: error.message, hapStatus: hap)

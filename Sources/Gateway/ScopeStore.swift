@@ -26,7 +26,7 @@ public struct ScopeStore: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data: Data
         do { data = try encoder.encode(scope) } catch {
-            throw ModelError(code: "io-error", message: "could not encode the scope: \(error)")
+            throw ModelError(code: .io, message: "could not encode the scope: \(error)")
         }
         try AtomicFileWriter().write(data, to: file)
     }

@@ -55,12 +55,12 @@ private final class ResponseSlot: @unchecked Sendable {
                     }
                 }
             } onCancel: {
-                resolve(.failure(HAPError(code: "cancelled", message: "the request was cancelled")))
+                resolve(.failure(HAPError(code: .cancelled, message: "the request was cancelled")))
             }
         } catch let e as HAPError {
             throw e
         } catch {
-            throw HAPError(code: "io", message: "\(error)")
+            throw HAPError(code: .io, message: "\(error)")
         }
     }
 }
@@ -124,7 +124,7 @@ public actor HAPConnection {
             channel = try await bootstrap.connect(host: host, port: port).get()
         } catch {
             continuation.finish()
-            throw HAPError(code: "unreachable", message: "cannot connect to the accessory at \(host):\(port): \(error)")
+            throw HAPError(code: .unreachable, message: "cannot connect to the accessory at \(host):\(port): \(error)")
         }
         let connection = HAPConnection(host: host, port: port, channel: channel, inbound: inbound, logger: logger)
         await connection.startReader(inbound)
@@ -200,10 +200,10 @@ public actor HAPConnection {
         var buffer = channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         channel.writeAndFlush(buffer).whenFailure { error in
-            slot.resolve(.failure(HAPError(code: "io", message: "sending to the accessory failed: \(error)")))
+            slot.resolve(.failure(HAPError(code: .io, message: "sending to the accessory failed: \(error)")))
         }
         let timer = channel.eventLoop.scheduleTask(in: Self.requestTimeout) {
-            slot.resolve(.failure(HAPError(code: "timeout", message: "the accessory did not answer \(method) \(path) within 10 s")))
+            slot.resolve(.failure(HAPError(code: .timeout, message: "the accessory did not answer \(method) \(path) within 10 s")))
         }
         defer { timer.cancel() }
         do {
@@ -211,7 +211,7 @@ public actor HAPConnection {
         } catch {
             if pending === slot { pending = nil }
             // A late answer would be taken for the next request's: the connection is unusable.
-            if error.code == "timeout" || error.code == "cancelled" || error.code == "io" { fail(error) }
+            if error.code == .timeout || error.code == .cancelled || error.code == .io { fail(error) }
             throw error
         }
     }

@@ -47,7 +47,7 @@ public actor HAPController {
 
     func pairing(id: String) throws(HAPError) -> HAPPairing {
         guard let p = try store.pairing(id: id) else {
-            throw HAPError(code: "unknown-pairing", message: "no pairing with accessory \(id) in \(store.directory.path)")
+            throw HAPError(code: .unknownPairing, message: "no pairing with accessory \(id) in \(store.directory.path)")
         }
         return p
     }
@@ -78,7 +78,7 @@ public actor HAPController {
         do {
             return try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)
         } catch {
-            throw HAPError(code: "protocol", message: "the accessory's /accessories does not describe accessories: \(error.message)")
+            throw HAPError(code: .protocolError, message: "the accessory's /accessories does not describe accessories: \(error.message)")
         }
     }
 
@@ -110,7 +110,7 @@ public actor HAPController {
                 throw error
             }
             await connection.close()
-        } catch where error.code == "unknown-pairing" {
+        } catch where error.code == .unknownPairing {
             logger.info("accessory \(id) no longer knows this controller; removing the local pairing")
         } catch {
             if !force { throw error }

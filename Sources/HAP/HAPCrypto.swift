@@ -35,7 +35,7 @@ public enum HAPCrypto {
                 plaintext, using: SymmetricKey(data: key), nonce: ChaChaPoly.Nonce(data: nonce), authenticating: aad)
             return Array(box.ciphertext) + Array(box.tag)
         } catch {
-            throw HAPError(code: "protocol", message: "encryption failed: \(error)")
+            throw HAPError(code: .protocolError, message: "encryption failed: \(error)")
         }
     }
 
@@ -69,7 +69,7 @@ public enum HAPCrypto {
             let key = try Curve25519.Signing.PrivateKey(rawRepresentation: privateKey)
             return Array(try key.signature(for: message))
         } catch {
-            throw HAPError(code: "protocol", message: "signing failed: \(error)")
+            throw HAPError(code: .protocolError, message: "signing failed: \(error)")
         }
     }
 
@@ -77,7 +77,7 @@ public enum HAPCrypto {
         do {
             return Array(try Curve25519.Signing.PrivateKey(rawRepresentation: privateKey).publicKey.rawRepresentation)
         } catch {
-            throw HAPError(code: "bad-pairing-file", message: "not a valid Ed25519 private key")
+            throw HAPError(code: .badPairingFile, message: "not a valid Ed25519 private key")
         }
     }
 
@@ -88,7 +88,7 @@ public enum HAPCrypto {
             let pub = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: peerPublicKey)
             return try priv.sharedSecretFromKeyAgreement(with: pub).withUnsafeBytes { Array($0) }
         } catch {
-            throw HAPError(code: "protocol", message: "the accessory's session public key is not a valid X25519 key")
+            throw HAPError(code: .protocolError, message: "the accessory's session public key is not a valid X25519 key")
         }
     }
 
@@ -96,7 +96,7 @@ public enum HAPCrypto {
         do {
             return Array(try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey).publicKey.rawRepresentation)
         } catch {
-            throw HAPError(code: "protocol", message: "not a valid X25519 private key")
+            throw HAPError(code: .protocolError, message: "not a valid X25519 private key")
         }
     }
 }

@@ -35,7 +35,7 @@ public enum HAPDiscovery {
                 }
                 .bind(host: "0.0.0.0", port: 0).get()
         } catch {
-            throw HAPError(code: "io", message: "cannot open a UDP socket for mDNS: \(error)")
+            throw HAPError(code: .io, message: "cannot open a UDP socket for mDNS: \(error)")
         }
         defer { channel.close(promise: nil) }
         let query = DNSMessage.query(name: service, type: 12)
@@ -45,7 +45,7 @@ public enum HAPDiscovery {
             buffer.writeBytes(query)
             try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: buffer)).get()
         } catch {
-            throw HAPError(code: "unreachable", message: "cannot send the mDNS query (no multicast route?): \(error)")
+            throw HAPError(code: .unreachable, message: "cannot send the mDNS query (no multicast route?): \(error)")
         }
         var records: [DNSMessage.Record] = []
         await withTaskGroup(of: Void.self) { group in
@@ -135,7 +135,7 @@ public struct DNSMessage: Sendable {
         [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0] + encodeName(name) + [UInt8(type >> 8), UInt8(type & 0xFF), 0, 1]
     }
 
-    static func bad(_ m: String) -> HAPError { HAPError(code: "protocol", message: "malformed mDNS packet: \(m)") }
+    static func bad(_ m: String) -> HAPError { HAPError(code: .protocolError, message: "malformed mDNS packet: \(m)") }
 
     static func readName(_ p: [UInt8], _ start: Int) throws(HAPError) -> (String, Int) {
         var labels: [String] = []

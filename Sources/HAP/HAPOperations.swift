@@ -30,7 +30,7 @@ extension HAPConnection {
         do {
             return try JSONValue(parsing: response.body)
         } catch {
-            throw HAPError(code: "bad-json", message: "the accessory's \(what) is not valid JSON")
+            throw HAPError(code: .badJSON, message: "the accessory's \(what) is not valid JSON")
         }
     }
 

@@ -47,7 +47,7 @@ public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {
               let s = [UInt8](hex: controllerLTSK), s.count == 32,
               let p = [UInt8](hex: controllerLTPK), p.count == 32
         else {
-            throw HAPError(code: "bad-pairing-file", message: "the pairing for \(accessoryPairingID) has malformed keys (expected 32-byte hex); pair again")
+            throw HAPError(code: .badPairingFile, message: "the pairing for \(accessoryPairingID) has malformed keys (expected 32-byte hex); pair again")
         }
         return (a, s, p)
     }
@@ -73,7 +73,7 @@ public struct HAPPairingStore: Sendable {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
             if !FileManager.default.fileExists(atPath: directory.path) { return [] }
-            throw HAPError(code: "io", message: "cannot list the pairings in \(directory.path): \(error.localizedDescription)")
+            throw HAPError(code: .io, message: "cannot list the pairings in \(directory.path): \(error.localizedDescription)")
         }
         var result: [HAPPairing] = []
         for name in names.sorted() where name.hasPrefix(Self.prefix) && name.hasSuffix(".json") {
@@ -95,9 +95,9 @@ public struct HAPPairingStore: Sendable {
             _ = try pairing.keys()
             return pairing
         } catch let e as HAPError {
-            throw HAPError(code: "bad-pairing-file", message: "\(url.path): \(e.message)")
+            throw HAPError(code: .badPairingFile, message: "\(url.path): \(e.message)")
         } catch {
-            throw HAPError(code: "bad-pairing-file", message: "\(url.path) is not a readable pairing file: \(error)")
+            throw HAPError(code: .badPairingFile, message: "\(url.path) is not a readable pairing file: \(error)")
         }
     }
 
@@ -106,13 +106,13 @@ public struct HAPPairingStore: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data: Data
         do { data = try encoder.encode(pairing) } catch {
-            throw HAPError(code: "io", message: "cannot encode the pairing: \(error)")
+            throw HAPError(code: .io, message: "cannot encode the pairing: \(error)")
         }
         let target = fileURL(for: pairing.accessoryPairingID)
         do throws(ModelError) {
             try AtomicFileWriter().write(data, to: target)
         } catch {
-            throw HAPError(code: "io", message: "cannot write the pairing file \(target.path): \(error.message)")
+            throw HAPError(code: .io, message: "cannot write the pairing file \(target.path): \(error.message)")
         }
     }
 
@@ -120,7 +120,7 @@ public struct HAPPairingStore: Sendable {
     public func remove(id accessoryPairingID: String) throws(HAPError) {
         let url = fileURL(for: accessoryPairingID)
         if unlink(url.path) != 0 && errno != ENOENT {
-            throw HAPError(code: "io", message: "cannot remove \(url.path): \(String(cString: strerror(errno)))")
+            throw HAPError(code: .io, message: "cannot remove \(url.path): \(String(cString: strerror(errno)))")
         }
     }
 }

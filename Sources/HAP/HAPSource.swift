@@ -318,7 +318,7 @@ public actor HAPSource: AccessorySource {
         do {
             fresh = try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)
         } catch {
-            throw HAPError(code: "protocol", message: "the accessory's /accessories does not describe accessories: \(error.message)")
+            throw HAPError(code: .protocolError, message: "the accessory's /accessories does not describe accessories: \(error.message)")
         }
         let prefix = pairing.idPrefix + ":"
         let freshIDs = Set(fresh.map(\.id))

@@ -75,7 +75,7 @@ struct HTTPResponseParser {
         return HAPHTTPMessage(isEvent: isEvent, status: status, headers: headers, body: body)
     }
 
-    static func bad(_ message: String) -> HAPError { HAPError(code: "bad-http", message: "invalid HTTP from the accessory: \(message)") }
+    static func bad(_ message: String) -> HAPError { HAPError(code: .badHTTP, message: "invalid HTTP from the accessory: \(message)") }
 
     static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
         guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }

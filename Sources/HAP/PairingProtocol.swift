@@ -10,7 +10,7 @@ enum PairingProtocol {
         let digits = code.filter(\.isNumber)
         let shapeOK = code.allSatisfy { $0.isNumber || $0 == "-" }
         guard shapeOK, digits.count == 8, digits.allSatisfy({ $0.isASCII }) else {
-            throw HAPError(code: "bad-setup-code", message: "a setup code is eight digits as XXX-XX-XXX (e.g. 031-45-154)")
+            throw HAPError(code: .badSetupCode, message: "a setup code is eight digits as XXX-XX-XXX (e.g. 031-45-154)")
         }
         let d = Array(digits)
         return String(d[0..<3]) + "-" + String(d[3..<5]) + "-" + String(d[5..<8])
@@ -20,7 +20,7 @@ enum PairingProtocol {
         let response = try await connection.request("POST", path, body: tlv.encoded(), contentType: tlvContentType)
         guard response.status == 200 else {
             if response.status == 470 || response.status == 401 {
-                throw HAPError(code: "authentication", message: "the accessory refused \(step) (HTTP \(response.status))")
+                throw HAPError(code: .authentication, message: "the accessory refused \(step) (HTTP \(response.status))")
             }
             throw HAPError.proto("the accessory answered \(step) with HTTP \(response.status)")
         }
@@ -117,7 +117,7 @@ enum PairingProtocol {
         let accessoryID = try require(inner, TLVType.identifier, "pairing id", step: "pair-verify M2")
         let signature = try require(inner, TLVType.signature, "signature", step: "pair-verify M2", count: 64)
         guard accessoryID == Array(pairing.accessoryPairingID.utf8) else {
-            throw HAPError(code: "unknown-pairing", message: "the accessory at \(connection.host):\(connection.port) is \(String(decoding: accessoryID, as: UTF8.self)), not the paired \(pairing.accessoryPairingID)")
+            throw HAPError(code: .unknownPairing, message: "the accessory at \(connection.host):\(connection.port) is \(String(decoding: accessoryID, as: UTF8.self)), not the paired \(pairing.accessoryPairingID)")
         }
         guard HAPCrypto.verifyEd25519(signature: signature, message: theirPublic + accessoryID + ourPublic, publicKey: keys.accessoryLTPK) else {
             throw HAPError.badSignature("the accessory \(pairing.accessoryPairingID) did not prove the long-term key stored at pairing (a different key is refused; if the accessory was reset, pair again)")
@@ -132,8 +132,8 @@ enum PairingProtocol {
         m3.append(TLVType.encryptedData, try HAPCrypto.seal(sub.encoded(), key: sessionKey, nonce: HAPCrypto.nonce(label: "PV-Msg03")))
         do {
             _ = try await exchange(connection, path: "/pair-verify", m3, step: "pair-verify M4", expectState: 4)
-        } catch where error.code == "authentication" {
-            throw HAPError(code: "unknown-pairing", message: "the accessory \(pairing.accessoryPairingID) no longer knows this controller (pairing removed on the accessory?); pair again")
+        } catch where error.code == .authentication {
+            throw HAPError(code: .unknownPairing, message: "the accessory \(pairing.accessoryPairingID) no longer knows this controller (pairing removed on the accessory?); pair again")
         }
         await connection.enableEncryption(sharedSecret: shared)
     }

@@ -40,7 +40,7 @@ public struct HAPSessionCipher: Sendable {
         while inbound.count - consumed >= 2 {
             let length = Int(inbound[consumed]) | Int(inbound[consumed + 1]) << 8
             guard length <= Self.maxFrameLength else {
-                throw HAPError(code: "oversized-frame", message: "the accessory sent a frame of \(length) bytes; at most \(Self.maxFrameLength) are allowed")
+                throw HAPError(code: .oversizedFrame, message: "the accessory sent a frame of \(length) bytes; at most \(Self.maxFrameLength) are allowed")
             }
             let total = 2 + length + 16
             guard inbound.count - consumed >= total else { break }

@@ -26,19 +26,19 @@ public struct AccessoryError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     /// Our machine code for the status, as used in MQTT `result` messages.
-    public var code: String {
+    public var code: ErrorCode {
         switch status {
-        case .insufficientPrivileges: "insufficient-privileges"
-        case .communicationFailure: "unreachable"
-        case .busy: "busy"
-        case .readOnly: "read-only"
-        case .writeOnly: "write-only"
-        case .notificationNotSupported: "notification-not-supported"
-        case .outOfResources: "out-of-resources"
-        case .timedOut: "timeout"
-        case .doesNotExist: "does-not-exist"
-        case .invalidValue: "invalid-value"
-        case .insufficientAuthorization: "insufficient-authorization"
+        case .insufficientPrivileges: .insufficientPrivileges
+        case .communicationFailure: .unreachable
+        case .busy: .busy
+        case .readOnly: .readOnly
+        case .writeOnly: .writeOnly
+        case .notificationNotSupported: .notificationNotSupported
+        case .outOfResources: .outOfResources
+        case .timedOut: .timeout
+        case .doesNotExist: .doesNotExist
+        case .invalidValue: .invalidValue
+        case .insufficientAuthorization: .insufficientAuthorization
         }
     }
 

@@ -109,7 +109,7 @@ public struct AtomicFileWriter: Sendable {
         var info = stat()
         if stat(path, &info) == 0 {
             guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else {
-                throw ModelError(code: "io-error", message: "could not create the directory \(path): a file of that name is in the way")
+                throw ModelError(code: .io, message: "could not create the directory \(path): a file of that name is in the way")
             }
             return
         }
@@ -130,7 +130,7 @@ public struct AtomicFileWriter: Sendable {
         } catch let error as ModelError {
             throw error
         } catch {
-            throw ModelError(code: "write-interrupted", message: "write interrupted at \(s): \(error)")
+            throw ModelError(code: .writeInterrupted, message: "write interrupted at \(s): \(error)")
         }
     }
 
@@ -146,7 +146,7 @@ public struct AtomicFileWriter: Sendable {
 
     static func ioError(_ what: String) -> ModelError {
         let reason = String(cString: strerror(errno))
-        return ModelError(code: "io-error", message: "could not \(what): \(reason)")
+        return ModelError(code: .io, message: "could not \(what): \(reason)")
     }
 }
 
@@ -185,7 +185,7 @@ final class FileLock: Sendable {
                 continue
             }
             let error = busy
-                ? ModelError(code: "locked", message: "the home database is in use by another process (\(path) is locked)")
+                ? ModelError(code: .locked, message: "the home database is in use by another process (\(path) is locked)")
                 : AtomicFileWriter.ioError("lock \(path)")
             close(fd)
             throw error

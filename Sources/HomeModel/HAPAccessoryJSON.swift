@@ -20,14 +20,14 @@ public enum HAPAccessoryJSON {
         } else if let a = json["accessories"]?.arrayValue {
             list = a
         } else {
-            throw ModelError(code: "bad-accessories", message: "expected an array of accessories or {\"accessories\": [...]}")
+            throw ModelError(code: .badAccessories, message: "expected an array of accessories or {\"accessories\": [...]}")
         }
         var accessories: [Accessory] = []
         var seen = Set<UInt64>()
         for (index, item) in list.enumerated() {
             let accessory = try parseAccessory(item, index: index, idPrefix: idPrefix)
             guard seen.insert(accessory.aid).inserted else {
-                throw ModelError(code: "bad-accessories", message: "accessory aid \(accessory.aid) appears twice")
+                throw ModelError(code: .badAccessories, message: "accessory aid \(accessory.aid) appears twice")
             }
             accessories.append(accessory)
         }
@@ -46,13 +46,13 @@ public enum HAPAccessoryJSON {
 
     static func parseAccessory(_ json: JSONValue, index: Int, idPrefix: String) throws(ModelError) -> Accessory {
         guard case .object = json else {
-            throw ModelError(code: "bad-accessories", message: "accessory #\(index) is not an object")
+            throw ModelError(code: .badAccessories, message: "accessory #\(index) is not an object")
         }
         guard let aid = json["aid"]?.uint64Value else {
-            throw ModelError(code: "bad-accessories", message: "accessory #\(index) has no integer 'aid'")
+            throw ModelError(code: .badAccessories, message: "accessory #\(index) has no integer 'aid'")
         }
         guard let servicesJSON = json["services"]?.arrayValue else {
-            throw ModelError(code: "bad-accessories", message: "accessory \(aid) has no 'services' array")
+            throw ModelError(code: .badAccessories, message: "accessory \(aid) has no 'services' array")
         }
         var services: [AccessoryService] = []
         for s in servicesJSON {
@@ -77,13 +77,13 @@ public enum HAPAccessoryJSON {
 
     static func parseService(_ json: JSONValue, aid: UInt64) throws(ModelError) -> AccessoryService {
         guard let iid = json["iid"]?.uint64Value else {
-            throw ModelError(code: "bad-accessories", message: "a service of accessory \(aid) has no integer 'iid'")
+            throw ModelError(code: .badAccessories, message: "a service of accessory \(aid) has no integer 'iid'")
         }
         guard let type = json["type"]?.stringValue, !type.isEmpty else {
-            throw ModelError(code: "bad-accessories", message: "service \(aid).\(iid) has no 'type'")
+            throw ModelError(code: .badAccessories, message: "service \(aid).\(iid) has no 'type'")
         }
         guard let chars = json["characteristics"]?.arrayValue else {
-            throw ModelError(code: "bad-accessories", message: "service \(aid).\(iid) has no 'characteristics' array")
+            throw ModelError(code: .badAccessories, message: "service \(aid).\(iid) has no 'characteristics' array")
         }
         var characteristics: [Characteristic] = []
         for c in chars {
@@ -105,10 +105,10 @@ public enum HAPAccessoryJSON {
 
     static func parseCharacteristic(_ json: JSONValue, aid: UInt64) throws(ModelError) -> Characteristic {
         guard let iid = json["iid"]?.uint64Value else {
-            throw ModelError(code: "bad-accessories", message: "a characteristic of accessory \(aid) has no integer 'iid'")
+            throw ModelError(code: .badAccessories, message: "a characteristic of accessory \(aid) has no integer 'iid'")
         }
         guard let type = json["type"]?.stringValue, !type.isEmpty else {
-            throw ModelError(code: "bad-accessories", message: "characteristic \(aid).\(iid) has no 'type'")
+            throw ModelError(code: .badAccessories, message: "characteristic \(aid).\(iid) has no 'type'")
         }
         let permsJSON = json["perms"]?.arrayValue ?? []
         let permNames = permsJSON.compactMap(\.stringValue)
@@ -122,7 +122,7 @@ public enum HAPAccessoryJSON {
         let format: CharacteristicFormat
         if let f = json["format"]?.stringValue {
             guard let known = CharacteristicFormat(rawValue: f.lowercased()) else {
-                throw ModelError(code: "bad-accessories", message: "characteristic \(aid).\(iid) has unknown format '\(f)'")
+                throw ModelError(code: .badAccessories, message: "characteristic \(aid).\(iid) has unknown format '\(f)'")
             }
             format = known
         } else {
@@ -187,7 +187,7 @@ public enum HAPAccessoryJSON {
     public static func convert(_ json: JSONValue, format: CharacteristicFormat) throws(ModelError) -> CharacteristicValue? {
         if case .null = json { return nil }
         func bad() -> ModelError {
-            ModelError(code: "invalid-value", message: "value \(json.encoded(wholeDoublesAsIntegers: true)) is not a valid \(format.rawValue)")
+            ModelError(code: .invalidValue, message: "value \(json.encoded(wholeDoublesAsIntegers: true)) is not a valid \(format.rawValue)")
         }
         switch format {
         case .bool:

@@ -107,7 +107,7 @@ public actor HomeDatabase {
         try change { home throws(ModelError) in
             let name = try Self.checkedName(name, what: "room")
             if let existing = home.room(named: name) {
-                throw ModelError(code: "duplicate-name", message: "a room named '\(existing.name)' already exists")
+                throw ModelError(code: .duplicateName, message: "a room named '\(existing.name)' already exists")
             }
             let room = Room(name: name)
             home.rooms.append(room)
@@ -120,7 +120,7 @@ public actor HomeDatabase {
             let name = try Self.checkedName(newName, what: "room")
             let room = try Self.existingRoom(id, in: home)
             if let other = home.room(named: name), other.id != id {
-                throw ModelError(code: "duplicate-name", message: "a room named '\(other.name)' already exists")
+                throw ModelError(code: .duplicateName, message: "a room named '\(other.name)' already exists")
             }
             guard room.name != name else { return ((), []) }
             let renamed = Room(id: id, name: name)
@@ -139,7 +139,7 @@ public actor HomeDatabase {
         try change { home throws(ModelError) in
             let room = try Self.existingRoom(id, in: home)
             if room.id == home.roomForEntireHome.id {
-                throw ModelError(code: "default-room", message: "the default room '\(room.name)' cannot be removed")
+                throw ModelError(code: .defaultRoom, message: "the default room '\(room.name)' cannot be removed")
             }
             home.rooms.removeAll { $0.id == id }
             var events: [HomeEvent] = []
@@ -284,24 +284,24 @@ public actor HomeDatabase {
     static func checkedName(_ name: String, what: String) throws(ModelError) -> String {
         let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {
-            throw ModelError(code: "invalid-name", message: "a \(what) name must not be empty")
+            throw ModelError(code: .invalidName, message: "a \(what) name must not be empty")
         }
         guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw ModelError(code: "invalid-name", message: "a \(what) name must not contain control characters")
+            throw ModelError(code: .invalidName, message: "a \(what) name must not contain control characters")
         }
         return trimmed
     }
 
     static func existingRoom(_ id: String, in home: Home) throws(ModelError) -> Room {
         guard let room = home.room(id: id) else {
-            throw ModelError(code: "unknown-room", message: "no room with id '\(id)' in \(home.name); rooms: \(home.allRooms.map { "\($0.name) (\($0.id))" }.joined(separator: ", "))")
+            throw ModelError(code: .unknownRoom, message: "no room with id '\(id)' in \(home.name); rooms: \(home.allRooms.map { "\($0.name) (\($0.id))" }.joined(separator: ", "))")
         }
         return room
     }
 
     static func checkKnown(_ accessoryID: String, in home: Home) throws(ModelError) {
         guard home.isKnown(accessoryID: accessoryID) else {
-            throw ModelError(code: "unknown-accessory", message: "no accessory with id '\(accessoryID)' in \(home.name)")
+            throw ModelError(code: .unknownAccessory, message: "no accessory with id '\(accessoryID)' in \(home.name)")
         }
     }
 
@@ -311,16 +311,16 @@ public actor HomeDatabase {
             guard FileManager.default.fileExists(atPath: file.path) else { return nil }
             bytes = Array(try Data(contentsOf: file))
         } catch {
-            throw ModelError(code: "io-error", message: "could not read the home database \(file.path): \(error.localizedDescription)")
+            throw ModelError(code: .io, message: "could not read the home database \(file.path): \(error.localizedDescription)")
         }
         func corrupt(_ why: String) -> ModelError {
-            ModelError(code: "corrupt-database", message: "the home database \(file.path) is corrupt (\(why)); it was left as it is — fix or move it away")
+            ModelError(code: .corruptDatabase, message: "the home database \(file.path) is corrupt (\(why)); it was left as it is — fix or move it away")
         }
         let json: JSONValue
         do { json = try JSONValue(parsing: bytes) } catch { throw corrupt(error.message) }
         guard let version = json["version"]?.int64Value else { throw corrupt("no \"version\"") }
         if version > Int64(currentVersion) {
-            throw ModelError(code: "unsupported-version", message: "the home database \(file.path) is version \(version), written by a newer HomeMQTT; this one reads version \(currentVersion). It was left as it is")
+            throw ModelError(code: .unsupportedVersion, message: "the home database \(file.path) is version \(version), written by a newer HomeMQTT; this one reads version \(currentVersion). It was left as it is")
         }
         guard version >= 1 else { throw corrupt("version \(version)") }
         let document: Document
@@ -340,7 +340,7 @@ public actor HomeDatabase {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data: Data
         do { data = try encoder.encode(document) } catch {
-            throw ModelError(code: "io-error", message: "could not encode the home database: \(error)")
+            throw ModelError(code: .io, message: "could not encode the home database: \(error)")
         }
         try storage.writer.write(Array(data) + [0x0A], to: storage.file)
     }

@@ -271,7 +271,7 @@ private struct JSONParser {
 
     mutating func parseDocument() throws(ModelError) -> JSONValue {
         skipWhitespace()
-        if index == bytes.count { throw ModelError(code: "invalid-json", message: "invalid JSON: empty input") }
+        if index == bytes.count { throw ModelError(code: .invalidJSON, message: "invalid JSON: empty input") }
         let value = try parseValue(depth: 0)
         skipWhitespace()
         if index != bytes.count { throw fail("unexpected text after the value") }
@@ -279,7 +279,7 @@ private struct JSONParser {
     }
 
     func fail(_ what: String) -> ModelError {
-        ModelError(code: "invalid-json", message: "invalid JSON at byte \(index): \(what)")
+        ModelError(code: .invalidJSON, message: "invalid JSON at byte \(index): \(what)")
     }
 
     mutating func skipWhitespace() {

@@ -60,7 +60,7 @@ public struct CharacteristicPermissions: OptionSet, Sendable, Hashable, Codable 
             if let hit = Self.codes.first(where: { $0.0 == key }) ?? Self.names.first(where: { $0.0 == key }) {
                 result.insert(hit.1)
             } else {
-                throw ModelError(code: "unknown-permission", message: "unknown permission '\(item)'; allowed: \(Self.names.map(\.0).joined(separator: ", ")) or HAP codes \(Self.codes.map(\.0).joined(separator: ", "))")
+                throw ModelError(code: .unknownPermission, message: "unknown permission '\(item)'; allowed: \(Self.names.map(\.0).joined(separator: ", ")) or HAP codes \(Self.codes.map(\.0).joined(separator: ", "))")
             }
         }
         self = result
@@ -292,10 +292,11 @@ public struct Accessory: Sendable, Hashable, Identifiable {
 
 /// A typed error from the model layer: a machine code and a message for people.
 public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var code: String
+    public typealias Code = ErrorCode
+    public var code: Code
     public var message: String
 
-    public init(code: String, message: String) {
+    public init(code: Code, message: String) {
         self.code = code
         self.message = message
     }

@@ -26,14 +26,14 @@ public enum ValueCodec {
         }
         let word = text.trimmingCharacters(in: .whitespacesAndNewlines)
         if word.isEmpty {
-            throw ModelError(code: "empty", message: "\(label) needs a value, got an empty payload; \(allowed(metadata))")
+            throw ModelError(code: .empty, message: "\(label) needs a value, got an empty payload; \(allowed(metadata))")
         }
         switch metadata.format {
         case .bool:
             let lower = word.lowercased()
             if trueWords.contains(lower) { return .bool(true) }
             if falseWords.contains(lower) { return .bool(false) }
-            throw ModelError(code: "invalid-type", message: "\(label) must be true or false (or 1/0, on/off, yes/no), got '\(word)'")
+            throw ModelError(code: .invalidType, message: "\(label) must be true or false (or 1/0, on/off, yes/no), got '\(word)'")
         case .uint8, .uint16, .uint32, .uint64, .int, .float:
             if let number = validValue(named: word, metadata: metadata) {
                 return try validate(.int(number), metadata: metadata, label: label)
@@ -44,12 +44,12 @@ public enum ValueCodec {
                 return try validate(.float(d), metadata: metadata, label: label)
             }
             if !metadata.validValues.isEmpty {
-                throw ModelError(code: "not-a-valid-value", message: "\(label) must be one of \(validValuesList(metadata)), got '\(word)'")
+                throw ModelError(code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got '\(word)'")
             }
-            throw ModelError(code: "invalid-type", message: "\(label) must be \(metadata.format.isInteger ? "an integer" : "a number"), got '\(word)'")
+            throw ModelError(code: .invalidType, message: "\(label) must be \(metadata.format.isInteger ? "an integer" : "a number"), got '\(word)'")
         case .tlv8, .data:
             guard let data = Data(base64Encoded: word) else {
-                throw ModelError(code: "invalid-type", message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got '\(word.prefix(40))'")
+                throw ModelError(code: .invalidType, message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got '\(word.prefix(40))'")
             }
             return try validate(.data(Array(data)), metadata: metadata, label: label)
         case .string:
@@ -62,12 +62,12 @@ public enum ValueCodec {
     public static func parse(json: JSONValue, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
         switch json {
         case .null:
-            throw ModelError(code: "empty", message: "\(label) needs a value, got null; \(allowed(metadata))")
+            throw ModelError(code: .empty, message: "\(label) needs a value, got null; \(allowed(metadata))")
         case .string(let s):
             return try parse(text: s, metadata: metadata, label: label)
         case .bool(let b):
             guard metadata.format == .bool else {
-                throw ModelError(code: "invalid-type", message: "\(label) must be \(kindWanted(metadata)), got \(b)")
+                throw ModelError(code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(b)")
             }
             return .bool(b)
         case .int(let i):
@@ -77,7 +77,7 @@ public enum ValueCodec {
         case .double(let d):
             return try validate(.float(d), metadata: metadata, label: label)
         case .array, .object:
-            throw ModelError(code: "invalid-type", message: "\(label) must be \(kindWanted(metadata)), got \(json.kindName)")
+            throw ModelError(code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(json.kindName)")
         }
     }
 
@@ -91,34 +91,34 @@ public enum ValueCodec {
             case .int(0), .uint(0), .float(0): return .bool(false)
             case .int(1), .uint(1), .float(1): return .bool(true)
             default:
-                throw ModelError(code: "invalid-type", message: "\(label) must be true or false, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label) must be true or false, got \(describe(value))")
             }
         case .uint8, .uint16, .uint32, .uint64, .int:
             return try validateInteger(value, metadata: metadata, label: label)
         case .float:
             guard case let d? = numeric(value), !isBool(value) else {
-                throw ModelError(code: "invalid-type", message: "\(label) must be a number, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label) must be a number, got \(describe(value))")
             }
             guard d.isFinite else {
-                throw ModelError(code: "invalid-type", message: "\(label) must be a finite number, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label) must be a finite number, got \(describe(value))")
             }
             try checkNumber(d, metadata: metadata, label: label)
             return .float(d)
         case .string:
             guard case .string(let s) = value else {
-                throw ModelError(code: "invalid-type", message: "\(label) must be a string, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label) must be a string, got \(describe(value))")
             }
             let limit = metadata.maxLength ?? defaultMaxLength
             if s.count > limit {
-                throw ModelError(code: "too-long", message: "\(label) must be at most \(limit) characters, got \(s.count)")
+                throw ModelError(code: .tooLong, message: "\(label) must be at most \(limit) characters, got \(s.count)")
             }
             return value
         case .tlv8, .data:
             guard case .data(let bytes) = value else {
-                throw ModelError(code: "invalid-type", message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got \(describe(value))")
             }
             if let limit = metadata.maxDataLength, bytes.count > limit {
-                throw ModelError(code: "too-long", message: "\(label) must be at most \(limit) bytes, got \(bytes.count)")
+                throw ModelError(code: .tooLong, message: "\(label) must be at most \(limit) bytes, got \(bytes.count)")
             }
             return value
         }
@@ -127,7 +127,7 @@ public enum ValueCodec {
     public static func checkWritable(_ metadata: CharacteristicMetadata, label: String) throws(ModelError) {
         guard metadata.permissions.contains(.write) else {
             let perms = metadata.permissions.nameList
-            throw ModelError(code: "read-only", message: "\(label) is read-only (permissions: \(perms.isEmpty ? "none" : perms.joined(separator: ", ")))")
+            throw ModelError(code: .readOnly, message: "\(label) is read-only (permissions: \(perms.isEmpty ? "none" : perms.joined(separator: ", ")))")
         }
     }
 
@@ -267,15 +267,15 @@ public enum ValueCodec {
             magnitude = u
         case .float(let d):
             guard d.isFinite, d.rounded() == d else {
-                throw ModelError(code: "invalid-type", message: "\(label) must be an integer, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label) must be an integer, got \(describe(value))")
             }
             negative = d < 0
             guard let m = UInt64(exactly: d.magnitude) else {
-                throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(describe(value))")
+                throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(describe(value))")
             }
             magnitude = m
         default:
-            throw ModelError(code: "invalid-type", message: "\(label) must be \(kindWanted(metadata)), got \(describe(value))")
+            throw ModelError(code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(describe(value))")
         }
         let shown = negative ? "-\(magnitude)" : "\(magnitude)"
         let (low, high): (Int64, UInt64) = switch metadata.format {
@@ -287,7 +287,7 @@ public enum ValueCodec {
         }
         let fits = negative ? (low < 0 && magnitude <= low.magnitude) : magnitude <= high
         guard fits else {
-            throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+            throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
         }
         let result: CharacteristicValue = metadata.format == .int
             ? .int(negative ? -Int64(magnitude) : Int64(magnitude))
@@ -295,7 +295,7 @@ public enum ValueCodec {
         let exact: Int64? = negative ? -Int64(magnitude) : Int64(exactly: magnitude)
         if !metadata.validValues.isEmpty {
             guard let key = exact, metadata.validValues[key] != nil else {
-                throw ModelError(code: "not-a-valid-value", message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
+                throw ModelError(code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
             }
         }
         let d = negative ? -Double(magnitude) : Double(magnitude)
@@ -321,14 +321,14 @@ public enum ValueCodec {
     static func checkNumber(_ d: Double, metadata: CharacteristicMetadata, label: String, shown: String? = nil) throws(ModelError) {
         let shown = shown ?? format(d)
         if let low = metadata.minValue, d < low {
-            throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+            throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
         }
         if let high = metadata.maxValue, d > high {
-            throw ModelError(code: "out-of-range", message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+            throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
         }
         if metadata.format == .float, !metadata.validValues.isEmpty {
             guard let key = Int64(exactly: d), metadata.validValues[key] != nil else {
-                throw ModelError(code: "not-a-valid-value", message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
+                throw ModelError(code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
             }
         }
         if let step = metadata.minStep, step > 0 {
@@ -337,7 +337,7 @@ public enum ValueCodec {
             // Float tolerance: 21.5 from -273.1 in steps of 0.1 is 2946.0000000000005 steps.
             if abs(steps - steps.rounded()) > max(1e-6, abs(steps) * 1e-9) {
                 let from = metadata.minValue.map { " from \(format($0))" } ?? ""
-                throw ModelError(code: "not-a-step", message: "\(label) must be in steps of \(format(step))\(from), got \(shown)")
+                throw ModelError(code: .notAStep, message: "\(label) must be in steps of \(format(step))\(from), got \(shown)")
             }
         }
     }

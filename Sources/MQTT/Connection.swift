@@ -90,7 +90,7 @@ final class Connection: Sendable {
             ? mosquitto_new(nil, config.cleanStart, nil)
             : config.clientID.withCString { mosquitto_new($0, config.cleanStart, nil) }
         guard let raw = created else {
-            throw MQTTError(code: "no-memory", message: "mosquitto_new failed: \(String(cString: strerror(errno)))")
+            throw MQTTError(code: .noMemory, message: "mosquitto_new failed: \(String(cString: strerror(errno)))")
         }
         let handle = MosquittoHandle(raw: raw)
         do {
@@ -105,7 +105,7 @@ final class Connection: Sendable {
     private static func check(_ rc: Int32, _ what: String) throws(MQTTError) {
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             var error = MQTTError(mosquitto: rc, errno: errno)
-            if error.code == "invalid-argument" { error.code = "invalid-configuration" }
+            if error.code == .invalidArgument { error.code = .invalidConfiguration }
             error.message = "\(what): \(error.message)"
             throw error
         }
@@ -129,7 +129,7 @@ final class Connection: Sendable {
         if let will = config.will {
             try validatePublishTopic(will.topic)
             guard will.payload.count <= 268_435_455 else {
-                throw MQTTError(code: "payload-too-large", message: "will payload is too large")
+                throw MQTTError(code: .payloadTooLarge, message: "will payload is too large")
             }
             try check(
                 will.topic.withCString { topic in
@@ -150,7 +150,7 @@ final class Connection: Sendable {
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
                 isDirectory.boolValue == directory, access(path, R_OK) == 0
             else {
-                throw MQTTError(code: "tls", message: "\(what) '\(path)' does not exist or is not readable")
+                throw MQTTError(code: .tls, message: "\(what) '\(path)' does not exist or is not readable")
             }
         }
         try readable(tls.caFile, "CA file")
@@ -158,7 +158,7 @@ final class Connection: Sendable {
         try readable(tls.certificateFile, "client certificate")
         try readable(tls.keyFile, "client key")
         if (tls.certificateFile == nil) != (tls.keyFile == nil) {
-            throw MQTTError(code: "tls", message: "a client certificate needs its key and vice versa")
+            throw MQTTError(code: .tls, message: "a client certificate needs its key and vice versa")
         }
         if tls.caFile == nil && tls.caDirectory == nil {
             try check(mosquitto_int_option(h, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "TLS system trust store")
@@ -173,7 +173,7 @@ final class Connection: Sendable {
             }
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 throw MQTTError(
-                    code: "tls", message: "TLS setup failed: \(String(cString: mosquitto_strerror(rc)))",
+                    code: .tls, message: "TLS setup failed: \(String(cString: mosquitto_strerror(rc)))",
                     mosquittoCode: rc)
             }
         }
@@ -325,7 +325,7 @@ final class Connection: Sendable {
             if let refusedReason {
                 .failure(
                     MQTTError(
-                        code: "subscription-refused",
+                        code: .subscriptionRefused,
                         message: "the broker refused the subscription: "
                             + String(cString: mosquitto_reason_string(refusedReason)),
                         reasonCode: Int(refusedReason)))
@@ -381,7 +381,7 @@ final class Connection: Sendable {
                 lastError = MQTTError(mosquitto: rc, errno: savedErrno, detail: takeLastLogError())
             }
             if stopRequested { break }
-            let error = lastError ?? MQTTError(code: "connection-lost", message: "the connection ended")
+            let error = lastError ?? MQTTError(code: .connectionLost, message: "the connection ended")
             let (everConnected, waiters) = connectionDropped(error: error)
             for waiter in waiters { waiter.resume(returning: .failure(error)) }
             if !everConnected {
@@ -447,7 +447,7 @@ final class Connection: Sendable {
             if !connected && Date() > deadline {
                 return (
                     MQTTError(
-                        code: "timeout",
+                        code: .timeout,
                         message: "no CONNACK from \(configuration.host):\(configuration.port) within "
                             + "\(configuration.connectTimeout) s"),
                     false
@@ -579,7 +579,7 @@ final class Connection: Sendable {
                 }
                 return .failure(
                     MQTTError(
-                        code: "timeout",
+                        code: .timeout,
                         message: "could not connect to \(self.configuration.host):\(self.configuration.port) "
                             + "within \(timeout) s"))
             }
@@ -642,7 +642,7 @@ final class Connection: Sendable {
         _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
     ) -> Outcome? {
         guard payload.count <= 268_435_455 else {
-            return .failure(MQTTError(code: "payload-too-large", message: "payload of \(payload.count) bytes"))
+            return .failure(MQTTError(code: .payloadTooLarge, message: "payload of \(payload.count) bytes"))
         }
         let limit = configuration.maxQueuedPublishes
         enum Decision { case fail(MQTTError), drop, wait, go(UInt64) }
@@ -795,7 +795,7 @@ final class Connection: Sendable {
             && topic.withCString { mosquitto_pub_topic_check2($0, topic.utf8.count) } == MOSQ_ERR_SUCCESS.rawValue
             && topic.utf8.count <= 65535
         guard valid else {
-            throw MQTTError(code: "invalid-topic", message: "'\(topic)' is not a valid topic to publish to")
+            throw MQTTError(code: .invalidTopic, message: "'\(topic)' is not a valid topic to publish to")
         }
     }
 
@@ -805,7 +805,7 @@ final class Connection: Sendable {
             && filter.withCString { mosquitto_sub_topic_check2($0, filter.utf8.count) } == MOSQ_ERR_SUCCESS.rawValue
             && filter.utf8.count <= 65535
         guard valid else {
-            throw MQTTError(code: "invalid-topic", message: "'\(filter)' is not a valid topic filter")
+            throw MQTTError(code: .invalidTopic, message: "'\(filter)' is not a valid topic filter")
         }
     }
 }

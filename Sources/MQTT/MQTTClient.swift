@@ -232,7 +232,7 @@ public final class MQTTClient: Sendable, Service {
         guard let connection else { return }
         let result = await connection.subscribe(filters)
         if case .failure(let error) = result {
-            if error.code == "subscription-refused" { core.forget(filters.map(\.0)) }
+            if error.code == .subscriptionRefused { core.forget(filters.map(\.0)) }
             throw error
         }
     }

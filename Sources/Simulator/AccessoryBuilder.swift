@@ -74,20 +74,20 @@ struct AccessoryBuilder {
             let service = try buildService(serviceMap, accessoryName: name, accessoryID: id, nextIID: nextIID)
             if let serviceName = service.name {
                 if let other = serviceNames[serviceName.lowercased()] {
-                    throw serviceMap.error("name", "duplicate-name", "'\(serviceName)' is already the name of \(other)")
+                    throw serviceMap.error("name", .duplicateName, "'\(serviceName)' is already the name of \(other)")
                 }
                 serviceNames[serviceName.lowercased()] = item.path
             }
             services.append(service)
         }
         if services.count == 1 && !isBridge {
-            throw map.error("services", "missing-key", "an accessory needs at least one service (accessory-information is added automatically)")
+            throw map.error("services", .missingKey, "an accessory needs at least one service (accessory-information is added automatically)")
         }
 
         let category: Int
         if let text = try map.string("category") {
             guard let number = Catalog.category(named: text) else {
-                throw map.error("category", "unknown-type", "unknown category '\(text)'; use a name such as \(["lightbulb", "garage-door-opener", "sensor", "bridge"].joined(separator: ", ")) or a number 1–33")
+                throw map.error("category", .unknownType, "unknown category '\(text)'; use a name such as \(["lightbulb", "garage-door-opener", "sensor", "bridge"].joined(separator: ", ")) or a number 1–33")
             }
             category = number
         } else {
@@ -116,10 +116,10 @@ struct AccessoryBuilder {
         } else if Self.isFullUUID(typeText) {
             serviceUUID = typeText.uppercased()
         } else {
-            throw map.error("type", "unknown-type", "unknown service type '\(typeText)'; use a catalog name (lightbulb, garage-door-opener, temperature-sensor, …), a HAP name or a UUID")
+            throw map.error("type", .unknownType, "unknown service type '\(typeText)'; use a catalog name (lightbulb, garage-door-opener, temperature-sensor, …), a HAP name or a UUID")
         }
         if serviceUUID == StandardUUID.accessoryInformation {
-            throw map.error("type", "invalid-value", "accessory-information is added automatically; set name, manufacturer, model, serial and firmware at the top of the accessory")
+            throw map.error("type", .invalidValue, "accessory-information is added automatically; set name, manufacturer, model, serial and firmware at the top of the accessory")
         }
         let serviceName = try map.string("name")
         let typeName = standard?.name ?? serviceUUID
@@ -131,13 +131,13 @@ struct AccessoryBuilder {
             for (key, node) in chars.pairs {
                 let type = Catalog.characteristicType(named: key) ?? (Self.looksLikeUUID(key) ? Catalog.characteristicType(uuid: key) : nil)
                 guard let type else {
-                    throw chars.error(key, "unknown-type", "unknown characteristic '\(key)'; use a catalog name (power-state, brightness, target-door-state, …), a HAP name or UUID, or declare it under 'custom'")
+                    throw chars.error(key, .unknownType, "unknown characteristic '\(key)'; use a catalog name (power-state, brightness, target-door-state, …), a HAP name or UUID, or declare it under 'custom'")
                 }
                 if type.uuid == StandardUUID.name, serviceName != nil {
-                    throw chars.error(key, "duplicate-uuid", "the service's Name comes from its 'name' key")
+                    throw chars.error(key, .duplicateUUID, "the service's Name comes from its 'name' key")
                 }
                 if let earlier = given.first(where: { $0.type.uuid == type.uuid }) {
-                    throw chars.error(key, "duplicate-uuid", "\(type.name) is already given as '\(earlier.key)'")
+                    throw chars.error(key, .duplicateUUID, "\(type.name) is already given as '\(earlier.key)'")
                 }
                 given.append((type, chars.keyPath(key), node))
             }
@@ -179,7 +179,7 @@ struct AccessoryBuilder {
             let custom = try YAMLMap(item.node, path: item.path, file: file)
             let c = try customCharacteristic(custom, iid: nextIID())
             if characteristics.contains(where: { $0.type == c.type }) {
-                throw custom.error("uuid", "duplicate-uuid", "\(c.type) appears twice in this service")
+                throw custom.error("uuid", .duplicateUUID, "\(c.type) appears twice in this service")
             }
             characteristics.append(c)
         }
@@ -206,7 +206,7 @@ struct AccessoryBuilder {
             metadata = try applyOverrides(map, to: metadata, custom: false)
             valueNode = map.node("value")
         } else if node.sequence != nil {
-            throw SimulatorError(file: file, key: key, code: "invalid-value", message: "expected a value or { value: …, min: …, … }, got a list")
+            throw SimulatorError(file: file, key: key, code: .invalidValue, message: "expected a value or { value: …, min: …, … }, got a list")
         } else if node.null != nil, node.scalar?.style == .plain || node.scalar?.style == .any {
             valueNode = nil
         }
@@ -217,7 +217,7 @@ struct AccessoryBuilder {
 
     func parseValue(_ node: Node, key: String, label: String, metadata: CharacteristicMetadata) throws(SimulatorError) -> CharacteristicValue {
         guard let text = node.scalar?.string else {
-            throw SimulatorError(file: file, key: key, code: "invalid-value", message: "expected a single value, got \(YAMLMap.kind(node))")
+            throw SimulatorError(file: file, key: key, code: .invalidValue, message: "expected a single value, got \(YAMLMap.kind(node))")
         }
         do {
             return try ValueCodec.parse(text: text, metadata: metadata, label: label)
@@ -233,7 +233,7 @@ struct AccessoryBuilder {
         if let max = try map.double("max") { metadata.maxValue = max }
         if let step = try map.positive("step") { metadata.minStep = step }
         if let length = try map.int("max-length") {
-            guard length > 0 else { throw map.error("max-length", "out-of-range", "must be greater than 0") }
+            guard length > 0 else { throw map.error("max-length", .outOfRange, "must be greater than 0") }
             metadata.maxLength = length
         }
         if let names = try map.stringList("permissions") {
@@ -244,20 +244,20 @@ struct AccessoryBuilder {
             }
         }
         if let lo = metadata.minValue, let hi = metadata.maxValue, lo > hi {
-            throw map.error(map.has("min") ? "min" : "max", "out-of-range", "min \(lo) is above max \(hi)")
+            throw map.error(map.has("min") ? "min" : "max", .outOfRange, "min \(lo) is above max \(hi)")
         }
         if metadata.format.isNumeric, let bounds = metadata.format.integerBounds ?? (metadata.format == .float ? -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude : nil) {
             for (key, limit) in [("min", metadata.minValue), ("max", metadata.maxValue)] {
                 if let limit, !bounds.contains(limit) {
-                    throw map.error(key, "out-of-range", "\(limit) does not fit the format \(metadata.format.rawValue)")
+                    throw map.error(key, .outOfRange, "\(limit) does not fit the format \(metadata.format.rawValue)")
                 }
             }
         } else if map.has("min") || map.has("max") || map.has("step") {
-            throw map.error(map.has("min") ? "min" : map.has("max") ? "max" : "step", "invalid-value", "min, max and step apply to numbers only, this is \(metadata.format.rawValue)")
+            throw map.error(map.has("min") ? "min" : map.has("max") ? "max" : "step", .invalidValue, "min, max and step apply to numbers only, this is \(metadata.format.rawValue)")
         }
         if map.has("valid-values") {
             guard metadata.format.isInteger else {
-                throw map.error("valid-values", "invalid-value", "valid values apply to integer formats only, this is \(metadata.format.rawValue)")
+                throw map.error("valid-values", .invalidValue, "valid values apply to integer formats only, this is \(metadata.format.rawValue)")
             }
             metadata.validValues = try validValues(map, base: base.validValues, custom: custom)
         }
@@ -271,29 +271,29 @@ struct AccessoryBuilder {
         var result: [Int64: String] = [:]
         if node.mapping != nil {
             guard custom else {
-                throw map.error("valid-values", "invalid-value", "a standard characteristic's valid values are narrowed with a list, e.g. [open, closed]")
+                throw map.error("valid-values", .invalidValue, "a standard characteristic's valid values are narrowed with a list, e.g. [open, closed]")
             }
             let values = try YAMLMap(node, path: map.keyPath("valid-values"), file: file)
             for (key, nameNode) in values.pairs {
-                guard let number = Int64(key) else { throw values.error(key, "invalid-value", "expected an integer, got '\(key)'") }
-                guard let name = nameNode.scalar?.string, !name.isEmpty else { throw values.error(key, "invalid-value", "expected a name") }
+                guard let number = Int64(key) else { throw values.error(key, .invalidValue, "expected an integer, got '\(key)'") }
+                guard let name = nameNode.scalar?.string, !name.isEmpty else { throw values.error(key, .invalidValue, "expected a name") }
                 result[number] = name
             }
             return result
         }
         for (path, item) in try map.list("valid-values") ?? [] {
             guard let text = item.scalar?.string else {
-                throw SimulatorError(file: file, key: path, code: "invalid-value", message: "expected a value")
+                throw SimulatorError(file: file, key: path, code: .invalidValue, message: "expected a value")
             }
             if let number = Int64(text) {
                 if !base.isEmpty && base[number] == nil {
-                    throw SimulatorError(file: file, key: path, code: "not-a-valid-value", message: "\(number) is not one of the type's values (\(base.keys.sorted().map(String.init).joined(separator: ", ")))")
+                    throw SimulatorError(file: file, key: path, code: .notAValidValue, message: "\(number) is not one of the type's values (\(base.keys.sorted().map(String.init).joined(separator: ", ")))")
                 }
                 result[number] = base[number] ?? String(number)
             } else if let hit = base.first(where: { $0.value == text.lowercased() }) {
                 result[hit.key] = hit.value
             } else {
-                throw SimulatorError(file: file, key: path, code: "not-a-valid-value", message: "'\(text)' is not one of \(base.sorted { $0.key < $1.key }.map(\.value).joined(separator: ", "))")
+                throw SimulatorError(file: file, key: path, code: .notAValidValue, message: "'\(text)' is not one of \(base.sorted { $0.key < $1.key }.map(\.value).joined(separator: ", "))")
             }
         }
         return result
@@ -303,15 +303,15 @@ struct AccessoryBuilder {
         try map.allowOnly(Self.customKeys)
         let uuid = try map.requiredString("uuid")
         guard Self.isFullUUID(uuid) else {
-            throw map.error("uuid", "invalid-value", "a custom characteristic needs a full UUID like 7E536242-341C-4862-BE90-272CE15BD633, got '\(uuid)'")
+            throw map.error("uuid", .invalidValue, "a custom characteristic needs a full UUID like 7E536242-341C-4862-BE90-272CE15BD633, got '\(uuid)'")
         }
         if let standard = Catalog.characteristicType(uuid: uuid) {
-            throw map.error("uuid", "duplicate-uuid", "\(uuid) is the standard \(standard.name); list it under 'characteristics'")
+            throw map.error("uuid", .duplicateUUID, "\(uuid) is the standard \(standard.name); list it under 'characteristics'")
         }
         let name = try map.requiredString("name")
         let formatText = try map.requiredString("format")
         guard let format = CharacteristicFormat(rawValue: formatText.lowercased()) else {
-            throw map.error("format", "unknown-type", "unknown format '\(formatText)'; one of \(CharacteristicFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw map.error("format", .unknownType, "unknown format '\(formatText)'; one of \(CharacteristicFormat.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         var metadata = CharacteristicMetadata(format: format, permissions: [.read, .notify])
         metadata = try applyOverrides(map, to: metadata, custom: true)
@@ -331,7 +331,7 @@ struct AccessoryBuilder {
         guard let node = map.node("behaviour") else { return [] }
         if let word = node.scalar?.string {
             guard word == "none" else {
-                throw map.error("behaviour", "invalid-value", "expected 'none' or a mapping such as { travel-time: 12 }")
+                throw map.error("behaviour", .invalidValue, "expected 'none' or a mapping such as { travel-time: 12 }")
             }
             return [.none]
         }
@@ -362,26 +362,26 @@ struct AccessoryBuilder {
             }
         }
         if try b.bool("none") == true {
-            if !kinds.isEmpty { throw b.error("none", "invalid-value", "'none' cannot be combined with other behaviour settings") }
+            if !kinds.isEmpty { throw b.error("none", .invalidValue, "'none' cannot be combined with other behaviour settings") }
             kinds.append(.none)
         }
         guard b.has("drift") || b.has("script") else {
             if b.has("repeat") || b.has("characteristic") {
-                throw b.error(b.has("repeat") ? "repeat" : "characteristic", "invalid-value", "only used with drift or script")
+                throw b.error(b.has("repeat") ? "repeat" : "characteristic", .invalidValue, "only used with drift or script")
             }
             return kinds
         }
         if b.has("drift") && b.has("script") {
-            throw b.error("script", "invalid-value", "a service drifts or follows a script, not both")
+            throw b.error("script", .invalidValue, "a service drifts or follows a script, not both")
         }
         let target = try drivenCharacteristic(b, service: service)
         if let drift = try b.map("drift") {
             try drift.allowOnly(["step", "every", "min", "max"])
             guard target.metadata.format.isNumeric || target.metadata.format == .bool else {
-                throw drift.error(nil, "invalid-value", "drift needs a number or bool characteristic; \(Catalog.characteristicName(uuid: target.type) ?? target.type) is \(target.metadata.format.rawValue)")
+                throw drift.error(nil, .invalidValue, "drift needs a number or bool characteristic; \(Catalog.characteristicName(uuid: target.type) ?? target.type) is \(target.metadata.format.rawValue)")
             }
             let lo = try drift.double("min"), hi = try drift.double("max")
-            if let lo, let hi, lo > hi { throw drift.error("min", "out-of-range", "min \(lo) is above max \(hi)") }
+            if let lo, let hi, lo > hi { throw drift.error("min", .outOfRange, "min \(lo) is above max \(hi)") }
             kinds.append(.drift(characteristic: target.type, step: try drift.positive("step") ?? 0.1,
                                 every: try drift.positive("every") ?? 30, min: lo, max: hi))
         } else if let items = try b.list("script") {
@@ -389,19 +389,19 @@ struct AccessoryBuilder {
             for (path, node) in items {
                 let step = try YAMLMap(node, path: path, file: file)
                 try step.allowOnly(["after", "value"])
-                guard let after = try step.nonNegative("after") else { throw step.error("after", "missing-key", "'after' (seconds) is required") }
-                guard let valueNode = step.node("value") else { throw step.error("value", "missing-key", "'value' is required") }
+                guard let after = try step.nonNegative("after") else { throw step.error("after", .missingKey, "'after' (seconds) is required") }
+                guard let valueNode = step.node("value") else { throw step.error("value", .missingKey, "'value' is required") }
                 let label = Catalog.characteristicName(uuid: target.type) ?? target.name ?? target.type
                 steps.append(ScriptStep(after: after, value: try parseValue(valueNode, key: step.keyPath("value"), label: label, metadata: target.metadata)))
             }
-            guard !steps.isEmpty else { throw b.error("script", "missing-key", "a script needs at least one step") }
+            guard !steps.isEmpty else { throw b.error("script", .missingKey, "a script needs at least one step") }
             let repeats = try b.bool("repeat") ?? false
             if repeats, steps.reduce(0, { $0 + $1.after }) <= 0 {
-                throw b.error("repeat", "out-of-range", "a repeating script needs some time between its steps")
+                throw b.error("repeat", .outOfRange, "a repeating script needs some time between its steps")
             }
             kinds.append(.script(characteristic: target.type, steps: steps, repeats: repeats))
         } else {
-            throw b.error("script", "invalid-value", "expected a list of { after, value } steps")
+            throw b.error("script", .invalidValue, "expected a list of { after, value } steps")
         }
         return kinds
     }
@@ -412,14 +412,14 @@ struct AccessoryBuilder {
         if let key = try b.string("characteristic") {
             let uuid = Catalog.characteristicType(named: key)?.uuid ?? (Self.looksLikeUUID(key) ? StandardUUID.longForm(key) : nil)
             guard let uuid, let c = service.characteristic(type: uuid) else {
-                throw b.error("characteristic", "unknown-type", "the service has no characteristic '\(key)'")
+                throw b.error("characteristic", .unknownType, "the service has no characteristic '\(key)'")
             }
             return c
         }
         let required = Catalog.serviceType(uuid: service.type)?.requiredCharacteristics ?? []
         let readings = service.characteristics.filter { !$0.metadata.permissions.contains(.write) && $0.metadata.permissions.contains(.read) && $0.type != StandardUUID.name }
         if let c = readings.first(where: { required.contains($0.type) }) ?? readings.first { return c }
-        throw b.error(nil, "missing-key", "say which characteristic to drive with 'characteristic:'")
+        throw b.error(nil, .missingKey, "say which characteristic to drive with 'characteristic:'")
     }
 
     // MARK: Helpers

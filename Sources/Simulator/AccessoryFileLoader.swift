@@ -87,7 +87,7 @@ public enum AccessoryFileLoader {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
-            throw SimulatorError(file: directory.relativePath, code: "io", message: "cannot list the directory: \(error.localizedDescription)")
+            throw SimulatorError(file: directory.relativePath, code: .io, message: "cannot list the directory: \(error.localizedDescription)")
         }
         let files = names.sorted()
             .filter { fileExtensions.contains(($0 as NSString).pathExtension.lowercased()) }
@@ -114,14 +114,14 @@ public enum AccessoryFileLoader {
             let loaded = try outcome.get()
             for accessory in loaded.config.accessories {
                 if let other = idSources[accessory.id] {
-                    throw SimulatorError(file: file, code: "duplicate-id",
+                    throw SimulatorError(file: file, code: .duplicateID,
                                          message: "accessory id \(accessory.id) is also made by \(other); rename one of the files")
                 }
                 idSources[accessory.id] = file
             }
             for (name, key) in loaded.authoredNames {
                 if let other = names[name.lowercased()] {
-                    throw SimulatorError(file: file, key: key, code: "duplicate-name",
+                    throw SimulatorError(file: file, key: key, code: .duplicateName,
                                          message: "an accessory named '\(name)' is already defined in \(other)")
                 }
                 names[name.lowercased()] = file
@@ -138,7 +138,7 @@ public enum AccessoryFileLoader {
         do {
             text = try String(contentsOf: url, encoding: .utf8)
         } catch {
-            throw SimulatorError(file: file, code: "io", message: "cannot read the file: \(error.localizedDescription)")
+            throw SimulatorError(file: file, code: .io, message: "cannot read the file: \(error.localizedDescription)")
         }
         let stem = url.deletingPathExtension().lastPathComponent
         if url.pathExtension.lowercased() == "json" {
@@ -166,10 +166,10 @@ public enum AccessoryFileLoader {
         } catch {
             // Yams puts the position and problem on the first two lines, then a snippet.
             let lines = String(describing: error).split(separator: "\n").prefix(2).map { $0.trimmingCharacters(in: .whitespaces) }
-            throw SimulatorError(file: file, code: "yaml-syntax", message: "not valid YAML: \(lines.joined(separator: " "))")
+            throw SimulatorError(file: file, code: .yamlSyntax, message: "not valid YAML: \(lines.joined(separator: " "))")
         }
         guard let root else {
-            throw SimulatorError(file: file, code: "missing-key", message: "the file is empty; it needs at least 'name' and 'services'")
+            throw SimulatorError(file: file, code: .missingKey, message: "the file is empty; it needs at least 'name' and 'services'")
         }
         let map = try YAMLMap(root, path: "", file: file)
         if map.has("import") {
@@ -187,7 +187,7 @@ public enum AccessoryFileLoader {
         do {
             bytes = Array(try Data(contentsOf: url))
         } catch {
-            throw map.error("import", "io", "cannot read \(url.relativePath): \(error.localizedDescription)")
+            throw map.error("import", .io, "cannot read \(url.relativePath): \(error.localizedDescription)")
         }
         var config = try DumpImporter.load(bytes: bytes, file: url.relativePath, stem: stem)
         let room = try map.string("room")
@@ -195,17 +195,17 @@ public enum AccessoryFileLoader {
         if let roomMap = try map.map("rooms") {
             for (key, node) in roomMap.pairs {
                 guard let aid = UInt64(key), config.accessories.contains(where: { $0.aid == aid }) else {
-                    throw roomMap.error(key, "unknown-accessory", "the dump has no accessory with aid \(key); aids: \(config.accessories.map { String($0.aid) }.joined(separator: ", "))")
+                    throw roomMap.error(key, .unknownAccessory, "the dump has no accessory with aid \(key); aids: \(config.accessories.map { String($0.aid) }.joined(separator: ", "))")
                 }
                 guard let name = node.scalar?.string else {
-                    throw roomMap.error(key, "invalid-value", "expected a room name")
+                    throw roomMap.error(key, .invalidValue, "expected a room name")
                 }
                 rooms[aid] = name
             }
         }
         let category = try map.string("category").map { name throws(SimulatorError) in
             guard let number = Catalog.category(named: name) else {
-                throw map.error("category", "unknown-type", "unknown category '\(name)'")
+                throw map.error("category", .unknownType, "unknown category '\(name)'")
             }
             return number
         }

@@ -15,7 +15,7 @@ enum DumpImporter {
             json = try JSONValue(parsing: bytes)
             accessories = try HAPAccessoryJSON.parse(bytes, idPrefix: "sim:\(stem)")
         } catch {
-            throw SimulatorError(file: file, code: error.code == "bad-json" || error.code == "invalid-json" ? "invalid-json" : "invalid-dump", message: error.message)
+            throw SimulatorError(file: file, code: error.code == .badJSON || error.code == .invalidJSON ? .invalidJSON : .invalidDump, message: error.message)
         }
         let missingFormat = characteristicsWithoutFormat(json)
         for ai in accessories.indices {

@@ -1,3 +1,5 @@
+public import HomeModel
+
 /// An error in an accessory file: which file, where in it, and what is wrong.
 ///
 /// Loading is all-or-nothing, so the first error stops the whole load and nothing starts
@@ -10,10 +12,10 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
     public var key: String?
     /// A machine code: `yaml-syntax`, `unknown-key`, `missing-key`, `unknown-type`, `invalid-value`,
     /// `out-of-range`, `duplicate-uuid`, `duplicate-name`, `duplicate-id`, `invalid-dump`, `io`, ….
-    public var code: String
+    public var code: ErrorCode
     public var message: String
 
-    public init(file: String, key: String? = nil, code: String, message: String) {
+    public init(file: String, key: String? = nil, code: ErrorCode, message: String) {
         self.file = file
         self.key = key
         self.code = code

@@ -11,17 +11,17 @@ struct YAMLMap {
         self.path = path
         self.file = file
         guard let mapping = node.mapping else {
-            throw SimulatorError(file: file, key: path.isEmpty ? nil : path, code: "invalid-value",
+            throw SimulatorError(file: file, key: path.isEmpty ? nil : path, code: .invalidValue,
                                  message: "expected a mapping (key: value lines), got \(YAMLMap.kind(node))")
         }
         var pairs: [(key: String, value: Node)] = []
         var seen = Set<String>()
         for (k, v) in mapping {
             guard let key = k.scalar?.string else {
-                throw SimulatorError(file: file, key: path.isEmpty ? nil : path, code: "invalid-value", message: "keys must be plain words")
+                throw SimulatorError(file: file, key: path.isEmpty ? nil : path, code: .invalidValue, message: "keys must be plain words")
             }
             guard seen.insert(key).inserted else {
-                throw SimulatorError(file: file, key: YAMLMap.join(path, key), code: "duplicate-key", message: "'\(key)' appears twice")
+                throw SimulatorError(file: file, key: YAMLMap.join(path, key), code: .duplicateKey, message: "'\(key)' appears twice")
             }
             pairs.append((key, v))
         }
@@ -39,14 +39,14 @@ struct YAMLMap {
 
     func keyPath(_ key: String) -> String { Self.join(path, key) }
 
-    func error(_ key: String?, _ code: String, _ message: String) -> SimulatorError {
+    func error(_ key: String?, _ code: ErrorCode, _ message: String) -> SimulatorError {
         SimulatorError(file: file, key: key.map(keyPath) ?? (path.isEmpty ? nil : path), code: code, message: message)
     }
 
     /// Rejects keys nobody reads: a misspelt `manufactuer:` must not pass silently.
     func allowOnly(_ allowed: [String]) throws(SimulatorError) {
         for (key, _) in pairs where !allowed.contains(key) {
-            throw error(key, "unknown-key", "unknown key '\(key)'; allowed here: \(allowed.joined(separator: ", "))")
+            throw error(key, .unknownKey, "unknown key '\(key)'; allowed here: \(allowed.joined(separator: ", "))")
         }
     }
 
@@ -62,14 +62,14 @@ struct YAMLMap {
     func string(_ key: String) throws(SimulatorError) -> String? {
         guard let node = node(key) else { return nil }
         guard let s = node.scalar?.string else {
-            throw error(key, "invalid-value", "expected a single value, got \(Self.kind(node))")
+            throw error(key, .invalidValue, "expected a single value, got \(Self.kind(node))")
         }
         return s
     }
 
     func requiredString(_ key: String) throws(SimulatorError) -> String {
         guard let s = try string(key), !s.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw error(key, "missing-key", "'\(key)' is required")
+            throw error(key, .missingKey, "'\(key)' is required")
         }
         return s
     }
@@ -77,27 +77,27 @@ struct YAMLMap {
     func double(_ key: String) throws(SimulatorError) -> Double? {
         guard let s = try string(key) else { return nil }
         guard let d = Double(s.trimmingCharacters(in: .whitespaces)), d.isFinite else {
-            throw error(key, "invalid-value", "expected a number, got '\(s)'")
+            throw error(key, .invalidValue, "expected a number, got '\(s)'")
         }
         return d
     }
 
     func nonNegative(_ key: String) throws(SimulatorError) -> Double? {
         guard let d = try double(key) else { return nil }
-        guard d >= 0 else { throw error(key, "out-of-range", "must not be negative, got \(d)") }
+        guard d >= 0 else { throw error(key, .outOfRange, "must not be negative, got \(d)") }
         return d
     }
 
     func positive(_ key: String) throws(SimulatorError) -> Double? {
         guard let d = try double(key) else { return nil }
-        guard d > 0 else { throw error(key, "out-of-range", "must be greater than 0, got \(d)") }
+        guard d > 0 else { throw error(key, .outOfRange, "must be greater than 0, got \(d)") }
         return d
     }
 
     func int(_ key: String) throws(SimulatorError) -> Int? {
         guard let s = try string(key) else { return nil }
         guard let i = Int(s.trimmingCharacters(in: .whitespaces)) else {
-            throw error(key, "invalid-value", "expected an integer, got '\(s)'")
+            throw error(key, .invalidValue, "expected an integer, got '\(s)'")
         }
         return i
     }
@@ -107,7 +107,7 @@ struct YAMLMap {
         switch s.lowercased() {
         case "true", "yes", "on": return true
         case "false", "no", "off": return false
-        default: throw error(key, "invalid-value", "expected true or false, got '\(s)'")
+        default: throw error(key, .invalidValue, "expected true or false, got '\(s)'")
         }
     }
 
@@ -120,7 +120,7 @@ struct YAMLMap {
     func list(_ key: String) throws(SimulatorError) -> [(path: String, node: Node)]? {
         guard let node = node(key) else { return nil }
         guard let sequence = node.sequence else {
-            throw error(key, "invalid-value", "expected a list (lines starting with '-'), got \(Self.kind(node))")
+            throw error(key, .invalidValue, "expected a list (lines starting with '-'), got \(Self.kind(node))")
         }
         return sequence.enumerated().map { ("\(keyPath(key))[\($0.offset)]", $0.element) }
     }
@@ -130,7 +130,7 @@ struct YAMLMap {
         var result: [String] = []
         for (path, node) in items {
             guard let s = node.scalar?.string else {
-                throw SimulatorError(file: file, key: path, code: "invalid-value", message: "expected a single value, got \(Self.kind(node))")
+                throw SimulatorError(file: file, key: path, code: .invalidValue, message: "expected a single value, got \(Self.kind(node))")
             }
             result.append(s)
         }

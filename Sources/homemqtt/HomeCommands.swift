@@ -94,8 +94,8 @@ struct OfflineHome {
         do throws(ModelError) {
             database = try await openExclusive(directory)
         } catch {
-            if error.code == "locked" {
-                throw GatewayFailure(code: "locked", message: "the home database in \(config.stateDirectory) is held by another homemqtt process (a gateway that has not reached the broker, or another command); nothing was changed — try again when it has connected or stopped")
+            if error.code == .locked {
+                throw GatewayFailure(code: .locked, message: "the home database in \(config.stateDirectory) is held by another homemqtt process (a gateway that has not reached the broker, or another command); nothing was changed — try again when it has connected or stopped")
             }
             throw GatewayFailure(code: error.code, message: "\(config.stateDirectory): \(error.message)")
         }
@@ -103,7 +103,7 @@ struct OfflineHome {
         do {
             accessories = await (try Setup.source(config, logger: logger)).accessories()
         } catch {
-            throw GatewayFailure(code: "invalid-config", message: "\(error)")
+            throw GatewayFailure(code: .invalidConfig, message: "\(error)")
         }
         // As the gateway does at start: a known accessory is left where it is, a new one is
         // placed in its suggested room. Needed here too, because only known accessories can be
@@ -120,7 +120,7 @@ struct OfflineHome {
             scope = try scopeStore.load() ?? config.scope
             filter = try ScopeFilter(scope, file: config.file)
         } catch {
-            throw GatewayFailure(code: "invalid-scope", message: error.description)
+            throw GatewayFailure(code: .invalidScope, message: error.description)
         }
         let home = await database.home
         return OfflineHome(
@@ -137,7 +137,7 @@ struct OfflineHome {
             do throws(ModelError) {
                 return try HomeDatabase(directory: directory, exclusive: true)
             } catch {
-                guard error.code == "locked", ContinuousClock.now < deadline else { throw error }
+                guard error.code == .locked, ContinuousClock.now < deadline else { throw error }
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
@@ -175,7 +175,7 @@ struct OfflineHome {
             let (id, node) = try resolveAccessory(try string(fields, "accessory"))
             guard let node else {
                 // Not loaded without the gateway: a paired accessory, whose pairing goes too.
-                throw GatewayFailure(code: "needs-gateway", message: "'\(id)' is only known to the running gateway's sources (a paired accessory: removing it also removes its pairing); start the gateway and try again")
+                throw GatewayFailure(code: .needsGateway, message: "'\(id)' is only known to the running gateway's sources (a paired accessory: removing it also removes its pairing); start the gateway and try again")
             }
             try await change { db throws(ModelError) in try await db.removeAccessory(id: id) }
             return .object(["id": .string(id), "name": .string(node.displayName)])
@@ -183,7 +183,7 @@ struct OfflineHome {
             let key = try string(fields, "accessory")
             let (id, found) = try resolveAccessory(key)
             guard let node = found else {
-                throw GatewayFailure(code: "needs-gateway", message: "the services of '\(key)' are only known to the running gateway; start it and try again")
+                throw GatewayFailure(code: .needsGateway, message: "the services of '\(key)' are only known to the running gateway; start it and try again")
             }
             let service = try resolveService(try string(fields, "service"), in: node)
             let name = fields["name"]?.stringValue
@@ -196,16 +196,16 @@ struct OfflineHome {
             do throws(ConfigError) {
                 _ = try ScopeFilter(newScope, file: "scope/set")
             } catch {
-                throw GatewayFailure(code: "invalid-scope", message: error.description)
+                throw GatewayFailure(code: .invalidScope, message: error.description)
             }
             do {
                 try scopeStore.save(newScope)
             } catch {
-                throw GatewayFailure(code: "storage", message: "cannot save the scope in \(scopeStore.file.path): \(error)")
+                throw GatewayFailure(code: .io, message: "cannot save the scope in \(scopeStore.file.path): \(error)")
             }
             return try Gateway.scopeJSON(newScope)
         default:
-            throw GatewayFailure(code: "needs-gateway", message: "\(operation.op) needs the running gateway")
+            throw GatewayFailure(code: .needsGateway, message: "\(operation.op) needs the running gateway")
         }
     }
 
@@ -220,7 +220,7 @@ struct OfflineHome {
 
     private func string(_ fields: [String: JSONValue], _ key: String) throws(GatewayFailure) -> String {
         guard let text = fields[key]?.stringValue, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw GatewayFailure(code: "invalid-field", message: "\"\(key)\" must be a non-empty string")
+            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a non-empty string")
         }
         return text
     }
@@ -234,7 +234,7 @@ struct OfflineHome {
             ?? tree.rooms.first(where: { $0.slug == key })?.room {
             return room
         }
-        throw GatewayFailure(code: "unknown-room", message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
+        throw GatewayFailure(code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
     }
 
     /// The accessory's id, and its node when a source loaded it without the gateway.
@@ -246,10 +246,10 @@ struct OfflineHome {
         }
         if matches.count == 1 { return (matches[0].id, matches[0]) }
         if matches.count > 1 {
-            throw GatewayFailure(code: "ambiguous", message: "\(matches.count) accessories are named '\(key)'; use its id or topic: \(matches.map(\.topic).joined(separator: ", "))")
+            throw GatewayFailure(code: .ambiguous, message: "\(matches.count) accessories are named '\(key)'; use its id or topic: \(matches.map(\.topic).joined(separator: ", "))")
         }
         if home.isKnown(accessoryID: key) { return (key, nil) }
-        throw GatewayFailure(code: "unknown-accessory", message: "no accessory '\(key)' in scope (by id, name or topic)")
+        throw GatewayFailure(code: .unknownAccessory, message: "no accessory '\(key)' in scope (by id, name or topic)")
     }
 
     func resolveService(_ key: String, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure) -> TopicTree.ServiceNode {
@@ -258,7 +258,7 @@ struct OfflineHome {
         }) {
             return service
         }
-        throw GatewayFailure(code: "unknown-service", message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
+        throw GatewayFailure(code: .unknownService, message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
     }
 }
 

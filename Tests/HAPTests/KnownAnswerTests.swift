@@ -76,7 +76,7 @@ final class KnownAnswerTests: XCTestCase {
         var tampered = sealed
         tampered[3] ^= 1
         XCTAssertThrowsError(try HAPCrypto.open(tampered, key: key, nonce: nonce, aad: aad)) {
-            XCTAssertEqual(($0 as? HAPError)?.code, "bad-frame")
+            XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-frame")
         }
         XCTAssertEqual(HAPCrypto.nonce(label: "PS-Msg05"), [0, 0, 0, 0] + Array("PS-Msg05".utf8))
         XCTAssertEqual(HAPCrypto.nonce(counter: 258), [0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0])

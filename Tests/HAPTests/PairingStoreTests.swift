@@ -40,12 +40,12 @@ final class PairingStoreTests: XCTestCase {
         let store = HAPPairingStore(directory: dir)
         try Data("{\"accessoryPairingID\": 1".utf8).write(to: store.fileURL(for: "X"))
         XCTAssertThrowsError(try store.all()) { error in
-            XCTAssertEqual((error as? HAPError)?.code, "bad-pairing-file")
+            XCTAssertEqual((error as? HAPError)?.code.rawValue, "bad-pairing-file")
             XCTAssertTrue((error as? HAPError)?.message.contains("hap-pairing-X.json") ?? false)
         }
         var bad = sample("Y")
         bad.accessoryLTPK = "zz"
         try store.save(bad)
-        XCTAssertThrowsError(try store.pairing(id: "Y")) { XCTAssertEqual(($0 as? HAPError)?.code, "bad-pairing-file") }
+        XCTAssertThrowsError(try store.pairing(id: "Y")) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-pairing-file") }
     }
 }

@@ -53,10 +53,10 @@ final class PeerTests: XCTestCase {
                 return try await controller.pair(host: "127.0.0.1", port: port, setupCode: setupCode, name: "Peer Bridge")
             } catch {
                 last = error
-                guard error.code == "wrong-setup-code" || error.code == "bad-signature" else { throw error }
+                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else { throw error }
             }
         }
-        throw last ?? HAPError(code: "protocol", message: "pairing failed")
+        throw last ?? HAPError(code: .protocolError, message: "pairing failed")
     }
 
     func testWrongSetupCodeIsRefused() async throws {
@@ -71,13 +71,13 @@ final class PeerTests: XCTestCase {
             _ = try await controller.pair(host: "127.0.0.1", port: peer.port, setupCode: "111-22-333")
             XCTFail("pairing with a wrong setup code succeeded")
         } catch {
-            XCTAssertEqual(error.code, "wrong-setup-code", error.message)
+            XCTAssertEqual(error.code.rawValue, "wrong-setup-code", error.message)
         }
         do {
             _ = try await controller.pair(host: "127.0.0.1", port: peer.port, setupCode: "12-34")
             XCTFail("a malformed setup code was accepted")
         } catch {
-            XCTAssertEqual(error.code, "bad-setup-code")
+            XCTAssertEqual(error.code.rawValue, "bad-setup-code")
         }
         let got1 = try await controller.pairings().count
         XCTAssertEqual(got1, 0)
@@ -90,7 +90,7 @@ final class PeerTests: XCTestCase {
             _ = try await controller.pair(host: "127.0.0.1", port: peer.port, setupCode: setupCode)
             XCTFail("pairing with a stopped accessory succeeded")
         } catch {
-            XCTAssertEqual(error.code, "unreachable", error.message)
+            XCTAssertEqual(error.code.rawValue, "unreachable", error.message)
         }
     }
 
@@ -123,7 +123,7 @@ final class PeerTests: XCTestCase {
             _ = try await controller.pair(host: "127.0.0.1", port: port, setupCode: setupCode)
             XCTFail("second pairing succeeded")
         } catch {
-            XCTAssertEqual(error.code, "already-paired", error.message)
+            XCTAssertEqual(error.code.rawValue, "already-paired", error.message)
         }
 
         // The accessory's pinned key: a pairing with another key is refused at pair-verify.
@@ -134,7 +134,7 @@ final class PeerTests: XCTestCase {
             await c.close()
             XCTFail("pair-verify accepted a different long-term key")
         } catch {
-            XCTAssertEqual(error.code, "bad-signature", error.message)
+            XCTAssertEqual(error.code.rawValue, "bad-signature", error.message)
         }
 
         // /accessories through the controller.

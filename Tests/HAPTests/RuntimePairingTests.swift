@@ -86,9 +86,9 @@ final class RuntimePairingTests: XCTestCase {
                 return try await controller.pair(host: "127.0.0.1", port: port, setupCode: "031-45-154")
             } catch {
                 last = error
-                guard error.code == "wrong-setup-code" || error.code == "bad-signature" else { throw error }
+                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else { throw error }
             }
         }
-        throw last ?? HAPError(code: "protocol", message: "pairing failed")
+        throw last ?? HAPError(code: .protocolError, message: "pairing failed")
     }
 }

@@ -45,8 +45,8 @@ final class TLV8Tests: XCTestCase {
     }
 
     func testTruncatedInputIsBadTLV() {
-        XCTAssertThrowsError(try TLV8.decode([0x06, 0x05, 1, 2])) { XCTAssertEqual(($0 as? HAPError)?.code, "bad-tlv") }
-        XCTAssertThrowsError(try TLV8.decode([0x06])) { XCTAssertEqual(($0 as? HAPError)?.code, "bad-tlv") }
+        XCTAssertThrowsError(try TLV8.decode([0x06, 0x05, 1, 2])) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-tlv") }
+        XCTAssertThrowsError(try TLV8.decode([0x06])) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-tlv") }
     }
 }
 
@@ -76,13 +76,13 @@ final class SessionCipherTests: XCTestCase {
         let secret = HAPCrypto.randomBytes(32)
         var c = HAPSessionCipher(sharedSecret: secret)
         XCTAssertThrowsError(try c.decrypt([0x01, 0x04] + [UInt8](repeating: 0, count: 10))) {
-            XCTAssertEqual(($0 as? HAPError)?.code, "oversized-frame")
+            XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "oversized-frame")
         }
         var sender = HAPSessionCipher(sharedSecret: secret, isController: false)
         var frame = try sender.encrypt([1, 2, 3])
         frame[3] ^= 0x40
         var receiver = HAPSessionCipher(sharedSecret: secret)
-        XCTAssertThrowsError(try receiver.decrypt(frame)) { XCTAssertEqual(($0 as? HAPError)?.code, "bad-frame") }
+        XCTAssertThrowsError(try receiver.decrypt(frame)) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-frame") }
     }
 
     func testHTTPParserHandlesChunkedAndEvents() throws {
@@ -99,6 +99,6 @@ final class SessionCipherTests: XCTestCase {
         XCTAssertNil(try p.next())
         var bad = HTTPResponseParser()
         bad.feed(Array("SPDY/9 200 OK\r\n\r\n".utf8))
-        XCTAssertThrowsError(try bad.next()) { XCTAssertEqual(($0 as? HAPError)?.code, "bad-http") }
+        XCTAssertThrowsError(try bad.next()) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-http") }
     }
 }

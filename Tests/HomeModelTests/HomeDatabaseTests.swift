@@ -21,7 +21,7 @@ private func onDisk(_ dir: TemporaryDirectory) async throws -> Home {
 }
 
 private func code(_ body: () async throws(ModelError) -> Void) async -> String? {
-    do { try await body(); return nil } catch { return error.code }
+    do { try await body(); return nil } catch { return error.code.rawValue }
 }
 
 /// Counts write steps and throws at a chosen one, as if the process died there.
@@ -266,7 +266,7 @@ final class CrashSwitch: @unchecked Sendable {
                 _ = try HomeDatabase(directory: dir.url)
                 Issue.record("opened a corrupt file: \(text)")
             } catch {
-                #expect(error.code == "corrupt-database", "\(text)")
+                #expect(error.code.rawValue == "corrupt-database", "\(text)")
                 #expect(error.message.contains(dir.databaseFile.path))
             }
             #expect(try dir.bytes() == Data(text.utf8))
@@ -280,7 +280,7 @@ final class CrashSwitch: @unchecked Sendable {
         try Data(text.utf8).write(to: dir.databaseFile)
         #expect(throws: ModelError.self) { try HomeDatabase(directory: dir.url) }
         do { _ = try HomeDatabase(directory: dir.url, exclusive: false) } catch {
-            #expect(error.code == "unsupported-version")
+            #expect(error.code.rawValue == "unsupported-version")
             #expect(error.message.contains(dir.databaseFile.path))
         }
         #expect(try dir.bytes() == Data(text.utf8))
@@ -348,7 +348,7 @@ final class CrashSwitch: @unchecked Sendable {
     @Test func secondWriterIsLockedOut() async throws {
         let dir = try TemporaryDirectory()
         let owner = try HomeDatabase(directory: dir.url)
-        #expect(throws: ModelError(code: "locked", message: "the home database is in use by another process (\(dir.url.appendingPathComponent("home.lock").path) is locked)")) {
+        #expect(throws: ModelError(code: .locked, message: "the home database is in use by another process (\(dir.url.appendingPathComponent("home.lock").path) is locked)")) {
             try HomeDatabase(directory: dir.url)
         }
         // A non-exclusive reader opens fine but cannot change anything while the owner runs.
@@ -379,7 +379,7 @@ final class CrashSwitch: @unchecked Sendable {
         let holder = try ChildProcess("/usr/bin/flock", ["-n", "-o", dir.url.appendingPathComponent("home.lock").path, "/bin/sh", "-c", "echo ready; sleep 30"])
         try await holder.waitForOutput(containing: "ready")
         #expect(throws: ModelError.self) { try HomeDatabase(directory: dir.url) }
-        do { _ = try HomeDatabase(directory: dir.url) } catch { #expect(error.code == "locked") }
+        do { _ = try HomeDatabase(directory: dir.url) } catch { #expect(error.code.rawValue == "locked") }
         holder.signal(SIGKILL)
         _ = try await holder.waitForExit()
         _ = try HomeDatabase(directory: dir.url)

@@ -23,12 +23,12 @@ import Testing
         do {
             _ = try JSONValue(parsing: Array(text.utf8))
         } catch {
-            #expect(error.code == "invalid-json")
+            #expect(error.code.rawValue == "invalid-json")
         }
     }
 
     @Test func rejectsInvalidUTF8() {
-        #expect(throws: ModelError(code: "invalid-json", message: "invalid JSON at byte 4: string is not valid UTF-8")) {
+        #expect(throws: ModelError(code: .invalidJSON, message: "invalid JSON at byte 4: string is not valid UTF-8")) {
             try JSONValue(parsing: [0x22, 0xFF, 0xFE, 0x22])
         }
     }

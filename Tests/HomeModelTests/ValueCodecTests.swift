@@ -15,7 +15,7 @@ private func catalog(_ name: String) -> CharacteristicMetadata {
 
 /// The code of the error a parse throws, or nil if it succeeds.
 private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> String? {
-    do { _ = try body(); return nil } catch { return error.code }
+    do { _ = try body(); return nil } catch { return error.code.rawValue }
 }
 
 @Suite struct ValueCodecTests {
@@ -71,25 +71,25 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     // MARK: Messages that say what is allowed
 
     @Test func messagesNameWhatIsAllowed() {
-        #expect(throws: ModelError(code: "out-of-range", message: "brightness must be 0…100, got 140")) {
+        #expect(throws: ModelError(code: .outOfRange, message: "brightness must be 0…100, got 140")) {
             try ValueCodec.parse(text: "140", metadata: catalog("brightness"), label: "brightness")
         }
-        #expect(throws: ModelError(code: "not-a-valid-value", message: "target-door-state must be one of open (0), closed (1), got 'ajar'")) {
+        #expect(throws: ModelError(code: .notAValidValue, message: "target-door-state must be one of open (0), closed (1), got 'ajar'")) {
             try ValueCodec.parse(text: "ajar", metadata: catalog("target-door-state"), label: "target-door-state")
         }
-        #expect(throws: ModelError(code: "not-a-valid-value", message: "target-door-state must be one of open (0), closed (1), got 2")) {
+        #expect(throws: ModelError(code: .notAValidValue, message: "target-door-state must be one of open (0), closed (1), got 2")) {
             try ValueCodec.parse(text: "2", metadata: catalog("target-door-state"), label: "target-door-state")
         }
-        #expect(throws: ModelError(code: "not-a-step", message: "target-temperature must be in steps of 0.1 from 10, got 21.55")) {
+        #expect(throws: ModelError(code: .notAStep, message: "target-temperature must be in steps of 0.1 from 10, got 21.55")) {
             try ValueCodec.parse(text: "21.55", metadata: catalog("target-temperature"), label: "target-temperature")
         }
-        #expect(throws: ModelError(code: "too-long", message: "name must be at most 64 characters, got 65")) {
+        #expect(throws: ModelError(code: .tooLong, message: "name must be at most 64 characters, got 65")) {
             try ValueCodec.parse(text: String(repeating: "n", count: 65), metadata: catalog("name"), label: "name")
         }
-        #expect(throws: ModelError(code: "read-only", message: "current-temperature is read-only (permissions: read, notify)")) {
+        #expect(throws: ModelError(code: .readOnly, message: "current-temperature is read-only (permissions: read, notify)")) {
             try ValueCodec.checkWritable(catalog("current-temperature"), label: "current-temperature")
         }
-        #expect(throws: ModelError(code: "invalid-type", message: "power-state must be true or false (or 1/0, on/off, yes/no), got 'maybe'")) {
+        #expect(throws: ModelError(code: .invalidType, message: "power-state must be true or false (or 1/0, on/off, yes/no), got 'maybe'")) {
             try ValueCodec.parse(text: "maybe", metadata: catalog("power-state"), label: "power-state")
         }
     }

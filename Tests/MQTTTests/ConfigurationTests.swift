@@ -37,7 +37,7 @@ struct ConfigurationTests {
         #expect {
             _ = try MQTTConfiguration(url: url)
         } throws: { error in
-            (error as? MQTTError)?.code == "bad-url"
+            (error as? MQTTError)?.code.rawValue == "bad-url"
         }
     }
 }

@@ -61,7 +61,7 @@ struct LoadAndErrorTests {
                 }
                 if brokerGoesAway { try await broker.start() }
                 #expect(client.connectionState == .disconnected(nil))
-                #expect(errors.value.allSatisfy { ["closed", "no-connection"].contains($0.code) })
+                #expect(errors.value.allSatisfy { ["closed", "no-connection"].contains($0.code.rawValue) })
                 try await received.waitForFinish()
                 #expect(published.value > 300)
             }
@@ -100,7 +100,7 @@ struct LoadAndErrorTests {
                 $0.reconnectDelayMax = 0.2
             }
             let bad = await expectMQTTError { _ = try client.publishWithoutWaiting("bad/#", payload: [1], qos: .atLeastOnce) }
-            #expect(bad?.code == "invalid-topic")
+            #expect(bad?.code.rawValue == "invalid-topic")
 
             await broker.stop()
             try await waitUntil("reconnecting") { client.connectionState.isReconnecting }
@@ -123,7 +123,7 @@ struct LoadAndErrorTests {
         let port = try freePort()  // nothing listens there
         let client = MQTTClient(configuration: MQTTConfiguration(host: "127.0.0.1", port: port))
         let error = await expectMQTTError { try await client.connect() }
-        #expect(error?.code == "connection-refused", "\(String(describing: error))")
+        #expect(error?.code.rawValue == "connection-refused", "\(String(describing: error))")
         #expect(client.connectionState == .disconnected(error))
         await client.disconnect()
         await client.disconnect()
@@ -131,7 +131,7 @@ struct LoadAndErrorTests {
         var unknownHost = MQTTConfiguration(host: "no-such-host.invalid", port: 1884)
         unknownHost.connectTimeout = 20
         let dnsError = await expectMQTTError { try await MQTTClient(configuration: unknownHost).connect() }
-        #expect(dnsError?.code == "dns", "\(String(describing: dnsError))")
+        #expect(dnsError?.code.rawValue == "dns", "\(String(describing: dnsError))")
     }
 
     @Test func silentServerTimesOut() async throws {
@@ -152,7 +152,7 @@ struct LoadAndErrorTests {
         configuration.connectTimeout = 1
         let client = MQTTClient(configuration: configuration)
         let error = await expectMQTTError { try await client.connect() }
-        #expect(error?.code == "timeout")
+        #expect(error?.code.rawValue == "timeout")
         await client.disconnect()
     }
 
@@ -160,32 +160,32 @@ struct LoadAndErrorTests {
         try await MosquittoBroker.with { broker in
             let idle = MQTTClient(configuration: broker.clientConfiguration())
             let notConnected = await expectMQTTError { try await idle.publish("x", "y") }
-            #expect(notConnected?.code == "no-connection")
+            #expect(notConnected?.code.rawValue == "no-connection")
             await idle.disconnect()  // safe on a client that never connected
             #expect(idle.connectionState == .idle)
 
             let client = try await connectedClient(broker)
             for topic in ["a/+/b", "a/#", ""] {
                 let error = await expectMQTTError { try await client.publish(topic, "x") }
-                #expect(error?.code == "invalid-topic", "\(topic)")
+                #expect(error?.code.rawValue == "invalid-topic", "\(topic)")
             }
             for filter in ["a/#/b", "a+", ""] {
                 let error = await expectMQTTError { try await client.subscribe(filter) }
-                #expect(error?.code == "invalid-topic", "\(filter)")
+                #expect(error?.code.rawValue == "invalid-topic", "\(filter)")
             }
             await client.disconnect()
             let afterDisconnect = await expectMQTTError { try await client.publish("x", "y", qos: .atLeastOnce) }
-            #expect(afterDisconnect?.code == "no-connection")
+            #expect(afterDisconnect?.code.rawValue == "no-connection")
 
             var badKeepAlive = broker.clientConfiguration()
             badKeepAlive.keepAlive = 1
             let keepAliveError = await expectMQTTError { try await MQTTClient(configuration: badKeepAlive).connect() }
-            #expect(keepAliveError?.code == "invalid-configuration")
+            #expect(keepAliveError?.code.rawValue == "invalid-configuration")
 
             var persistentWithoutID = broker.clientConfiguration(clientID: "")
             persistentWithoutID.cleanStart = false
             let idError = await expectMQTTError { try await MQTTClient(configuration: persistentWithoutID).connect() }
-            #expect(idError?.code == "invalid-configuration")
+            #expect(idError?.code.rawValue == "invalid-configuration")
         }
     }
 

@@ -115,7 +115,7 @@ struct SessionTests {
             wrongCA.tls = MQTTTLS(caFile: tls.otherCAFile)
             let refused = MQTTClient(configuration: wrongCA)
             let error = await expectMQTTError { try await refused.connect() }
-            #expect(error?.code == "tls", "\(String(describing: error))")
+            #expect(error?.code.rawValue == "tls", "\(String(describing: error))")
             await refused.disconnect()
 
             // The explicit opt-out accepts it.
@@ -129,7 +129,7 @@ struct SessionTests {
             var missing = broker.clientConfiguration()
             missing.tls = MQTTTLS(caFile: broker.directory.file("no-such-ca.crt"))
             let missingError = await expectMQTTError { try await MQTTClient(configuration: missing).connect() }
-            #expect(missingError?.code == "tls")
+            #expect(missingError?.code.rawValue == "tls")
             #expect(missingError?.message.contains("no-such-ca.crt") == true)
 
             // Plain MQTT against the TLS listener does not hang: it fails (the broker drops the connection).

@@ -194,45 +194,45 @@ import Testing
             return error
         }
         Issue.record("\(file) loaded")
-        return SimulatorError(file: "", code: "", message: "")
+        return SimulatorError(file: "", code: ErrorCode(rawValue: ""), message: "")
     }
 
     @Test func yamlSyntax() throws {
         let e = try failure("name: Broken\nservices:\n  - type: switch\n   characteristics: [\n")
-        #expect(e.code == "yaml-syntax")
+        #expect(e.code.rawValue == "yaml-syntax")
         #expect(e.key == nil)
     }
 
     @Test func unknownServiceType() throws {
         let e = try failure("name: X\nservices:\n  - type: lightbulp\n")
-        #expect(e.code == "unknown-type")
+        #expect(e.code.rawValue == "unknown-type")
         #expect(e.key == "services[0].type")
         #expect(e.message.contains("lightbulp"))
     }
 
     @Test func unknownCharacteristicName() throws {
         let e = try failure("name: X\nservices:\n  - type: lightbulb\n    characteristics:\n      brightnes: 50\n")
-        #expect(e.code == "unknown-type")
+        #expect(e.code.rawValue == "unknown-type")
         #expect(e.key == "services[0].characteristics.brightnes")
     }
 
     @Test func valueOfTheWrongFormat() throws {
         let e = try failure("name: X\nservices:\n  - type: lightbulb\n    characteristics:\n      brightness: bright\n")
-        #expect(e.code == "invalid-type")
+        #expect(e.code.rawValue == "invalid-type")
         #expect(e.key == "services[0].characteristics.brightness")
         let f = try failure("name: X\nservices:\n  - type: garage-door-opener\n    characteristics:\n      target-door-state: ajar\n")
-        #expect(f.code == "not-a-valid-value")
+        #expect(f.code.rawValue == "not-a-valid-value")
         #expect(f.key == "services[0].characteristics.target-door-state")
     }
 
     @Test func outOfRangeInitialValue() throws {
         let e = try failure("name: X\nservices:\n  - type: switch\n  - type: lightbulb\n    characteristics:\n      brightness: 140\n")
-        #expect(e.code == "out-of-range")
+        #expect(e.code.rawValue == "out-of-range")
         #expect(e.key == "services[1].characteristics.brightness")
         #expect(e.description.contains("bad.yml: services[1].characteristics.brightness: "))
         #expect(e.description.contains("140"))
         let overridden = try failure("name: X\nservices:\n  - type: lightbulb\n    characteristics:\n      brightness: { value: 5, min: 10 }\n")
-        #expect(overridden.code == "out-of-range")
+        #expect(overridden.code.rawValue == "out-of-range")
         #expect(overridden.key == "services[0].characteristics.brightness.value")
         let custom = try failure("""
         name: X
@@ -241,7 +241,7 @@ import Testing
             custom:
               - { uuid: 7E536242-341C-4862-BE90-272CE15BD633, name: Fade Rate, format: float, min: 0, max: 10, value: 11 }
         """)
-        #expect(custom.code == "out-of-range")
+        #expect(custom.code.rawValue == "out-of-range")
         #expect(custom.key == "services[0].custom[0].value")
     }
 
@@ -254,13 +254,13 @@ import Testing
               - { uuid: 7E536242-341C-4862-BE90-272CE15BD633, name: Fade Rate, format: float }
               - { uuid: 7e536242-341c-4862-be90-272ce15bd633, name: Fade Again, format: float }
         """)
-        #expect(e.code == "duplicate-uuid")
+        #expect(e.code.rawValue == "duplicate-uuid")
         #expect(e.key == "services[0].custom[1].uuid")
     }
 
     @Test func duplicateNames() throws {
         let e = try failure("name: good one\nservices:\n  - type: switch\n")
-        #expect(e.code == "duplicate-name")
+        #expect(e.code.rawValue == "duplicate-name")
         #expect(e.key == "name")
         #expect(e.message.contains("a-good.yml"))
         let bridged = try failure("""
@@ -269,35 +269,35 @@ import Testing
           - { name: Lamp, services: [ { type: lightbulb } ] }
           - { name: Lamp, services: [ { type: lightbulb } ] }
         """)
-        #expect(bridged.code == "duplicate-name")
+        #expect(bridged.code.rawValue == "duplicate-name")
         #expect(bridged.key == "bridged[1].name")
         let services = try failure("name: X\nservices:\n  - { type: switch, name: A }\n  - { type: switch, name: A }\n")
-        #expect(services.code == "duplicate-name")
+        #expect(services.code.rawValue == "duplicate-name")
         #expect(services.key == "services[1].name")
     }
 
     @Test func unknownAndMissingKeys() throws {
         let e = try failure("name: X\nmanufactuer: Typo\nservices:\n  - type: switch\n")
-        #expect(e.code == "unknown-key")
+        #expect(e.code.rawValue == "unknown-key")
         #expect(e.key == "manufactuer")
         let m = try failure("manufacturer: Nobody\nservices:\n  - type: switch\n")
-        #expect(m.code == "missing-key")
+        #expect(m.code.rawValue == "missing-key")
         #expect(m.key == "name")
         let b = try failure("name: X\nservices:\n  - type: switch\n    behaviour: { travel-time: 3 }\n")
-        #expect(b.code == "unknown-key")
+        #expect(b.code.rawValue == "unknown-key")
         #expect(b.key == "services[0].behaviour.travel-time")
         let c = try failure("name: X\ncategory: spaceship\nservices:\n  - type: switch\n")
-        #expect(c.code == "unknown-type")
+        #expect(c.code.rawValue == "unknown-type")
         #expect(c.key == "category")
     }
 
     @Test func badDumps() throws {
         let e = try failure("[{\"aid\": 1, \"services\": 3}]", file: "dump.json")
-        #expect(e.code == "invalid-dump")
+        #expect(e.code.rawValue == "invalid-dump")
         let j = try failure("{not json", file: "broken.json")
-        #expect(j.code == "invalid-json")
+        #expect(j.code.rawValue == "invalid-json")
         let i = try failure("import: nowhere/missing.json\n")
-        #expect(i.code == "io")
+        #expect(i.code.rawValue == "io")
         #expect(i.key == "import")
     }
 
@@ -323,7 +323,7 @@ import Testing
                 Issue.record("three bad files loaded")
             } catch {
                 #expect(error.file.hasSuffix("a-040.yml"))
-                #expect(error.code == "unknown-type")
+                #expect(error.code.rawValue == "unknown-type")
             }
         }
     }
