@@ -35,6 +35,7 @@ let package = Package(
         .target(
             name: "HomeModel",
             dependencies: [
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

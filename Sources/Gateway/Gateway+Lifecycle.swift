@@ -106,7 +106,7 @@ extension Gateway {
             group.addTask { await self.consume(messages: messages) }
             group.addTask {
                 for await request in self.requestStream {
-                    let outcome = await self.performRequest(op: request.op, RequestFields(fields: request.fields))
+                    let outcome = await self.performRequest(op: request.op, fields: request.fields)
                     await self.sendResponse(request.responseTopic, id: request.id, outcome)
                 }
             }

@@ -151,12 +151,16 @@ extension Gateway {
                     return .failure(GatewayFailure(code: .invalidJSON, message: "expected a JSON object with \"value\""))
                 }
                 id = object["id"] ?? .null
+                // `value: null` is a value (refused by the codec), not a missing one.
                 guard let raw = object["value"] else {
                     return .failure(GatewayFailure(code: .missingValue, message: "the JSON object has no \"value\""))
                 }
-                let unknown = object.keys.filter { $0 != "value" && $0 != "id" }.sorted()
-                if !unknown.isEmpty {
-                    return .failure(GatewayFailure(code: .unknownField, message: "unknown field(s) \(unknown.joined(separator: ", ")); allowed: value, id"))
+                do throws(GatewayFailure) {
+                    let fields = try RequestReader.request(object)
+                    _ = fields.node("value")
+                    try fields.finish()
+                } catch {
+                    return .failure(error)
                 }
                 return .success((try ValueCodec.parse(json: raw, metadata: metadata, label: label), id))
             }

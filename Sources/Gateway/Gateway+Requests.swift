@@ -69,8 +69,9 @@ extension Gateway {
         return pairing
     }
 
-    func performRequest(op: String, _ request: RequestFields) async -> Result<JSONValue, GatewayFailure> {
+    func performRequest(op: String, fields: [String: JSONValue]) async -> Result<JSONValue, GatewayFailure> {
         do throws(GatewayFailure) {
+            let request = try RequestReader.request(fields)
             switch op {
             case "tree":
                 try request.finish()
@@ -83,36 +84,36 @@ extension Gateway {
                 try request.finish()
                 return .success(await health())
             case "room/add":
-                let name = try request.string("name")
+                let name = try request.text("name")
                 try request.finish()
                 let room = try await database { db throws(ModelError) in try await db.addRoom(named: name) }
                 return .success(.object(["id": .string(room.id), "name": .string(room.name)]))
             case "room/rename":
                 let room = try await resolveRoom(request)
-                let name = try request.string("name")
-                try request.finish(extra: ["room"])
+                let name = try request.text("name")
+                try request.finish()
                 try await database { db throws(ModelError) in try await db.renameRoom(id: room.id, to: name) }
                 return .success(.object(["id": .string(room.id), "name": .string(name), "old-name": .string(room.name)]))
             case "room/remove":
                 let room = try await resolveRoom(request)
-                try request.finish(extra: ["room"])
+                try request.finish()
                 try await database { db throws(ModelError) in try await db.removeRoom(id: room.id) }
                 return .success(.object(["id": .string(room.id), "name": .string(room.name)]))
             case "accessory/rename":
                 let accessory = try resolveAccessory(request)
-                let name = try request.optionalString("name")
-                try request.finish(extra: ["accessory"])
+                let name = try request.optionalText("name")
+                try request.finish()
                 try await database { db throws(ModelError) in try await db.renameAccessory(id: accessory.id, to: name) }
                 return .success(.object(["id": .string(accessory.id), "name": .string(name ?? accessory.accessory.name)]))
             case "accessory/move":
                 let accessory = try resolveAccessory(request)
                 let room = try await resolveRoom(request)
-                try request.finish(extra: ["accessory", "room"])
+                try request.finish()
                 try await database { db throws(ModelError) in try await db.assign(accessoryID: accessory.id, toRoom: room.id) }
                 return .success(.object(["id": .string(accessory.id), "room": .string(room.name)]))
             case "accessory/remove":
                 let accessory = try resolveAccessory(request)
-                try request.finish(extra: ["accessory"])
+                try request.finish()
                 // A paired accessory leaves the home by losing its pairing; its source then
                 // reports it removed.
                 // A bridged accessory cannot be unpaired alone: it only leaves the home, and
@@ -133,7 +134,7 @@ extension Gateway {
                 return .success(.object(["id": .string(accessory.id), "name": .string(accessory.displayName)]))
             case "accessory/identify":
                 let accessory = try resolveAccessory(request)
-                try request.finish(extra: ["accessory"])
+                try request.finish()
                 do throws(AccessoryError) {
                     try await source.identify(accessoryID: accessory.id)
                 } catch {
@@ -143,28 +144,27 @@ extension Gateway {
             case "service/rename":
                 let accessory = try resolveAccessory(request)
                 let service = try resolveService(request, in: accessory)
-                let name = try request.optionalString("name")
-                try request.finish(extra: ["accessory", "service"])
+                let name = try request.optionalText("name")
+                try request.finish()
                 try await database { db throws(ModelError) in try await db.renameService(accessoryID: accessory.id, iid: service.iid, to: name) }
                 return .success(.object(["accessory": .string(accessory.id), "iid": .uint(service.iid), "name": name.map(JSONValue.string) ?? .null]))
             case "scope/get":
                 try request.finish()
                 return .success(try Self.scopeJSON(scope.config))
             case "scope/set":
-                guard let raw = request.fields["scope"] else {
+                guard let raw = request.node("scope") else {
                     throw GatewayFailure(code: .missingField, message: "scope/set needs \"scope\": an object like scope/get returns")
                 }
-                request.use("scope")
                 try request.finish()
                 let newScope = try Self.decodeScope(raw)
                 try setScope(newScope)
                 return .success(try Self.scopeJSON(newScope))
             case "pair":
                 let manager = try requirePairing(op)
-                let host = try request.string("host")
+                let host = try request.text("host")
                 let port = try request.int("port", in: 1...65535)
-                let code = try request.string("code")
-                let name = try request.optionalString("name")
+                let code = try request.text("code")
+                let name = try request.optionalText("name")
                 try request.finish()
                 let paired = try await manager.pair(host: host, port: port, setupCode: code, name: name)
                 // Paired anew: accessories removed from the home earlier are welcome again.
@@ -177,7 +177,7 @@ extension Gateway {
                 return .success(paired)
             case "unpair":
                 let manager = try requirePairing(op)
-                let id = try request.string("pairing")
+                let id = try request.text("pairing")
                 try request.finish()
                 try await manager.unpair(id: id)
                 return .success(.object(["pairing": .string(id)]))
@@ -208,8 +208,8 @@ extension Gateway {
         }
     }
 
-    func resolveRoom(_ request: RequestFields) async throws(GatewayFailure) -> Room {
-        let key = try request.string("room")
+    func resolveRoom(_ request: RequestReader) async throws(GatewayFailure) -> Room {
+        let key = try request.text("room")
         let home = await database.home
         let all = [home.roomForEntireHome] + home.rooms
         if let room = all.first(where: { $0.id == key })
@@ -220,8 +220,8 @@ extension Gateway {
         throw GatewayFailure(code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
     }
 
-    func resolveAccessory(_ request: RequestFields) throws(GatewayFailure) -> TopicTree.AccessoryNode {
-        let key = try request.string("accessory")
+    func resolveAccessory(_ request: RequestReader) throws(GatewayFailure) -> TopicTree.AccessoryNode {
+        let key = try request.text("accessory")
         let lower = key.lowercased()
         let matches = tree.accessories.filter {
             $0.id == key || $0.topic == key || $0.topic == "\(base)/\(key)" || $0.displayName.lowercased() == lower
@@ -233,8 +233,8 @@ extension Gateway {
         throw GatewayFailure(code: .unknownAccessory, message: "no accessory '\(key)' in scope (by id, name or topic)")
     }
 
-    func resolveService(_ request: RequestFields, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure) -> TopicTree.ServiceNode {
-        let key = try request.string("service")
+    func resolveService(_ request: RequestReader, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure) -> TopicTree.ServiceNode {
+        let key = try request.text("service")
         if let service = accessory.services.first(where: {
             $0.slug == key || $0.topic == key || $0.displayName.lowercased() == key.lowercased() || String($0.iid) == key
         }) {
@@ -255,53 +255,22 @@ extension Gateway {
     /// Read strictly, as the config file's scope is: a key left out keeps its default, an
     /// unknown or ill-typed one is an error naming it (`scope.rooms.alow`).
     public static func decodeScope(_ value: JSONValue) throws(GatewayFailure) -> ScopeConfig {
-        guard case .object(let object) = value else {
-            throw GatewayFailure(code: .invalidField, message: "\"scope\" must be an object")
-        }
-        let known: Set<String> = ["manufacturers", "user-interactive-only", "service-types", "characteristic-types", "rooms", "accessories", "read-only"]
-        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw GatewayFailure(code: .unknownField, message: "scope has no field '\(unknown)'; fields: \(known.sorted().joined(separator: ", "))")
-        }
-        func strings(_ value: JSONValue?, _ path: String) throws(GatewayFailure) -> [String]? {
-            switch value {
-            case nil, .null?:
-                return nil
-            case .array(let items)?:
-                var out: [String] = []
-                for item in items {
-                    guard let text = item.stringValue else {
-                        throw GatewayFailure(code: .invalidField, message: "\(path) must be a list of strings, got \(item.kindName) in it")
-                    }
-                    out.append(text)
-                }
-                return out
-            case let other?:
-                throw GatewayFailure(code: .invalidField, message: "\(path) must be a list of strings, got \(other.kindName)")
-            }
-        }
+        let fields = try RequestReader(value, path: "scope", failure: GatewayFailure.requestField)
         func list(_ key: String) throws(GatewayFailure) -> ScopeList? {
-            guard let value = object[key], value != .null else { return nil }
-            guard case .object(let fields) = value else {
-                throw GatewayFailure(code: .invalidField, message: "scope.\(key) must be an object with allow and/or deny")
-            }
-            if let unknown = fields.keys.sorted().first(where: { $0 != "allow" && $0 != "deny" }) {
-                throw GatewayFailure(code: .unknownField, message: "scope.\(key) has no field '\(unknown)'; fields: allow, deny")
-            }
-            return ScopeList(allow: try strings(fields["allow"], "scope.\(key).allow"), deny: try strings(fields["deny"], "scope.\(key).deny") ?? [])
+            guard let lists = try fields.reader(key) else { return nil }
+            let list = ScopeList(allow: try lists.strings("allow"), deny: try lists.strings("deny") ?? [])
+            try lists.finish()
+            return list
         }
         var scope = ScopeConfig()
         if let v = try list("manufacturers") { scope.manufacturers = v }
+        if let v = try fields.bool("user-interactive-only") { scope.userInteractiveOnly = v }
         if let v = try list("service-types") { scope.serviceTypes = v }
         if let v = try list("characteristic-types") { scope.characteristicTypes = v }
         if let v = try list("rooms") { scope.rooms = v }
         if let v = try list("accessories") { scope.accessories = v }
-        if let v = try strings(object["read-only"], "scope.read-only") { scope.readOnly = v }
-        switch object["user-interactive-only"] {
-        case nil, .null?: break
-        case .bool(let flag)?: scope.userInteractiveOnly = flag
-        case let other?:
-            throw GatewayFailure(code: .invalidField, message: "scope.user-interactive-only must be true or false, got \(other.kindName)")
-        }
+        if let v = try fields.strings("read-only") { scope.readOnly = v }
+        try fields.finish()
         return scope
     }
 
@@ -331,62 +300,4 @@ struct GatewayRequest: Sendable {
     var fields: [String: JSONValue]
     var responseTopic: String
     var id: JSONValue
-}
-
-/// A request's JSON fields, read strictly: a missing or ill-typed field, or one nobody asked
-/// for, is an error that names it.
-final class RequestFields: @unchecked Sendable {
-    let fields: [String: JSONValue]
-    private var used: Set<String> = ["id"]
-
-    init(fields: [String: JSONValue]) { self.fields = fields }
-
-    func use(_ key: String) { used.insert(key) }
-
-    func string(_ key: String) throws(GatewayFailure) -> String {
-        used.insert(key)
-        guard let value = fields[key] else {
-            throw GatewayFailure(code: .missingField, message: "the request needs \"\(key)\"")
-        }
-        guard case .string(let text) = value, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a non-empty string")
-        }
-        return text
-    }
-
-    func optionalString(_ key: String) throws(GatewayFailure) -> String? {
-        used.insert(key)
-        switch fields[key] {
-        case nil, .null?: return nil
-        case .string(let text)?: return text.isEmpty ? nil : text
-        default: throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a string or null")
-        }
-    }
-
-    func int(_ key: String, in range: ClosedRange<Int>) throws(GatewayFailure) -> Int {
-        used.insert(key)
-        guard let value = fields[key] else {
-            throw GatewayFailure(code: .missingField, message: "the request needs \"\(key)\"")
-        }
-        guard let number = value.intValue, range.contains(number) else {
-            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)")
-        }
-        return number
-    }
-
-    func optionalDouble(_ key: String, in range: ClosedRange<Double>) throws(GatewayFailure) -> Double? {
-        used.insert(key)
-        guard let value = fields[key], value != .null else { return nil }
-        guard let number = value.doubleValue, range.contains(number) else {
-            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a number in \(range.lowerBound)…\(range.upperBound)")
-        }
-        return number
-    }
-
-    func finish(extra: [String] = []) throws(GatewayFailure) {
-        let unknown = fields.keys.filter { !used.contains($0) && !extra.contains($0) }.sorted()
-        if !unknown.isEmpty {
-            throw GatewayFailure(code: .unknownField, message: "unknown field(s): \(unknown.joined(separator: ", "))")
-        }
-    }
 }

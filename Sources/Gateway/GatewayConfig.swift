@@ -1,5 +1,6 @@
 public import Foundation
 public import MQTT
+import HomeModel
 import Yams
 
 /// What a scope list allows: everything but `deny` when `allow` is nil, else only `allow`.
@@ -130,10 +131,10 @@ public struct GatewayConfig: Sendable {
         }
         var config = GatewayConfig(file: file, directory: directory.isEmpty ? "." : directory)
         config.stateDirectory = resolve(".homemqtt")
-        var top = try YAMLMapping(node: root, file: file, path: "")
+        let top = try ConfigReader(root, failure: ConfigError.reading(file))
 
-        if var broker = try top.mapping("broker") {
-            try config.readBroker(&broker, resolve: resolve)
+        if let broker = try top.reader("broker") {
+            try config.readBroker(broker, resolve: resolve)
             try broker.finish()
         }
         if let url = environment["HOMEMQTT_BROKER_URL"], !url.isEmpty {
@@ -167,21 +168,21 @@ public struct GatewayConfig: Sendable {
             guard timeout > 0 else { throw top.error("request-timeout", "must be a positive number of seconds") }
             config.requestTimeout = timeout
         }
-        if var scope = try top.mapping("scope") {
-            config.scope = try ScopeConfig.read(&scope)
+        if let scope = try top.reader("scope") {
+            config.scope = try ScopeConfig.read(scope)
             try scope.finish()
         }
-        if let sources = try top.sequence("sources") {
+        if let sources = try top.list("sources") {
             config.sources = []
-            for (index, node) in sources.enumerated() {
-                var source = try YAMLMapping(node: node, file: file, path: "sources[\(index)]")
+            for (path, node) in sources {
+                let source = try top.reader(for: node, path: path)
                 switch try source.string("type") {
                 case "simulator":
                     config.sources.append(.simulator(directory: resolve(try source.string("directory") ?? "accessories")))
                 case "hap":
                     config.sources.append(.hap(pollInterval: try source.double("poll-interval")))
                 case let other:
-                    throw ConfigError(file: file, key: "sources[\(index)].type", message: "expected simulator or hap, got '\(other ?? "nothing")'")
+                    throw ConfigError(file: file, key: "\(path).type", message: "expected simulator or hap, got '\(other ?? "nothing")'")
                 }
                 try source.finish()
             }
@@ -189,7 +190,7 @@ public struct GatewayConfig: Sendable {
                 throw top.error("sources", "needs at least one source (simulator or hap)")
             }
         }
-        if var ha = try top.mapping("homeassistant") {
+        if let ha = try top.reader("homeassistant") {
             if let enabled = try ha.bool("enabled") { config.homeAssistant.enabled = enabled }
             if let prefix = try ha.string("prefix") {
                 guard !prefix.isEmpty, !prefix.contains(where: { "+#".contains($0) }) else {
@@ -235,7 +236,7 @@ public struct GatewayConfig: Sendable {
     /// is as much as a user would still want applied.
     public static let defaultSessionExpiry: UInt32 = 3600
 
-    private mutating func readBroker(_ broker: inout YAMLMapping, resolve: (String) -> String) throws(ConfigError) {
+    private mutating func readBroker(_ broker: ConfigReader, resolve: (String) -> String) throws(ConfigError) {
         if let url = try broker.string("url") { try applyURL(url, key: broker.keyPath("url")) }
         if let id = try broker.string("client-id") {
             guard !id.isEmpty, id.utf8.count <= 65535 else { throw broker.error("client-id", "must not be empty") }
@@ -272,7 +273,7 @@ public struct GatewayConfig: Sendable {
             guard let value = MQTTQoS(rawValue: qos) else { throw broker.error("qos", "must be 0, 1 or 2") }
             self.qos = value
         }
-        if var tls = try broker.mapping("tls") {
+        if let tls = try broker.reader("tls") {
             var settings = mqtt.tls ?? MQTTTLS()
             if let ca = try tls.string("ca-file") { settings.caFile = resolve(ca) }
             if let ca = try tls.string("ca-directory") { settings.caDirectory = resolve(ca) }
@@ -293,20 +294,31 @@ public struct GatewayConfig: Sendable {
     }
 }
 
+/// The config file's reader: its errors are `ConfigError`s naming the file and key.
+typealias ConfigReader = StrictReader<Node, ConfigError>
+
+extension ConfigError {
+    static func reading(_ file: String) -> ConfigReader.MakeFailure {
+        { code, key, message in
+            ConfigError(file: file, key: key, message: message, code: code == .unknownKey ? .unknownKey : .invalidValue)
+        }
+    }
+}
+
 extension ScopeConfig {
-    static func read(_ scope: inout YAMLMapping) throws(ConfigError) -> ScopeConfig {
+    static func read(_ scope: ConfigReader) throws(ConfigError) -> ScopeConfig {
         var config = ScopeConfig()
-        func list(_ key: String, _ scope: inout YAMLMapping) throws(ConfigError) -> ScopeList {
-            guard var mapping = try scope.mapping(key) else { return ScopeList() }
-            let result = ScopeList(allow: try mapping.strings("allow"), deny: try mapping.strings("deny") ?? [])
+        func list(_ key: String, _ scope: ConfigReader) throws(ConfigError) -> ScopeList {
+            guard let mapping = try scope.reader(key) else { return ScopeList() }
+            let result = ScopeList(allow: try mapping.strings("allow", single: true), deny: try mapping.strings("deny", single: true) ?? [])
             try mapping.finish()
             return result
         }
-        config.manufacturers = try list("manufacturers", &scope)
-        config.serviceTypes = try list("service-types", &scope)
-        config.characteristicTypes = try list("characteristic-types", &scope)
-        config.rooms = try list("rooms", &scope)
-        config.accessories = try list("accessories", &scope)
+        config.manufacturers = try list("manufacturers", scope)
+        config.serviceTypes = try list("service-types", scope)
+        config.characteristicTypes = try list("characteristic-types", scope)
+        config.rooms = try list("rooms", scope)
+        config.accessories = try list("accessories", scope)
         if let services = try scope.string("services") {
             switch services {
             case "user-interactive": config.userInteractiveOnly = true
@@ -314,7 +326,7 @@ extension ScopeConfig {
             default: throw scope.error("services", "expected user-interactive or all, got '\(services)'")
             }
         }
-        config.readOnly = try scope.strings("read-only") ?? []
+        config.readOnly = try scope.strings("read-only", single: true) ?? []
         return config
     }
 }

@@ -18,14 +18,14 @@ struct AccessoryBuilder {
     static let overrideKeys = ["value", "min", "max", "step", "unit", "valid-values", "max-length", "permissions"]
     static let customKeys = ["uuid", "name", "format", "unit", "min", "max", "step", "valid-values", "max-length", "permissions", "value"]
 
-    mutating func buildFile(_ root: YAMLMap) throws(SimulatorError) -> AccessoryFileLoader.FileContents {
+    mutating func buildFile(_ root: FileReader) throws(SimulatorError) -> AccessoryFileLoader.FileContents {
         try root.allowOnly(Self.accessoryKeys + ["bridged"])
         let bridgeID = "sim:\(stem)"
         let bridgedItems = try root.list("bridged") ?? []
         var accessories = [try buildAccessory(root, id: bridgeID, aid: 1, isBridge: !bridgedItems.isEmpty)]
         var names = [(accessories[0].name, root.keyPath("name"))]
         for (index, item) in bridgedItems.enumerated() {
-            let map = try YAMLMap(item.node, path: item.path, file: file)
+            let map = try FileReader(item.node, path: item.path, failure: SimulatorError.reading(file))
             try map.allowOnly(Self.accessoryKeys)
             let aid = UInt64(index + 2)
             var accessory = try buildAccessory(map, id: "\(bridgeID):\(aid)", aid: aid, isBridge: false)
@@ -36,7 +36,7 @@ struct AccessoryBuilder {
         return AccessoryFileLoader.FileContents(config: SimulatorConfiguration(accessories: accessories, behaviours: behaviours), authoredNames: names)
     }
 
-    mutating func buildAccessory(_ map: YAMLMap, id: String, aid: UInt64, isBridge: Bool) throws(SimulatorError) -> Accessory {
+    mutating func buildAccessory(_ map: FileReader, id: String, aid: UInt64, isBridge: Bool) throws(SimulatorError) -> Accessory {
         let name = try map.requiredString("name")
         let serialDefault = aid == 1 ? "SIM-\(stem)" : "SIM-\(stem)-\(aid)"
         var iid: UInt64 = 0
@@ -70,7 +70,7 @@ struct AccessoryBuilder {
 
         var serviceNames: [String: String] = [:]
         for item in try map.list("services") ?? [] {
-            let serviceMap = try YAMLMap(item.node, path: item.path, file: file)
+            let serviceMap = try FileReader(item.node, path: item.path, failure: SimulatorError.reading(file))
             let service = try buildService(serviceMap, accessoryName: name, accessoryID: id, nextIID: nextIID)
             if let serviceName = service.name {
                 if let other = serviceNames[serviceName.lowercased()] {
@@ -106,7 +106,7 @@ struct AccessoryBuilder {
         )
     }
 
-    mutating func buildService(_ map: YAMLMap, accessoryName: String, accessoryID: String, nextIID: () -> UInt64) throws(SimulatorError) -> AccessoryService {
+    mutating func buildService(_ map: FileReader, accessoryName: String, accessoryID: String, nextIID: () -> UInt64) throws(SimulatorError) -> AccessoryService {
         try map.allowOnly(Self.serviceKeys)
         let typeText = try map.requiredString("type")
         let standard = Catalog.serviceType(named: typeText) ?? (Self.looksLikeUUID(typeText) ? Catalog.serviceType(uuid: typeText) : nil)
@@ -127,8 +127,8 @@ struct AccessoryBuilder {
 
         // Standard characteristics the file mentions, in file order.
         var given: [(type: CharacteristicType, key: String, node: Node)] = []
-        if let chars = try map.map("characteristics") {
-            for (key, node) in chars.pairs {
+        if let chars = try map.reader("characteristics") {
+            for (key, node) in chars.entries {
                 let type = Catalog.characteristicType(named: key) ?? (Self.looksLikeUUID(key) ? Catalog.characteristicType(uuid: key) : nil)
                 guard let type else {
                     throw chars.error(key, .unknownType, "unknown characteristic '\(key)'; use a catalog name (power-state, brightness, target-door-state, …), a HAP name or UUID, or declare it under 'custom'")
@@ -176,7 +176,7 @@ struct AccessoryBuilder {
         }
 
         for item in try map.list("custom") ?? [] {
-            let custom = try YAMLMap(item.node, path: item.path, file: file)
+            let custom = try FileReader(item.node, path: item.path, failure: SimulatorError.reading(file))
             let c = try customCharacteristic(custom, iid: nextIID())
             if characteristics.contains(where: { $0.type == c.type }) {
                 throw custom.error("uuid", .duplicateUUID, "\(c.type) appears twice in this service")
@@ -201,7 +201,7 @@ struct AccessoryBuilder {
         var metadata = base
         var valueNode: Node? = node
         if node.mapping != nil {
-            let map = try YAMLMap(node, path: key, file: file)
+            let map = try FileReader(node, path: key, failure: SimulatorError.reading(file))
             try map.allowOnly(Self.overrideKeys)
             metadata = try applyOverrides(map, to: metadata, custom: false)
             valueNode = map.node("value")
@@ -217,7 +217,7 @@ struct AccessoryBuilder {
 
     func parseValue(_ node: Node, key: String, label: String, metadata: CharacteristicMetadata) throws(SimulatorError) -> CharacteristicValue {
         guard let text = node.scalar?.string else {
-            throw SimulatorError(file: file, key: key, code: .invalidValue, message: "expected a single value, got \(YAMLMap.kind(node))")
+            throw SimulatorError(file: file, key: key, code: .invalidValue, message: "expected a single value, got \(node.strictKindName)")
         }
         do {
             return try ValueCodec.parse(text: text, metadata: metadata, label: label)
@@ -226,7 +226,7 @@ struct AccessoryBuilder {
         }
     }
 
-    func applyOverrides(_ map: YAMLMap, to base: CharacteristicMetadata, custom: Bool) throws(SimulatorError) -> CharacteristicMetadata {
+    func applyOverrides(_ map: FileReader, to base: CharacteristicMetadata, custom: Bool) throws(SimulatorError) -> CharacteristicMetadata {
         var metadata = base
         if let unit = try map.string("unit") { metadata.unit = unit }
         if let min = try map.double("min") { metadata.minValue = min }
@@ -236,7 +236,7 @@ struct AccessoryBuilder {
             guard length > 0 else { throw map.error("max-length", .outOfRange, "must be greater than 0") }
             metadata.maxLength = length
         }
-        if let names = try map.stringList("permissions") {
+        if let names = try map.strings("permissions") {
             do {
                 metadata.permissions = try CharacteristicPermissions(parsing: names)
             } catch {
@@ -266,15 +266,15 @@ struct AccessoryBuilder {
 
     /// Standard characteristics: a list narrowing the catalog's values (names or numbers).
     /// Custom ones: a mapping `{ 0: slow, 1: fast }` or a list of numbers.
-    func validValues(_ map: YAMLMap, base: [Int64: String], custom: Bool) throws(SimulatorError) -> [Int64: String] {
+    func validValues(_ map: FileReader, base: [Int64: String], custom: Bool) throws(SimulatorError) -> [Int64: String] {
         guard let node = map.node("valid-values") else { return base }
         var result: [Int64: String] = [:]
         if node.mapping != nil {
             guard custom else {
                 throw map.error("valid-values", .invalidValue, "a standard characteristic's valid values are narrowed with a list, e.g. [open, closed]")
             }
-            let values = try YAMLMap(node, path: map.keyPath("valid-values"), file: file)
-            for (key, nameNode) in values.pairs {
+            let values = try map.reader(for: node, path: map.keyPath("valid-values"))
+            for (key, nameNode) in values.entries {
                 guard let number = Int64(key) else { throw values.error(key, .invalidValue, "expected an integer, got '\(key)'") }
                 guard let name = nameNode.scalar?.string, !name.isEmpty else { throw values.error(key, .invalidValue, "expected a name") }
                 result[number] = name
@@ -299,7 +299,7 @@ struct AccessoryBuilder {
         return result
     }
 
-    func customCharacteristic(_ map: YAMLMap, iid: UInt64) throws(SimulatorError) -> Characteristic {
+    func customCharacteristic(_ map: FileReader, iid: UInt64) throws(SimulatorError) -> Characteristic {
         try map.allowOnly(Self.customKeys)
         let uuid = try map.requiredString("uuid")
         guard Self.isFullUUID(uuid) else {
@@ -327,7 +327,7 @@ struct AccessoryBuilder {
 
     // MARK: Behaviours
 
-    func behaviourKinds(_ map: YAMLMap, service: AccessoryService, typeName: String) throws(SimulatorError) -> [BehaviourKind] {
+    func behaviourKinds(_ map: FileReader, service: AccessoryService, typeName: String) throws(SimulatorError) -> [BehaviourKind] {
         guard let node = map.node("behaviour") else { return [] }
         if let word = node.scalar?.string {
             guard word == "none" else {
@@ -335,7 +335,7 @@ struct AccessoryBuilder {
             }
             return [.none]
         }
-        let b = try YAMLMap(node, path: map.keyPath("behaviour"), file: file)
+        let b = try map.reader(for: node, path: map.keyPath("behaviour"))
         var allowed = ["drift", "script", "repeat", "characteristic", "none"]
         var kinds: [BehaviourKind] = []
         switch service.type {
@@ -375,7 +375,7 @@ struct AccessoryBuilder {
             throw b.error("script", .invalidValue, "a service drifts or follows a script, not both")
         }
         let target = try drivenCharacteristic(b, service: service)
-        if let drift = try b.map("drift") {
+        if let drift = try b.reader("drift") {
             try drift.allowOnly(["step", "every", "min", "max"])
             guard target.metadata.format.isNumeric || target.metadata.format == .bool else {
                 throw drift.error(nil, .invalidValue, "drift needs a number or bool characteristic; \(Catalog.characteristicName(uuid: target.type) ?? target.type) is \(target.metadata.format.rawValue)")
@@ -387,7 +387,7 @@ struct AccessoryBuilder {
         } else if let items = try b.list("script") {
             var steps: [ScriptStep] = []
             for (path, node) in items {
-                let step = try YAMLMap(node, path: path, file: file)
+                let step = try FileReader(node, path: path, failure: SimulatorError.reading(file))
                 try step.allowOnly(["after", "value"])
                 guard let after = try step.nonNegative("after") else { throw step.error("after", .missingKey, "'after' (seconds) is required") }
                 guard let valueNode = step.node("value") else { throw step.error("value", .missingKey, "'value' is required") }
@@ -408,7 +408,7 @@ struct AccessoryBuilder {
 
     /// The characteristic a drift or script drives: named, or the service's first required
     /// characteristic a controller cannot write (the sensor reading).
-    func drivenCharacteristic(_ b: YAMLMap, service: AccessoryService) throws(SimulatorError) -> Characteristic {
+    func drivenCharacteristic(_ b: FileReader, service: AccessoryService) throws(SimulatorError) -> Characteristic {
         if let key = try b.string("characteristic") {
             let uuid = Catalog.characteristicType(named: key)?.uuid ?? (Self.looksLikeUUID(key) ? StandardUUID.longForm(key) : nil)
             guard let uuid, let c = service.characteristic(type: uuid) else {

@@ -171,7 +171,7 @@ public enum AccessoryFileLoader {
         guard let root else {
             throw SimulatorError(file: file, code: .missingKey, message: "the file is empty; it needs at least 'name' and 'services'")
         }
-        let map = try YAMLMap(root, path: "", file: file)
+        let map = try FileReader(root, path: "", failure: SimulatorError.reading(file))
         if map.has("import") {
             return FileContents(config: try importDump(map, stem: stem, baseDirectory: baseDirectory), authoredNames: [])
         }
@@ -179,7 +179,7 @@ public enum AccessoryFileLoader {
         return try builder.buildFile(map)
     }
 
-    static func importDump(_ map: YAMLMap, stem: String, baseDirectory: URL?) throws(SimulatorError) -> SimulatorConfiguration {
+    static func importDump(_ map: FileReader, stem: String, baseDirectory: URL?) throws(SimulatorError) -> SimulatorConfiguration {
         try map.allowOnly(["import", "room", "rooms", "category", "reachable"])
         let path = try map.requiredString("import")
         let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : (baseDirectory ?? URL(fileURLWithPath: ".")).appendingPathComponent(path)
@@ -192,8 +192,8 @@ public enum AccessoryFileLoader {
         var config = try DumpImporter.load(bytes: bytes, file: url.relativePath, stem: stem)
         let room = try map.string("room")
         var rooms: [UInt64: String] = [:]
-        if let roomMap = try map.map("rooms") {
-            for (key, node) in roomMap.pairs {
+        if let roomMap = try map.reader("rooms") {
+            for (key, node) in roomMap.entries {
                 guard let aid = UInt64(key), config.accessories.contains(where: { $0.aid == aid }) else {
                     throw roomMap.error(key, .unknownAccessory, "the dump has no accessory with aid \(key); aids: \(config.accessories.map { String($0.aid) }.joined(separator: ", "))")
                 }

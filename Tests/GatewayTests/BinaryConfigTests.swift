@@ -31,7 +31,7 @@ final class BinaryConfigTests: XCTestCase {
             (blank, "\(blank): the file is empty"),
             (directory.path, "\(directory.path): is a directory, not a config file"),
             (missing, "\(missing): no such file"),
-            (badKey, "\(badKey): colour: unknown key"),
+            (badKey, "\(badKey): colour: unknown key; allowed here: broker, base-topic, state-directory, poll-interval, request-timeout, scope, sources, homeassistant, log-level"),
         ]
         for (path, expected) in cases {
             // check-config and run: the same line, the same code (run stops before any broker).
