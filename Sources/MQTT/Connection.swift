@@ -530,14 +530,17 @@ final class Connection: Sendable {
 
     // MARK: Control from other threads
 
-    func requestStop(clean: Bool) {
-        let released = control.withLock { state -> [CheckedContinuation<Outcome, Never>] in
-            guard !state.stopRequested else { return [] }
+    /// Asks the network thread to end; true when it is connected, so has a DISCONNECT to send.
+    @discardableResult
+    func requestStop(clean: Bool) -> Bool {
+        let (released, connected) = control.withLock { state -> ([CheckedContinuation<Outcome, Never>], Bool) in
+            guard !state.stopRequested else { return ([], state.connected) }
             state.stopRequested = true
             state.cleanStop = clean
-            return state.takeWaiters(.connect) + state.takeWaiters(.capacity)
+            return (state.takeWaiters(.connect) + state.takeWaiters(.capacity), state.connected)
         }
         for waiter in released { waiter.resume(returning: .failure(.closed)) }
+        return connected
     }
 
     /// Suspends until `immediate` yields an outcome or the waiter is resumed; cancellation resumes it.

@@ -124,12 +124,13 @@ public final class MQTTClient: Sendable, Service {
     public func disconnect() async {
         let connection = core.state.withLock { $0.connection }
         if let connection {
-            connection.requestStop(clean: true)
-            // Bounded: a network thread stuck in a blocking TCP connect to a black-holed host finishes (and
-            // destroys its handle) on its own later. Waited for even by a cancelled caller (a task of its
-            // own does not inherit the cancellation): a process that exits before its DISCONNECT is sent
-            // makes the broker publish the will.
-            let timeout = configuration.connectTimeout + 5
+            let connected = connection.requestStop(clean: true)
+            // A connected session is waited for, even by a cancelled caller (a task of its own does
+            // not inherit the cancellation): a process that exits before its DISCONNECT is sent makes
+            // the broker publish the will. A thread that is not connected has nothing to send; it may
+            // be stuck in a blocking TCP connect to a host that drops packets, or waiting for a
+            // CONNACK, and finishes (and destroys its handle) on its own, so it holds nobody up.
+            let timeout = connected ? configuration.connectTimeout + 5 : 0.5
             await Task { await connection.awaitFinished(timeout: timeout) }.value
             core.detach(connection, finalState: .disconnected(nil))
         } else {

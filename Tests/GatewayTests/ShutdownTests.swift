@@ -32,7 +32,7 @@ final class ShutdownTests: XCTestCase {
     /// Starts `homemqtt run`, waits until its log shows `phase`, sends `signal`, and returns the
     /// exit status and how long the process took to end.
     private func stop(
-        config: String, in phase: String, with signal: Int32 = SIGTERM, unless other: String? = nil
+        config: String, in phase: String, with signal: Int32 = SIGTERM, unless other: String? = nil, settle: Double = 0
     ) async throws -> (status: Int32, seconds: Double, log: String) {
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 1) }
@@ -41,6 +41,7 @@ final class ShutdownTests: XCTestCase {
             return gateway.standardError.contains(phase)
         }
         if let other { XCTAssertFalse(gateway.standardError.contains(other), "already past the phase: \(gateway.standardError)") }
+        if settle > 0 { try await Task.sleep(for: .seconds(settle)) }
         let start = ContinuousClock.now
         gateway.signal(signal)
         let status = try await gateway.waitForExit(timeout: 10)
@@ -50,6 +51,7 @@ final class ShutdownTests: XCTestCase {
     }
 
     private func assertStopped(_ outcome: (status: Int32, seconds: Double, log: String), _ phase: String) {
+        print("figure: stopped while \(phase) in \(String(format: "%.2f", outcome.seconds)) s, exit \(outcome.status)")
         XCTAssertEqual(outcome.status, 0, "exit status after a stop while \(phase); log: \(outcome.log)")
         XCTAssertLessThan(outcome.seconds, Self.limit, "took \(outcome.seconds) s to stop while \(phase)")
         XCTAssertTrue(outcome.log.contains("gateway stopped"), outcome.log)
@@ -90,6 +92,21 @@ final class ShutdownTests: XCTestCase {
         assertStopped(outcome, "waiting 4 s to retry")
     }
 
+    /// A broker host that drops packets (the TCP connect hangs) or a port that accepts and never
+    /// answers (no CONNACK): the connect attempt itself must not hold up a stop.
+    func testSIGTERMWhileTheTCPConnectHangsOrNoCONNACKComes() async throws {
+        let dir = try TemporaryDirectory(prefix: "homemqtt-stop-hang")
+        for dropsPackets in [true, false] {
+            let listener = try SilentListener(dropsPackets: dropsPackets)
+            defer { listener.close() }
+            let config = try writeConfig(dir, port: listener.port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
+            // Settled: the connect has started and is now waiting.
+            let outcome = try await stop(config: config, in: "connecting to the broker", unless: "cannot reach the broker", settle: 1)
+            assertStopped(outcome, dropsPackets ? "in a TCP connect that hangs" : "waiting for a CONNACK that never comes")
+            XCTAssertFalse(outcome.log.contains("cannot reach the broker"), "the attempt ended before the signal: \(outcome.log)")
+        }
+    }
+
     func testSIGTERMWhilePublishingTheFirstTreeSaysOffline() async throws {
         let dir = try TemporaryDirectory(prefix: "homemqtt-stop-publish")
         let accessories = dir.file("accessories")
@@ -127,9 +144,13 @@ final class ShutdownTests: XCTestCase {
         addTeardownBlock { await gateway.terminate(grace: 1) }
         try await everything.waitForMessage("online", timeout: 20) { $0.topic == "home/$gateway/status" && $0.string == "online" }
         try await runChecked("mosquitto_pub", ["-p", "\(broker.port)", "-t", "home/$gateway/request/republish", "-m", "{}"])
+        let start = ContinuousClock.now
         gateway.signal(SIGTERM)
         let status = try await gateway.waitForExit(timeout: 10)
+        let elapsed = ContinuousClock.now - start
+        print("figure: stopped while serving (a republication in flight) in \(elapsed), exit \(status)")
         XCTAssertEqual(status, 0, gateway.standardError)
+        XCTAssertLessThan(elapsed, .seconds(Self.limit), "took \(elapsed) to stop while serving")
         try await everything.waitForMessage("offline", timeout: 5) { $0.topic == "home/$gateway/status" && $0.string == "offline" }
         try await Task.sleep(for: .milliseconds(300))
         let live = everything.messages.filter { !$0.retain }
@@ -182,3 +203,4 @@ final class ExampleScriptTests: XCTestCase {
         XCTAssertTrue(flow.contains(#""topic": "home/+/+/+/$result""#), "no $result subscription in the Node-RED flow")
     }
 }
+

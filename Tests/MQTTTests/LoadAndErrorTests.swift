@@ -32,6 +32,24 @@ struct LoadAndErrorTests {
         }
     }
 
+    /// Not connected, a client has no DISCONNECT to send: `disconnect()` does not wait for a
+    /// connect attempt that hangs (packets dropped) or for a CONNACK that never comes.
+    @Test(arguments: [true, false])
+    func disconnectDuringAConnectThatGetsNowhereReturnsAtOnce(dropsPackets: Bool) async throws {
+        let listener = try SilentListener(dropsPackets: dropsPackets)
+        defer { listener.close() }
+        var configuration = MQTTConfiguration(host: "127.0.0.1", port: listener.port)
+        configuration.connectTimeout = 10
+        let client = MQTTClient(configuration: configuration)
+        let connecting = Task { try await client.connect() }
+        try await Task.sleep(for: .milliseconds(500))
+        let start = ContinuousClock.now
+        await client.disconnect()
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(1), "disconnect took \(elapsed)")
+        await #expect(throws: MQTTError.self) { try await connecting.value }
+    }
+
     @Test func shuttingDownUnderLoadRepeatedlyNeverCrashes() async throws {
         try await MosquittoBroker.with { broker in
             for round in 0..<6 {
