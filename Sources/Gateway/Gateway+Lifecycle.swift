@@ -76,13 +76,14 @@ extension Gateway {
             filters.append(("\(prefix)/device/+/config", .atLeastOnce))
         }
         try await mqtt.subscribe(filters)
-        logger.info("publishing the tree", metadata: ["topics": "\(retainedCount + tree.accessories.count * 3 + 2)"])
+        logger.info("publishing the tree", metadata: [
+            "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
+        ])
         await publishAll()
         try Task.checkCancellation()
         isStarted = true
         logger.info("gateway online", metadata: [
-            "broker": "\(config.brokerDisplay)", "base": "\(base)",
-            "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
+            "broker": "\(config.brokerDisplay)", "base": "\(base)", "retained-topics": "\(retainedCount)",
         ])
     }
 

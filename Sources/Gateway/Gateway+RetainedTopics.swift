@@ -153,9 +153,9 @@ extension Gateway {
         return payload
     }
 
-    /// Every retained topic this gateway holds on the broker, with characteristics' `state`
-    /// and `meta`.
-    var retainedCount: Int { retained.count + publishedCharacteristicTopics().count }
+    /// Every retained topic this gateway holds on the broker: the ledger's, characteristics'
+    /// `state` and `meta`, and the status (`online`, or `offline` as the will).
+    var retainedCount: Int { retained.count + publishedCharacteristicTopics().count + 1 }
 
     /// The `meta` and `state` topics of the published tree's characteristics.
     func publishedCharacteristicTopics() -> [String] {
@@ -164,7 +164,10 @@ extension Gateway {
             for service in accessory.services {
                 for c in service.characteristics {
                     topics.append(c.topic + "/meta")
-                    if currentValue(c.address) != nil { topics.append(c.topic + "/state") }
+                    // An empty payload is no retained message: an empty text or data value is not held.
+                    if let value = currentValue(c.address), !ValueCodec.text(value, format: c.characteristic.metadata.format).isEmpty {
+                        topics.append(c.topic + "/state")
+                    }
                 }
             }
         }

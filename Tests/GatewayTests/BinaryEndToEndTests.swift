@@ -72,6 +72,48 @@ final class BinaryEndToEndTests: XCTestCase {
         return gateway
     }
 
+    /// A person starting the gateway, or reading the journal, sees each phase once, with its
+    /// figures, and nothing per message at info.
+    func testStartLogsEachPhaseOnceWithItsFiguresAndNothingPerMessage() async throws {
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        let setup = try E2EConfig(brokerURL: "mqtt://homemqtt:S3cretPW@127.0.0.1:\(broker.port)", extra: "")
+        var yaml = try String(contentsOfFile: setup.configPath, encoding: .utf8)
+        yaml = yaml.replacingOccurrences(of: "log-level: warning", with: "log-level: info")
+        try yaml.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
+        let gateway = try await startGateway(setup, broker: broker)
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+        let afterStart = gateway.standardError
+        for (phase, figures) in [
+            ("homemqtt starting", ["config=", "state-directory="]),
+            ("loading accessory files", ["directory="]),
+            ("home loaded", ["accessories=13"]),
+            ("connecting to the broker", ["broker=127.0.0.1:\(broker.port)", "client-id=homemqtt-e2e"]),
+            ("publishing the tree", ["accessories="]),
+            ("gateway online", ["retained-topics="]),
+        ] {
+            let lines = afterStart.split(separator: "\n").filter { $0.hasSuffix(phase) || $0.contains("] \(phase)") }
+            XCTAssertEqual(lines.count, 1, "'\(phase)' logged \(lines.count) times:\n\(afterStart)")
+            for figure in figures { XCTAssertTrue(lines.first?.contains(figure) ?? false, "'\(phase)' without \(figure): \(lines)") }
+        }
+        XCTAssertFalse(afterStart.contains("S3cretPW"), "the password in the log:\n\(afterStart)")
+        // The figure it gives is what the broker holds.
+        let online = afterStart.split(separator: "\n").first { $0.contains("gateway online") } ?? ""
+        let logged = online.split(separator: " ").first { $0.hasPrefix("retained-topics=") }.map { Int($0.dropFirst("retained-topics=".count)) } ?? nil
+        let heldTopics = try await retained(broker)
+        let held = heldTopics.count
+        print("figure: start-up log says retained-topics=\(logged ?? -1); the broker holds \(held) retained topics under home/")
+        XCTAssertEqual(logged, held)
+        // Sets and gets: answered, and not one more line at info.
+        for value in 1...20 {
+            try await runChecked("mosquitto_pub", ["-p", "\(broker.port)", "-t", "home/garage/garage-door-opener/garage-light/brightness/set", "-m", "\(value * 5)"])
+        }
+        let light = try await MQTTTestSubscriber.start(broker: broker, filter: "home/garage/garage-door-opener/garage-light/brightness/state", clientID: "light-watch")
+        try await light.waitForMessage("brightness 100", timeout: 10) { $0.string == "100" }
+        await light.stop()
+        XCTAssertEqual(gateway.standardError, afterStart, "logged per message")
+    }
+
     func retained(_ broker: MosquittoBroker, settle: Double = 0.5) async throws -> [String: String] {
         let reader = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#", clientID: "reader-\(UUID().uuidString.prefix(8))")
         try await Task.sleep(for: .seconds(settle))
