@@ -42,6 +42,8 @@ final class StateOrderTests: XCTestCase {
         try await Task.sleep(for: .milliseconds(500))
 
         let states = liveStates(watcher, stateTopic).compactMap { Double($0) }
+        let backwards = zip(states, states.dropFirst()).filter { $1 <= $0 }.count
+        print("figure: \(values.count) sets as fast as mosquitto_pub -l sends them; \(states.count) states, \(backwards) steps back, last \(states.last.map { "\($0)" } ?? "none")")
         XCTAssertEqual(states.last, 360, "the final state is the last value set")
         for (earlier, later) in zip(states, states.dropFirst()) where later <= earlier {
             XCTFail("state went from \(earlier) back to \(later): \(states)")
