@@ -1,0 +1,198 @@
+import HomeModel
+
+// The entities for the characteristics no service component took: by Home Assistant device
+// class where one fits (the known table), else by format and permissions.
+
+extension HomeAssistantComponents {
+    // MARK: - Characteristics
+
+    private struct Known {
+        var platform: String
+        var name: String
+        var deviceClass: String?
+        var unit: String?
+        var measurement = false
+        var diagnostic = false
+        /// binary_sensor: the payloads, `true`/`false` or `1`/`0` by format, unless a template maps.
+        var template: String?
+        var options: [String]?
+    }
+
+    private static func binary(_ name: String, _ deviceClass: String?, diagnostic: Bool = false) -> Known {
+        Known(platform: "binary_sensor", name: name, deviceClass: deviceClass, diagnostic: diagnostic)
+    }
+
+    private static func measure(_ name: String, _ deviceClass: String?, _ unit: String?, diagnostic: Bool = false) -> Known {
+        Known(platform: "sensor", name: name, deviceClass: deviceClass, unit: unit, measurement: true, diagnostic: diagnostic)
+    }
+
+    static let microgramsPerCubicMeter = "µg/m³"
+
+    /// Read-only characteristics with a Home Assistant device class, by catalog name.
+    private static let known: [String: Known] = [
+        "current-temperature": measure("Temperature", "temperature", "°C"),
+        "current-relative-humidity": measure("Humidity", "humidity", "%"),
+        "current-light-level": measure("Light level", "illuminance", "lx"),
+        "carbon-dioxide-level": measure("Carbon dioxide", "carbon_dioxide", "ppm"),
+        "carbon-dioxide-peak-level": measure("Carbon dioxide peak", "carbon_dioxide", "ppm"),
+        "carbon-monoxide-level": measure("Carbon monoxide", "carbon_monoxide", "ppm"),
+        "carbon-monoxide-peak-level": measure("Carbon monoxide peak", "carbon_monoxide", "ppm"),
+        "pm2-5-density": measure("PM2.5", "pm25", microgramsPerCubicMeter),
+        "pm10-density": measure("PM10", "pm10", microgramsPerCubicMeter),
+        "ozone-density": measure("Ozone", "ozone", microgramsPerCubicMeter),
+        "nitrogen-dioxide-density": measure("Nitrogen dioxide", "nitrogen_dioxide", microgramsPerCubicMeter),
+        "sulphur-dioxide-density": measure("Sulphur dioxide", "sulphur_dioxide", microgramsPerCubicMeter),
+        "volatile-organic-compound-density": measure("VOCs", "volatile_organic_compounds", microgramsPerCubicMeter),
+        "battery-level": measure("Battery", "battery", "%", diagnostic: true),
+        "filter-life-level": measure("Filter life", nil, "%"),
+        "water-level": measure("Water level", nil, "%"),
+        "air-quality": Known(
+            platform: "sensor", name: "Air quality", deviceClass: "enum",
+            template: HomeAssistantTemplate.lookup([("1", "excellent"), ("2", "good"), ("3", "fair"), ("4", "inferior"), ("5", "poor")], fallback: "None"),
+            options: ["excellent", "good", "fair", "inferior", "poor"]),
+        // HomeKit: 0 contact detected (closed), 1 not detected (open); Home Assistant: on means open.
+        "contact-state": binary("Contact", "opening"),
+        "motion-detected": binary("Motion", "motion"),
+        "occupancy-detected": binary("Occupancy", "occupancy"),
+        "leak-detected": binary("Leak", "moisture"),
+        "smoke-detected": binary("Smoke", "smoke"),
+        "carbon-monoxide-detected": binary("Carbon monoxide", "carbon_monoxide"),
+        "carbon-dioxide-detected": binary("Carbon dioxide abnormal", "problem"),
+        "obstruction-detected": binary("Obstruction", "problem"),
+        "outlet-in-use": binary("In use", "power"),
+        "filter-change-indication": binary("Filter change", "problem"),
+        "status-low-battery": binary("Battery low", "battery", diagnostic: true),
+        "status-fault": binary("Fault", "problem", diagnostic: true),
+        "status-tampered": binary("Tampered", "tamper", diagnostic: true),
+        "status-jammed": binary("Jammed", "problem", diagnostic: true),
+        "status-active": binary("Active", "running", diagnostic: true),
+        "charging-state": Known(
+            platform: "binary_sensor", name: "Charging", deviceClass: "battery_charging", diagnostic: true,
+            template: HomeAssistantTemplate.lookup([("0", "OFF"), ("1", "ON"), ("2", "OFF")], fallback: "None")),
+    ]
+
+    /// Units we can pass on, and the device class they imply.
+    private static let units: [String: (unit: String, deviceClass: String?)] = [
+        "celsius": ("°C", "temperature"),
+        "percentage": ("%", nil),
+        "arcdegrees": ("°", nil),
+        "lux": ("lx", "illuminance"),
+        "seconds": ("s", "duration"),
+    ]
+
+    func characteristicComponent(_ c: TopicTree.CharacteristicNode, service: TopicTree.ServiceNode) -> HomeAssistantComponent? {
+        let metadata = c.haMetadata
+        // The name is the entity's name already; tlv8 and data mean nothing to a person.
+        if c.typeName == "name" || metadata.format == .tlv8 || metadata.format == .data { return nil }
+        guard c.haHasState || c.haIsWritable else { return nil }
+        var config: [String: JSONValue]
+        let baseName: String
+        if !c.haIsWritable, let known = Self.known[c.typeName] {
+            baseName = known.name
+            config = ["platform": .string(known.platform), "state_topic": .string(c.haStateTopic)]
+            if let deviceClass = known.deviceClass { config["device_class"] = .string(deviceClass) }
+            if let unit = known.unit { config["unit_of_measurement"] = .string(unit) }
+            if known.measurement { config["state_class"] = "measurement" }
+            if known.diagnostic { config["entity_category"] = "diagnostic" }
+            if let options = known.options { config["options"] = .array(options.map(JSONValue.string)) }
+            if let template = known.template {
+                config["value_template"] = .string(template)
+            } else if known.platform == "binary_sensor" {
+                let (on, off) = Self.onOff(c)
+                config["payload_on"] = .string(on)
+                config["payload_off"] = .string(off)
+            }
+        } else {
+            baseName = c.characteristic.name.flatMap { $0.isEmpty ? nil : $0 }
+                ?? (Catalog.characteristicType(uuid: c.characteristic.type) != nil ? Self.humanize(c.typeName) : Self.humanize(c.slug))
+            config = Self.generic(c)
+            if service.typeName == "accessory-information" || service.typeName == "protocol-information" {
+                config["entity_category"] = "diagnostic"
+            }
+        }
+        if config.isEmpty { return nil }
+        let key = "\(service.iid)_\(c.characteristic.iid)"
+        config["unique_id"] = .string("\(nodeID)_\(key)")
+        config["name"] = .string(entityName(baseName, service: service))
+        return HomeAssistantComponent(key: key, config: config)
+    }
+
+    /// A number for a config: integral values as integers.
+    private static func number(_ d: Double) -> JSONValue {
+        if let i = Int64(exactly: d) { return .int(i) }
+        return .double(d)
+    }
+
+    /// By format and permissions: bool → switch, binary_sensor or (write-only) button; valid
+    /// values → select or enum sensor; other numbers → number or sensor; strings → text or sensor.
+    private static func generic(_ c: TopicTree.CharacteristicNode) -> [String: JSONValue] {
+        let metadata = c.haMetadata
+        let writable = c.haIsWritable
+        let state = c.haHasState
+        var config: [String: JSONValue] = [:]
+        if state { config["state_topic"] = .string(c.haStateTopic) }
+        if writable { config["command_topic"] = .string(c.haSetTopic) }
+        if metadata.format == .bool {
+            switch (writable, state) {
+            case (true, true):
+                config["platform"] = "switch"
+                config["payload_on"] = "true"
+                config["payload_off"] = "false"
+            case (true, false):
+                config["platform"] = "button"
+                config["payload_press"] = "true"
+                if c.typeName == "identify" { config["device_class"] = "identify" }
+            default:
+                config["platform"] = "binary_sensor"
+                config["payload_on"] = "true"
+                config["payload_off"] = "false"
+            }
+            return config
+        }
+        if metadata.format.isNumeric, !metadata.validValues.isEmpty {
+            let pairs = metadata.validValues.sorted { $0.key < $1.key }
+            config["options"] = .array(pairs.map { .string($0.value) })
+            if state {
+                config["value_template"] = .string(HomeAssistantTemplate.lookup(pairs.map { (String($0.key), $0.value) }, fallback: "None"))
+            }
+            if writable {
+                // Home Assistant sends the option's name, which `set` takes as it is.
+                config["platform"] = "select"
+            } else {
+                config["platform"] = "sensor"
+                config["device_class"] = "enum"
+            }
+            return config
+        }
+        if metadata.format.isNumeric {
+            let unit = metadata.unit.flatMap { units[$0] }
+            if let unit {
+                config["unit_of_measurement"] = .string(unit.unit)
+                if let deviceClass = unit.deviceClass { config["device_class"] = .string(deviceClass) }
+            }
+            if writable {
+                config["platform"] = "number"
+                let bounds = metadata.format.integerBounds
+                let low = metadata.minValue ?? bounds?.lowerBound ?? -1_000_000
+                let high = metadata.maxValue ?? bounds.map { min($0.upperBound, 4_294_967_295) } ?? 1_000_000
+                let step = metadata.minStep.flatMap { $0 > 0 ? $0 : nil } ?? (metadata.format.isInteger ? 1 : 0.1)
+                config["min"] = number(low)
+                config["max"] = number(high)
+                config["step"] = number(step)
+                config["mode"] = (high - low) / step > 1000 ? "box" : "auto"
+            } else {
+                config["platform"] = "sensor"
+                if unit != nil { config["state_class"] = "measurement" }
+            }
+            return config
+        }
+        // Strings.
+        if writable {
+            config["platform"] = "text"
+            config["max"] = .int(Int64(min(255, metadata.maxLength ?? ValueCodec.defaultMaxLength)))
+        } else {
+            config["platform"] = "sensor"
+        }
+        return config
+    }
+}

@@ -1,0 +1,320 @@
+import HomeModel
+
+// The services' own Home Assistant components: light, switch, garage door and position covers,
+// lock, climate and fan, each taking the characteristics it covers.
+
+extension HomeAssistantComponents {
+    // MARK: - Services
+
+    mutating func mainComponents(_ service: TopicTree.ServiceNode) -> [(key: String, config: [String: JSONValue])] {
+        var out: [(key: String, config: [String: JSONValue])] = []
+        switch service.typeName {
+        case "lightbulb":
+            if let c = light(service) { out.append(("light", c)) }
+        case "switch", "outlet":
+            if let c = switchComponent(service) { out.append(("switch", c)) }
+        case "garage-door-opener":
+            if let c = garageDoor(service) { out.append(("cover", c)) }
+            if let c = lock(service) { out.append(("lock", c)) }
+        case "lock-mechanism":
+            if let c = lock(service) { out.append(("lock", c)) }
+        case "window-covering", "door", "window":
+            if let c = positionCover(service) { out.append(("cover", c)) }
+        case "thermostat":
+            if let c = climate(service) { out.append(("climate", c)) }
+        case "fan", "ventilation-fan", "air-purifier":
+            if let c = fan(service) { out.append(("fan", c)) }
+        default:
+            break
+        }
+        return out
+    }
+
+    private static func integerish(_ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], key: String) {
+        if c.haMetadata.format == .float { config[key] = .string(HomeAssistantTemplate.roundedInteger) }
+    }
+
+    private static func int(_ value: Double?, _ fallback: Int64) -> JSONValue {
+        .int(value.flatMap { Int64(exactly: $0.rounded()) } ?? fallback)
+    }
+
+    private mutating func light(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        guard let power = find(service, "power-state"), power.haIsWritable else { return nil }
+        take(power)
+        var config: [String: JSONValue] = [
+            "platform": "light",
+            "command_topic": .string(power.haSetTopic),
+            "payload_on": "true",
+            "payload_off": "false",
+        ]
+        if power.haHasState { config["state_topic"] = .string(power.haStateTopic) }
+        if let brightness = find(service, "brightness"), brightness.haIsWritable {
+            take(brightness)
+            config["brightness_command_topic"] = .string(brightness.haSetTopic)
+            config["brightness_scale"] = Self.int(brightness.haMetadata.maxValue, 100)
+            if let low = brightness.haMetadata.minValue.flatMap({ Int64(exactly: $0.rounded(.up)) }), low > 0 {
+                config["brightness_command_template"] = .string(HomeAssistantTemplate.atLeast(low))
+            }
+            if brightness.haHasState {
+                config["brightness_state_topic"] = .string(brightness.haStateTopic)
+                Self.integerish(brightness, into: &config, key: "brightness_value_template")
+            }
+        }
+        // HomeKit and Home Assistant both count colour temperature in mireds.
+        if let temperature = find(service, "color-temperature"), temperature.haIsWritable {
+            take(temperature)
+            config["color_temp_command_topic"] = .string(temperature.haSetTopic)
+            config["min_mireds"] = Self.int(temperature.haMetadata.minValue, 140)
+            config["max_mireds"] = Self.int(temperature.haMetadata.maxValue, 500)
+            if temperature.haHasState {
+                config["color_temp_state_topic"] = .string(temperature.haStateTopic)
+                Self.integerish(temperature, into: &config, key: "color_temp_value_template")
+            }
+        }
+        if options.colorTopics, let hue = find(service, "hue"), let saturation = find(service, "saturation"),
+           hue.haIsWritable, saturation.haIsWritable {
+            take(hue)
+            take(saturation)
+            config["hs_command_topic"] = .string(service.topic + "/$color/set")
+            config["hs_state_topic"] = .string(service.topic + "/$color/state")
+        }
+        return config
+    }
+
+    private mutating func switchComponent(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        guard let power = find(service, "power-state"), power.haIsWritable else { return nil }
+        take(power)
+        let (on, off) = Self.onOff(power)
+        var config: [String: JSONValue] = [
+            "platform": "switch",
+            "device_class": .string(service.typeName == "outlet" ? "outlet" : "switch"),
+            "command_topic": .string(power.haSetTopic),
+            "payload_on": .string(on),
+            "payload_off": .string(off),
+        ]
+        if power.haHasState { config["state_topic"] = .string(power.haStateTopic) }
+        return config
+    }
+
+    static let doorStates: [(String, String)] = [("0", "open"), ("1", "closed"), ("2", "opening"), ("3", "closing"), ("4", "stopped")]
+
+    private mutating func garageDoor(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        let current = find(service, "current-door-state").flatMap { $0.haHasState ? $0 : nil }
+        let target = find(service, "target-door-state")
+        guard current != nil || target != nil else { return nil }
+        take(current)
+        take(target)
+        var config: [String: JSONValue] = [
+            "platform": "cover",
+            "device_class": "garage",
+            // HomeKit's garage door has no stop command.
+            "payload_stop": .null,
+        ]
+        if let current {
+            config["state_topic"] = .string(current.haStateTopic)
+            config["value_template"] = .string(HomeAssistantTemplate.lookup(Self.doorStates, fallback: "None"))
+        } else if let target, target.haHasState {
+            config["state_topic"] = .string(target.haStateTopic)
+            config["value_template"] = .string(HomeAssistantTemplate.lookup(Array(Self.doorStates.prefix(2)), fallback: "None"))
+        }
+        if let target, target.haIsWritable {
+            config["command_topic"] = .string(target.haSetTopic)
+            config["payload_open"] = "open"
+            config["payload_close"] = "closed"
+        } else {
+            config["payload_open"] = .null
+            config["payload_close"] = .null
+        }
+        return config
+    }
+
+    private mutating func lock(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        guard let target = find(service, "target-lock-mechanism-state"), target.haIsWritable else { return nil }
+        take(target)
+        var config: [String: JSONValue] = [
+            "platform": "lock",
+            "command_topic": .string(target.haSetTopic),
+            "payload_lock": "secured",
+            "payload_unlock": "unsecured",
+        ]
+        if let current = find(service, "current-lock-mechanism-state"), current.haHasState {
+            take(current)
+            config["state_topic"] = .string(current.haStateTopic)
+            // 3 is HomeKit's "unknown".
+            config["value_template"] = .string(HomeAssistantTemplate.lookup(
+                [("0", "UNLOCKED"), ("1", "LOCKED"), ("2", "JAMMED")], fallback: "None"))
+        } else if target.haHasState {
+            config["state_topic"] = .string(target.haStateTopic)
+            config["value_template"] = .string(HomeAssistantTemplate.lookup([("0", "UNLOCKED"), ("1", "LOCKED")], fallback: "None"))
+        }
+        return config
+    }
+
+    private mutating func positionCover(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        let target = find(service, "target-position")
+        let current = find(service, "current-position").flatMap { $0.haHasState ? $0 : nil }
+        guard target != nil || current != nil else { return nil }
+        take(target)
+        take(current)
+        let deviceClass = ["door": "door", "window": "window"][service.typeName] ?? "shade"
+        var config: [String: JSONValue] = ["platform": "cover", "device_class": .string(deviceClass), "payload_stop": .null]
+        let range = target?.haMetadata ?? current?.haMetadata
+        let closed = Self.int(range?.minValue, 0)
+        let open = Self.int(range?.maxValue, 100)
+        if let target, target.haIsWritable {
+            config["command_topic"] = .string(target.haSetTopic)
+            config["set_position_topic"] = .string(target.haSetTopic)
+            config["payload_open"] = .string(open.int64Value.map(String.init) ?? "100")
+            config["payload_close"] = .string(closed.int64Value.map(String.init) ?? "0")
+        } else {
+            config["payload_open"] = .null
+            config["payload_close"] = .null
+        }
+        if let current {
+            config["position_topic"] = .string(current.haStateTopic)
+            config["position_open"] = open
+            config["position_closed"] = closed
+            Self.integerish(current, into: &config, key: "position_template")
+        }
+        if let motion = find(service, "position-state"), motion.haHasState {
+            take(motion)
+            config["state_topic"] = .string(motion.haStateTopic)
+            config["value_template"] = .string(HomeAssistantTemplate.lookup(
+                [("0", "closing"), ("1", "opening"), ("2", "stopped")], fallback: "None"))
+        }
+        let tilts = [("target-horizontal-tilt", "current-horizontal-tilt"), ("target-vertical-tilt", "current-vertical-tilt"), ("target-tilt", "current-tilt")]
+        for (targetName, currentName) in tilts {
+            guard let tilt = find(service, targetName), tilt.haIsWritable else { continue }
+            take(tilt)
+            let low = Self.int(tilt.haMetadata.minValue, -90)
+            let high = Self.int(tilt.haMetadata.maxValue, 90)
+            config["tilt_command_topic"] = .string(tilt.haSetTopic)
+            config["tilt_min"] = low
+            config["tilt_max"] = high
+            config["tilt_closed_value"] = low
+            config["tilt_opened_value"] = high
+            if let status = find(service, currentName), status.haHasState {
+                take(status)
+                config["tilt_status_topic"] = .string(status.haStateTopic)
+                Self.integerish(status, into: &config, key: "tilt_status_template")
+            }
+            break
+        }
+        return config
+    }
+
+    /// HomeKit's target heating/cooling state ↔ Home Assistant's HVAC modes. HomeKit's "auto"
+    /// keeps the temperature between two thresholds, which is Home Assistant's `heat_cool`.
+    static let hvacModes: [Int64: String] = [0: "off", 1: "heat", 2: "cool", 3: "heat_cool"]
+
+    private mutating func climate(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        let mode = find(service, "target-heating-cooling")
+        let target = find(service, "target-temperature")
+        guard mode != nil || target != nil else { return nil }
+        var config: [String: JSONValue] = ["platform": "climate", "temperature_unit": "C", "precision": 0.1]
+        if let mode {
+            take(mode)
+            let valid = mode.haMetadata.validValues.isEmpty ? Self.hvacModes : mode.haMetadata.validValues
+            let pairs = valid.keys.sorted().compactMap { key in Self.hvacModes[key].map { (String(key), $0) } }
+            config["modes"] = .array(pairs.map { .string($0.1) })
+            if mode.haHasState {
+                config["mode_state_topic"] = .string(mode.haStateTopic)
+                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
+            }
+            if mode.haIsWritable {
+                config["mode_command_topic"] = .string(mode.haSetTopic)
+                config["mode_command_template"] = .string(HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
+            }
+        }
+        if let action = find(service, "current-heating-cooling"), action.haHasState {
+            take(action)
+            config["action_topic"] = .string(action.haStateTopic)
+            config["action_template"] = .string(HomeAssistantTemplate.lookup(
+                [("0", "idle"), ("1", "heating"), ("2", "cooling")], fallback: "None"))
+        }
+        if let current = find(service, "current-temperature"), current.haHasState {
+            take(current)
+            config["current_temperature_topic"] = .string(current.haStateTopic)
+        }
+        if let target {
+            take(target)
+            Self.temperature(target, into: &config, state: "temperature_state_topic", command: "temperature_command_topic")
+            if let low = target.haMetadata.minValue { config["min_temp"] = .double(low) }
+            if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
+            if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }
+        }
+        if let heating = find(service, "heating-threshold") {
+            take(heating)
+            Self.temperature(heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
+        }
+        if let cooling = find(service, "cooling-threshold") {
+            take(cooling)
+            Self.temperature(cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic")
+        }
+        if let humidity = find(service, "current-relative-humidity"), humidity.haHasState {
+            take(humidity)
+            config["current_humidity_topic"] = .string(humidity.haStateTopic)
+        }
+        if let humidity = find(service, "target-relative-humidity"), humidity.haIsWritable {
+            take(humidity)
+            config["target_humidity_command_topic"] = .string(humidity.haSetTopic)
+            if humidity.haHasState { config["target_humidity_state_topic"] = .string(humidity.haStateTopic) }
+            if let low = humidity.haMetadata.minValue { config["min_humidity"] = .double(low) }
+            if let high = humidity.haMetadata.maxValue { config["max_humidity"] = .double(high) }
+        }
+        return config
+    }
+
+    private static func temperature(_ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], state: String, command: String) {
+        if c.haHasState { config[state] = .string(c.haStateTopic) }
+        if c.haIsWritable { config[command] = .string(c.haSetTopic) }
+    }
+
+    private mutating func fan(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        let order = service.typeName == "fan" ? ["power-state", "active"] : ["active", "power-state"]
+        var found: TopicTree.CharacteristicNode?
+        for name in order where found == nil { found = find(service, name) }
+        guard let power = found, power.haIsWritable else { return nil }
+        take(power)
+        let (on, off) = Self.onOff(power)
+        var config: [String: JSONValue] = [
+            "platform": "fan",
+            "command_topic": .string(power.haSetTopic),
+            "payload_on": .string(on),
+            "payload_off": .string(off),
+        ]
+        if power.haHasState { config["state_topic"] = .string(power.haStateTopic) }
+        if let speed = find(service, "rotation-speed"), speed.haIsWritable {
+            take(speed)
+            config["percentage_command_topic"] = .string(speed.haSetTopic)
+            // Home Assistant sends whole numbers in this range; 0 is "off", so the range starts at 1.
+            let low = max(1, speed.haMetadata.minValue.flatMap { Int64(exactly: $0.rounded(.up)) } ?? 1)
+            config["speed_range_min"] = .int(low)
+            config["speed_range_max"] = Self.int(speed.haMetadata.maxValue, 100)
+            if speed.haHasState {
+                config["percentage_state_topic"] = .string(speed.haStateTopic)
+                Self.integerish(speed, into: &config, key: "percentage_value_template")
+            }
+        }
+        if let direction = find(service, "rotation-direction"), direction.haIsWritable {
+            take(direction)
+            config["direction_command_topic"] = .string(direction.haSetTopic)
+            config["direction_command_template"] = .string(HomeAssistantTemplate.lookup(
+                [("forward", "0"), ("reverse", "1")], fallback: ""))
+            if direction.haHasState {
+                config["direction_state_topic"] = .string(direction.haStateTopic)
+                config["direction_value_template"] = .string(HomeAssistantTemplate.lookup(
+                    [("0", "forward"), ("1", "reverse")], fallback: "None"))
+            }
+        }
+        if let swing = find(service, "swing-mode"), swing.haIsWritable {
+            take(swing)
+            let (swingOn, swingOff) = Self.onOff(swing)
+            config["oscillation_command_topic"] = .string(swing.haSetTopic)
+            config["payload_oscillation_on"] = .string(swingOn)
+            config["payload_oscillation_off"] = .string(swingOff)
+            if swing.haHasState { config["oscillation_state_topic"] = .string(swing.haStateTopic) }
+        }
+        return config
+    }
+}
