@@ -1,0 +1,212 @@
+import Foundation
+import HomeModel
+import Logging
+
+// The HAP source's connection loop: reconnects with backoff, re-subscribes events, reports
+// reachability; and keeps the accessories and values each connection brings, as events.
+
+extension HAPSource {
+    // MARK: connection life
+
+    /// Keeps one accessory server connected until cancelled or its pairing is removed.
+    func connectionLoop(_ pairingID: String, token: UUID) async {
+        var delay = backoff.initial
+        while !Task.isCancelled && isCurrent(pairingID, token) {
+            guard let pairing = pairings[pairingID] else { return }
+            do throws(HAPError) {
+                let connection = try await HAPConnection.connect(host: pairing.host, port: pairing.port, timeout: connectTimeout, logger: logger)
+                do throws(HAPError) {
+                    try await connection.verify(pairing)
+                    try await refresh(pairing, token: token, connection: connection)
+                    connections[pairingID] = connection
+                    delay = backoff.initial
+                    // Reachable only once events are on: a change made by the accessory right
+                    // after it is announced reachable must arrive as an event.
+                    try await subscribeAll(pairingID, connection: connection)
+                    setReachable(pairingID, true)
+                    logger.info("connected to accessory \(pairingID) at \(pairing.host):\(pairing.port)")
+                    attempted(pairingID, token)
+                    await serve(pairingID, connection: connection)
+                } catch {
+                    await connection.close()
+                    throw error
+                }
+                if let reason = await connection.closeReason, !Task.isCancelled, isCurrent(pairingID, token) {
+                    logger.warning("lost accessory \(pairingID): \(reason.message)")
+                }
+            } catch {
+                if !Task.isCancelled && isCurrent(pairingID, token) {
+                    logger.warning("accessory \(pairingID) at \(pairing.host):\(pairing.port): \(error.message); retrying in \(String(format: "%.1f", delay)) s")
+                }
+            }
+            attempted(pairingID, token)
+            // A loop whose pairing was removed leaves the connections and accessories alone:
+            // they are gone, or belong to a newer loop of the same pairing.
+            guard isCurrent(pairingID, token) else { return }
+            if let c = connections.removeValue(forKey: pairingID) { await c.close() }
+            setReachable(pairingID, false)
+            if Task.isCancelled { return }
+            do {
+                try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+            } catch { return }
+            delay = min(delay * backoff.factor, backoff.max)
+        }
+    }
+
+    /// Consumes events until the connection closes; polls what cannot notify.
+    private func serve(_ pairingID: String, connection: HAPConnection) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await message in connection.events {
+                    await self.applyEvent(pairingID, message)
+                }
+            }
+            // A poll interval of 0 turns polling off (the config's meaning), not into a busy loop.
+            if pollInterval > 0 {
+                group.addTask {
+                    while !Task.isCancelled {
+                        do { try await Task.sleep(nanoseconds: UInt64(self.pollInterval * 1_000_000_000)) } catch { return }
+                        await self.poll(pairingID, connection: connection)
+                    }
+                }
+            }
+            // When the events stream ends the connection is gone: stop polling too.
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func applyEvent(_ pairingID: String, _ message: HAPHTTPMessage) {
+        for (id, json) in HAPConnection.eventValues(message) {
+            update(pairingID: pairingID, id: id, json: json, emit: true)
+        }
+    }
+
+    private func poll(_ pairingID: String, connection: HAPConnection) async {
+        var ids: [HAPCharacteristicID] = []
+        for acc in accessoriesFor(pairingID) {
+            for s in acc.services {
+                for c in s.characteristics where c.metadata.permissions.contains(.read) && !c.metadata.permissions.contains(.notify) {
+                    ids.append(HAPCharacteristicID(aid: acc.aid, iid: c.iid))
+                }
+            }
+        }
+        guard !ids.isEmpty, let results = try? await connection.readCharacteristics(ids) else { return }
+        for (id, r) in results {
+            if case .success(let json) = r { update(pairingID: pairingID, id: id, json: json, emit: true) }
+        }
+    }
+
+    /// Records a value from the accessory; emits `valueUpdated` when it changed.
+    @discardableResult
+    func update(pairingID: String, id: HAPCharacteristicID, json: JSONValue, emit: Bool) -> CharacteristicValue? {
+        let accID = Self.accessoryID(pairingID, id.aid)
+        guard var acc = accessoriesByID[accID] else { return nil }
+        for si in acc.services.indices {
+            if let ci = acc.services[si].characteristics.firstIndex(where: { $0.iid == id.iid }) {
+                let format = acc.services[si].characteristics[ci].metadata.format
+                guard let value = (try? HAPAccessoryJSON.convert(json, format: format)) ?? nil else { return nil }
+                let old = acc.services[si].characteristics[ci].value
+                acc.services[si].characteristics[ci].value = value
+                accessoriesByID[accID] = acc
+                if emit && old != value {
+                    hub.yield(.valueUpdated(CharacteristicAddress(accessoryID: accID, iid: id.iid), value))
+                }
+                return value
+            }
+        }
+        return nil
+    }
+
+    func accessoriesFor(_ pairingID: String) -> [Accessory] {
+        let prefix = "hap:\(pairingID):"
+        return order.filter { $0.hasPrefix(prefix) }.compactMap { accessoriesByID[$0] }
+    }
+
+    static func accessoryID(_ pairingID: String, _ aid: UInt64) -> String { "hap:\(pairingID):\(aid)" }
+
+    /// `hap:<pairing id>:<aid>` → (pairing id, aid); pairing ids contain colons.
+    static func parseAccessoryID(_ id: String) -> (String, UInt64)? {
+        guard id.hasPrefix("hap:"), let colon = id.lastIndex(of: ":"), let aid = UInt64(id[id.index(after: colon)...]) else { return nil }
+        let pairingID = String(id[id.index(id.startIndex, offsetBy: 4)..<colon])
+        return pairingID.isEmpty ? nil : (pairingID, aid)
+    }
+
+    /// Fetches `/accessories` and turns differences from what we knew into events.
+    private func refresh(_ pairing: HAPPairing, token: UUID, connection: HAPConnection) async throws(HAPError) {
+        let json = try await connection.accessoriesJSON()
+        guard isCurrent(pairing.accessoryPairingID, token) else { throw HAPError.closed("the pairing was removed") }
+        let fresh: [Accessory]
+        do {
+            fresh = try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)
+        } catch {
+            throw HAPError(code: .protocolError, message: "the accessory's /accessories does not describe accessories: \(error.message)")
+        }
+        let prefix = pairing.idPrefix + ":"
+        let freshIDs = Set(fresh.map(\.id))
+        for oldID in order where oldID.hasPrefix(prefix) && !freshIDs.contains(oldID) {
+            accessoriesByID[oldID] = nil
+            hub.yield(.accessoryRemoved(id: oldID))
+        }
+        order.removeAll { $0.hasPrefix(prefix) && !freshIDs.contains($0) }
+        for var acc in fresh {
+            if let old = accessoriesByID[acc.id] {
+                // Reachability changes are reported by setReachable once the session is up.
+                acc.isReachable = old.isReachable
+                accessoriesByID[acc.id] = acc
+                if Self.structure(old) != Self.structure(acc) {
+                    hub.yield(.accessoryChanged(acc))
+                } else {
+                    // Same accessory: report values that moved while we were away.
+                    for s in acc.services {
+                        for c in s.characteristics {
+                            let before = old.characteristic(iid: c.iid)?.1.value
+                            if let v = c.value, v != before {
+                                hub.yield(.valueUpdated(CharacteristicAddress(accessoryID: acc.id, iid: c.iid), v))
+                            }
+                        }
+                    }
+                }
+            } else {
+                accessoriesByID[acc.id] = acc
+                order.append(acc.id)
+                hub.yield(.accessoryAdded(acc))
+            }
+        }
+    }
+
+    /// An accessory without its values and reachability, for telling "changed" from "same".
+    static func structure(_ a: Accessory) -> Accessory {
+        var s = a
+        s.isReachable = true
+        for i in s.services.indices {
+            for j in s.services[i].characteristics.indices { s.services[i].characteristics[j].value = nil }
+        }
+        return s
+    }
+
+    private func setReachable(_ pairingID: String, _ reachable: Bool) {
+        for var acc in accessoriesFor(pairingID) where acc.isReachable != reachable {
+            acc.isReachable = reachable
+            accessoriesByID[acc.id] = acc
+            hub.yield(.reachabilityChanged(id: acc.id, isReachable: reachable))
+        }
+    }
+
+    /// One `PUT /characteristics` per accessory with `ev: true` for its notifying characteristics.
+    private func subscribeAll(_ pairingID: String, connection: HAPConnection) async throws(HAPError) {
+        for acc in accessoriesFor(pairingID) {
+            var items: [HAPCharacteristicID: [String: JSONValue]] = [:]
+            for s in acc.services {
+                for c in s.characteristics where c.metadata.permissions.contains(.notify)
+                    && !notificationsOff.contains(CharacteristicAddress(accessoryID: acc.id, iid: c.iid)) {
+                    items[HAPCharacteristicID(aid: acc.aid, iid: c.iid)] = ["ev": .bool(true)]
+                }
+            }
+            let failures = try await connection.writeCharacteristics(items)
+            for (id, err) in failures {
+                logger.debug("accessory \(pairingID) refused events for \(id): \(err.message)")
+            }
+        }
+    }
+}
