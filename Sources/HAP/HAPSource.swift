@@ -96,7 +96,7 @@ public actor HAPSource: AccessorySource {
         logger.info("HAP source starting with \(pairings.count) paired accessory server(s)")
         // Graceful shutdown cancels the connection loops; each closes its connection.
         let startStream = self.startStream
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 for await (pairingID, token) in startStream {
                     group.addTask { await self.supervise(pairingID, token: token) }

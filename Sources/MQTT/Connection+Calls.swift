@@ -1,0 +1,296 @@
+internal import CMosquitto
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// What other threads ask of a connection: stop, wait for the CONNACK or the end, publish,
+// subscribe and unsubscribe, with the checks of topics and filters.
+extension Connection {
+    // MARK: Control from other threads
+
+    /// Asks the network thread to end; true when it is connected, so has a DISCONNECT to send.
+    @discardableResult
+    func requestStop(clean: Bool) -> Bool {
+        let (released, connected) = control.withLock { state -> ([CheckedContinuation<Outcome, Never>], Bool) in
+            guard !state.stopRequested else { return ([], state.connected) }
+            state.stopRequested = true
+            state.cleanStop = clean
+            return (state.takeWaiters(.connect) + state.takeWaiters(.capacity), state.connected)
+        }
+        for waiter in released { waiter.resume(returning: .failure(.closed)) }
+        return connected
+    }
+
+    /// Suspends until `immediate` yields an outcome or the waiter is resumed; cancellation resumes it.
+    private func suspend(_ kind: WaiterKind, immediate: (inout Control) -> Outcome?) async -> Outcome {
+        let id = control.withLock { state -> UInt64 in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+                let now = control.withLock { state -> Outcome? in
+                    if let outcome = immediate(&state) { return outcome }
+                    // Checked under the lock: a cancel handler that already ran found nothing to resume.
+                    if Task.isCancelled { return .failure(.cancelled) }
+                    state.waiters[id] = (kind, continuation)
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            control.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: .failure(.cancelled))
+        }
+    }
+
+    func awaitConnected(timeout: Double) async -> Outcome {
+        await withTaskGroup(of: Outcome?.self) { group in
+            group.addTask {
+                await self.suspend(.connect) { state in
+                    if state.connected { return .success(()) }
+                    if state.stopRequested || state.finished { return .failure(state.finalError ?? .closed) }
+                    return nil
+                }
+            }
+            group.addTask {
+                do {
+                    try await Task.sleep(for: .seconds(timeout))
+                } catch {
+                    return nil
+                }
+                return .failure(
+                    MQTTError(
+                        code: .timeout,
+                        message: "could not connect to \(self.configuration.host):\(self.configuration.port) "
+                            + "within \(timeout) s"))
+            }
+            var result: Outcome = .failure(.cancelled)
+            for await outcome in group {
+                if let outcome {
+                    result = outcome
+                    break
+                }
+            }
+            group.cancelAll()
+            return result
+        }
+    }
+
+    func awaitFinished(timeout: Double) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                _ = await self.suspend(.finish) { state in state.finished ? .success(()) : nil }
+            }
+            group.addTask { try? await Task.sleep(for: .seconds(timeout)) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Marks the start of a call into libmosquitto from another thread; false when stopping.
+    private func enter() -> Bool {
+        control.withLock { state in
+            guard !state.stopRequested else { return false }
+            state.users += 1
+            return true
+        }
+    }
+
+    private func leave() {
+        control.withLock { $0.users -= 1 }
+    }
+
+    // MARK: Publish
+
+    func publish(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
+    ) async -> Outcome {
+        let limit = configuration.maxQueuedPublishes
+        while true {
+            if let outcome = publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: properties) {
+                return outcome
+            }
+            let outcome = await suspend(.capacity) { state in
+                if state.stopRequested || state.finished { return .failure(.closed) }
+                return state.outstanding.count < limit ? .success(()) : nil
+            }
+            if case .failure = outcome { return outcome }
+        }
+    }
+
+    /// `publish` when it needs no waiting; nil when it would wait for room (the outstanding limit).
+    func publishWithoutWaiting(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
+    ) -> Outcome? {
+        guard payload.count <= 268_435_455 else {
+            return .failure(MQTTError(code: .payloadTooLarge, message: "payload of \(payload.count) bytes"))
+        }
+        let limit = configuration.maxQueuedPublishes
+        enum Decision { case fail(MQTTError), drop, wait, go(UInt64) }
+        let decision = control.withLock { state -> Decision in
+            if state.stopRequested || state.finished { return .fail(.closed) }
+            if qos == .atMostOnce && !state.connected { return state.everConnected ? .drop : .fail(.notConnected) }
+            if state.outstanding.count >= limit { return .wait }
+            state.users += 1
+            return .go(state.epoch)
+        }
+        switch decision {
+        case .fail(let error):
+            return .failure(error)
+        case .drop:
+            return .success(())
+        case .wait:
+            return nil
+        case .go(let epoch):
+            var mid: Int32 = 0
+            let rc = send(topic, payload: payload, qos: qos, retain: retain, properties: properties, mid: &mid)
+            let savedErrno = errno
+            // QoS 1/2 while the socket is down: libmosquitto keeps the message queued and returns NO_CONN.
+            let queued =
+                rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce)
+            control.withLock { state in
+                state.users -= 1
+                guard queued else { return }
+                if state.earlyPublishDone.removeValue(forKey: mid) != nil { return }
+                // A QoS 0 message queued on a connection that has since dropped is already gone.
+                if qos == .atMostOnce && epoch != state.epoch { return }
+                state.outstanding[mid] = (qos, epoch)
+                state.highWater = max(state.highWater, state.outstanding.count)
+            }
+            if queued || (rc == MOSQ_ERR_NO_CONN.rawValue && qos == .atMostOnce) { return .success(()) }
+            return .failure(MQTTError(mosquitto: rc, errno: savedErrno))
+        }
+    }
+
+    private func send(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties,
+        mid: inout Int32
+    ) -> Int32 {
+        var list: OpaquePointer?
+        defer { mosquitto_property_free_all(&list) }
+        if configuration.protocolVersion == .v5 {
+            if let expiry = properties.messageExpiry {
+                mosquitto_property_add_int32(&list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), expiry)
+            }
+            for property in properties.userProperties {
+                let rc = property.name.withCString { name in
+                    property.value.withCString { value in
+                        mosquitto_property_add_string_pair(&list, Int32(MQTT_PROP_USER_PROPERTY.rawValue), name, value)
+                    }
+                }
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
+        }
+        errno = 0
+        return topic.withCString { topicPointer in
+            payload.withUnsafeBytes { bytes in
+                mosquitto_publish_v5(
+                    h, &mid, topicPointer, Int32(bytes.count), bytes.baseAddress, Int32(qos.rawValue), retain, list)
+            }
+        }
+    }
+
+    // MARK: Subscribe
+
+    struct QoSGroup {
+        var qos: MQTTQoS
+        var filters: [String]
+    }
+
+    static func groupByQoS(_ filters: [(String, MQTTQoS)]) -> [QoSGroup] {
+        MQTTQoS.allCases.compactMap { qos in
+            let matching = filters.filter { $0.1 == qos }.map(\.0)
+            return matching.isEmpty ? nil : QoSGroup(qos: qos, filters: matching)
+        }
+    }
+
+    /// MQTT 5 subscription options from the configuration (3.1.1 has none).
+    private var subscriptionOptions: Int32 {
+        guard configuration.protocolVersion == .v5 else { return 0 }
+        var options: Int32 = 0
+        if configuration.noLocal { options |= Int32(MQTT_SUB_OPT_NO_LOCAL.rawValue) }
+        if configuration.retainAsPublished { options |= Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) }
+        return options
+    }
+
+    func subscribeCall(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+        var mid: Int32 = 0
+        let copies = filters.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let rc = copies.withUnsafeBufferPointer { buffer in
+            mosquitto_subscribe_multiple(h, &mid, Int32(buffer.count), buffer.baseAddress, Int32(qos.rawValue), subscriptionOptions, nil)
+        }
+        return (rc, mid)
+    }
+
+    func subscribe(_ filters: [(String, MQTTQoS)]) async -> Outcome {
+        var mids: [Int32] = []
+        for group in Connection.groupByQoS(filters) {
+            guard enter() else { return .failure(.closed) }
+            let (rc, mid) = subscribeCall(group.filters, qos: group.qos)
+            leave()
+            if rc == MOSQ_ERR_NO_CONN.rawValue {
+                // Lost the connection meanwhile: the filters are remembered and restored on reconnect.
+                core.state.withLock { state in for filter in group.filters { state.unconfirmed.insert(filter) } }
+                continue
+            }
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { return .failure(MQTTError(mosquitto: rc)) }
+            mids.append(mid)
+        }
+        for mid in mids {
+            let outcome = await awaitAck(mid)
+            if case .failure = outcome { return outcome }
+        }
+        return .success(())
+    }
+
+    func unsubscribe(_ filter: String) async -> Outcome {
+        guard enter() else { return .failure(.closed) }
+        var mid: Int32 = 0
+        let rc = filter.withCString { mosquitto_unsubscribe_v5(h, &mid, $0, nil) }
+        leave()
+        if rc == MOSQ_ERR_NO_CONN.rawValue { return .success(()) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { return .failure(MQTTError(mosquitto: rc)) }
+        return await awaitAck(mid)
+    }
+
+    private func awaitAck(_ mid: Int32) async -> Outcome {
+        await withCheckedContinuation { continuation in
+            let now = control.withLock { state -> Outcome? in
+                if let early = state.earlyAcks.removeValue(forKey: mid) { return early }
+                if state.stopRequested || state.finished { return .failure(.closed) }
+                // Dropped meanwhile: the filter is restored on reconnect.
+                if !state.connected { return .success(()) }
+                state.ackWaiters[mid] = continuation
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    // MARK: Validation
+
+    static func validatePublishTopic(_ topic: String) throws(MQTTError) {
+        let valid =
+            !topic.isEmpty && !topic.utf8.contains(0)
+            && topic.withCString { mosquitto_pub_topic_check2($0, topic.utf8.count) } == MOSQ_ERR_SUCCESS.rawValue
+            && topic.utf8.count <= 65535
+        guard valid else {
+            throw MQTTError(code: .invalidTopic, message: "'\(topic)' is not a valid topic to publish to")
+        }
+    }
+
+    static func validateFilter(_ filter: String) throws(MQTTError) {
+        let valid =
+            !filter.isEmpty && !filter.utf8.contains(0)
+            && filter.withCString { mosquitto_sub_topic_check2($0, filter.utf8.count) } == MOSQ_ERR_SUCCESS.rawValue
+            && filter.utf8.count <= 65535
+        guard valid else {
+            throw MQTTError(code: .invalidTopic, message: "'\(filter)' is not a valid topic filter")
+        }
+    }
+}

@@ -1,0 +1,185 @@
+internal import CMosquitto
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The connection's network thread: the first connect, the loop, reconnects with backoff, and
+// the shutdown that destroys the handle.
+extension Connection {
+    // MARK: Network thread
+
+    func start() {
+        mosquitto_user_data_set(h, Unmanaged.passRetained(self).toOpaque())
+        let thread = Thread { [self] in self.networkThreadMain() }
+        thread.name = "mqtt-network"
+        thread.start()
+    }
+
+    private var stopRequested: Bool { control.withLock { $0.stopRequested } }
+
+    private func networkThreadMain() {
+        var attempt = 0
+        var first = true
+        var lastError: MQTTError?
+        while !stopRequested {
+            if !first { core.setState(.reconnecting(lastError), from: self) }
+            let (rc, savedErrno) = first ? connectFirst() : reconnect()
+            first = false
+            var wasConnected = false
+            if rc == MOSQ_ERR_SUCCESS.rawValue {
+                (lastError, wasConnected) = runUntilConnectionEnds()
+            } else {
+                lastError = MQTTError(mosquitto: rc, errno: savedErrno, detail: takeLastLogError())
+            }
+            if stopRequested { break }
+            let error = lastError ?? MQTTError(code: .connectionLost, message: "the connection ended")
+            let (everConnected, waiters) = connectionDropped(error: error)
+            for waiter in waiters { waiter.resume(returning: .failure(error)) }
+            if !everConnected {
+                // The first connection failed: connect() reports it; no background retrying.
+                control.withLock { $0.finalError = error }
+                break
+            }
+            logger.info("MQTT connection lost, reconnecting", metadata: ["error": "\(error)"])
+            core.setState(.reconnecting(error), from: self)
+            if wasConnected { attempt = 0 }
+            let delay = min(
+                configuration.reconnectDelayMax, configuration.reconnectDelayMin * pow(2, Double(min(attempt, 30))))
+            attempt += 1
+            sleepUnlessStopped(delay)
+        }
+        shutdown()
+    }
+
+    private func connectFirst() -> (Int32, Int32) {
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        if configuration.protocolVersion == .v5 {
+            let expiry = configuration.sessionExpiry ?? (configuration.cleanStart ? nil : UInt32.max)
+            if let expiry, expiry > 0 {
+                mosquitto_property_add_int32(
+                    &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), expiry)
+            }
+        }
+        errno = 0
+        // Blocking TCP (and TLS) connect on this thread; the CONNECT properties are kept for reconnects.
+        let rc = configuration.host.withCString { host in
+            mosquitto_connect_bind_v5(h, host, Int32(configuration.port), Int32(configuration.keepAlive), nil, properties)
+        }
+        return (rc, errno)
+    }
+
+    private func reconnect() -> (Int32, Int32) {
+        Connection.installLogCallback(h)
+        errno = 0
+        let rc = mosquitto_reconnect(h)
+        return (rc, errno)
+    }
+
+    /// Runs the loop until the connection drops (its error) or a stop is requested (nil error).
+    private func runUntilConnectionEnds() -> (MQTTError?, wasConnected: Bool) {
+        let deadline = Date().addingTimeInterval(configuration.connectTimeout)
+        while true {
+            errno = 0
+            let rc = mosquitto_loop(h, 100, 1)
+            let savedErrno = errno
+            let (stop, refusal, serverDisconnect, connected) = control.withLock { state in
+                let taken = (state.stopRequested, state.refusal, state.serverDisconnect, state.connected)
+                state.refusal = nil
+                state.serverDisconnect = nil
+                return taken
+            }
+            if stop { return (nil, connected) }
+            if let refusal { return (refusal, connected) }
+            if let serverDisconnect { return (serverDisconnect, connected) }
+            if rc != MOSQ_ERR_SUCCESS.rawValue {
+                return (MQTTError(mosquitto: rc, errno: savedErrno, detail: takeLastLogError()), connected)
+            }
+            if !connected && Date() > deadline {
+                return (
+                    MQTTError(
+                        code: .timeout,
+                        message: "no CONNACK from \(configuration.host):\(configuration.port) within "
+                            + "\(configuration.connectTimeout) s"),
+                    false
+                )
+            }
+        }
+    }
+
+    private func takeLastLogError() -> String? {
+        control.withLock { state in
+            defer { state.lastLogError = nil }
+            return state.lastLogError
+        }
+    }
+
+    /// Bookkeeping when a connection (or attempt) ended: QoS 0 messages queued in libmosquitto are discarded
+    /// by it, pending SUBACK/UNSUBACK waiters are released (the filters are restored on reconnect).
+    private func connectionDropped(error: MQTTError) -> (Bool, [CheckedContinuation<Outcome, Never>]) {
+        let (everConnected, connectWaiters, released) = control.withLock { state in
+            state.connected = false
+            state.epoch += 1
+            state.outstanding = state.outstanding.filter { $0.value.qos != .atMostOnce }
+            state.earlyPublishDone.removeAll()
+            state.earlyAcks.removeAll()
+            state.ignoredAcks.removeAll()
+            var released = Array(state.ackWaiters.values)
+            state.ackWaiters.removeAll()
+            released += state.takeCapacityWaiters(limit: configuration.maxQueuedPublishes)
+            let connectWaiters = state.everConnected ? [] : state.takeWaiters(.connect)
+            return (state.everConnected, connectWaiters, released)
+        }
+        for waiter in released { waiter.resume(returning: .success(())) }
+        return (everConnected, connectWaiters)
+    }
+
+    private func sleepUnlessStopped(_ seconds: Double) {
+        let end = Date().addingTimeInterval(seconds)
+        while !stopRequested {
+            let remaining = end.timeIntervalSinceNow
+            if remaining <= 0 { return }
+            usleep(UInt32(min(remaining, 0.05) * 1_000_000))
+        }
+    }
+
+    private func shutdown() {
+        let (connected, clean) = control.withLock { ($0.connected, $0.cleanStop) }
+        if connected && clean {
+            // Let accepted publishes go out (bounded), then DISCONNECT so the broker drops the will.
+            let drainEnd = Date().addingTimeInterval(2)
+            while control.withLock({ !$0.outstanding.isEmpty }) && Date() < drainEnd {
+                if mosquitto_loop(h, 50, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
+            }
+        }
+        if connected {
+            if mosquitto_disconnect_v5(h, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
+                let end = Date().addingTimeInterval(1)
+                while Date() < end, mosquitto_loop(h, 50, 1) == MOSQ_ERR_SUCCESS.rawValue {}
+            }
+        }
+        // No new user can enter (stopRequested is set); wait for calls already inside libmosquitto.
+        while control.withLock({ $0.users > 0 }) { usleep(1000) }
+        mosquitto_destroy(h)
+        let (waiters, acks, finalError) = control.withLock { state in
+            state.finished = true
+            state.connected = false
+            state.outstanding.removeAll()
+            let waiters = state.waiters.values.map(\.continuation)
+            state.waiters.removeAll()
+            let acks = Array(state.ackWaiters.values)
+            state.ackWaiters.removeAll()
+            return (waiters, acks, state.finalError)
+        }
+        for waiter in acks { waiter.resume(returning: .failure(.closed)) }
+        // Finish waiters succeed; anyone else waiting learns why the session ended.
+        for waiter in waiters { waiter.resume(returning: .failure(finalError ?? .closed)) }
+        core.detach(self, finalState: .disconnected(finalError))
+        logger.debug("MQTT network thread finished")
+        Unmanaged.passUnretained(self).release()
+    }
+}
