@@ -117,8 +117,8 @@ extension Gateway {
     }
 
     // The busiest streams are read on the actor: a waiting event is taken and handled without
-    // leaving it (`for await` asks with the actor's isolation), where a loop outside hopped on
-    // and off the actor for each one, two thread switches per notification or request on a
+    // leaving it (`for await` asks with the actor's isolation). A loop outside the actor would
+    // hop on and off it for each one, two thread switches per notification or request on a
     // machine whose cores the broker and the clients share.
     func consume(sourceEvents: AsyncStream<SourceEvent>) async {
         for await event in sourceEvents { await handle(sourceEvent: event) }

@@ -55,8 +55,8 @@ public enum HomeAssistantDiscovery {
         return out
     }
 
-    /// `configs` one accessory at a time, for a caller that encodes each document at once: at
-    /// 10,000 accessories, holding every document as a `JSONValue` took hundreds of megabytes.
+    /// `configs` one accessory at a time, for a caller that encodes each document at once, so
+    /// that a large home's documents are never all held as `JSONValue`s together.
     public static func forEachConfig(
         tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options(),
         _ body: (_ topic: String, _ document: JSONValue) -> Void

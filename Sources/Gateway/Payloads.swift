@@ -53,24 +53,24 @@ enum Payloads {
     }
 
     /// The suffixes that make a characteristic's topics from its base `topic`, listed once in
-    /// the tree instead of five times per characteristic: at 250,000 characteristics that is
-    /// the difference between a document of tens and of hundreds of megabytes.
+    /// the tree instead of five times per characteristic, which would make a large home's
+    /// document several times larger.
     static let characteristicSuffixes: [(String, String)] = [
         ("get", "/get"), ("meta", "/meta"), ("result", "/result"), ("set", "/set"), ("state", "/state"),
     ]
 
     /// The whole scoped tree as JSON. Written straight to text, keys in sorted order as
-    /// `JSONValue.encoded()` writes them: building it as a `JSONValue` first took more memory
-    /// than the rest of the gateway together.
+    /// `JSONValue.encoded()` writes them, never built as a `JSONValue` first: for a large home
+    /// that would be the largest thing the gateway holds.
     static func treeText(_ tree: TopicTree, home: Home) -> String {
         String(decoding: treeBytes(tree, home: home), as: UTF8.self)
     }
 
     /// `treeText` as the bytes the gateway publishes: written straight to bytes, so the
-    /// document (tens of megabytes at 10,000 accessories) exists once, not as text and a copy.
+    /// document, a large home's biggest payload, exists once, not as text and a copy.
     static func treeBytes(_ tree: TopicTree, home: Home) -> [UInt8] {
-        // Written twice, first only counting: a guessed capacity that falls short doubles the
-        // buffer, 60 MB more at 10,000 accessories.
+        // Written twice, first only counting, so that the buffer is allocated once at its exact
+        // size: a guessed capacity that falls short doubles it.
         var counter = JSONTextWriter(countOnly: true)
         writeTree(&counter, tree, home: home)
         var w = JSONTextWriter(countOnly: false)

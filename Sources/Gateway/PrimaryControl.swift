@@ -1,7 +1,7 @@
 import HomeModel
 
-/// Which characteristic `$toggle` flips for each service type, as the seed's
-/// `primaryControlCharacteristicType`: the one control a person means by "turn it on/off".
+/// Which characteristic `$toggle` flips for each service type, as HomeKit's
+/// `primaryControlCharacteristicType` does: the one control a person means by "turn it on/off".
 enum PrimaryControl {
     /// Service type name → candidate characteristic type names, first present wins.
     static let table: [String: [String]] = [

@@ -2,8 +2,8 @@ import Synchronization
 
 /// The deadlines of the requests that workers are running. One watchdog answers every request
 /// that overstays with `timeout`; a late answer from the accessory then updates the state but
-/// sends no second result. Cheaper than racing each request against a timer task of its own,
-/// which cost a task group and two child tasks per `set`.
+/// sends no second result. One watchdog rather than a timer per request: racing each request
+/// against a timer task of its own takes a task group and two child tasks per `set`.
 final class RequestDeadlines: Sendable {
     struct Entry: Sendable {
         var deadline: ContinuousClock.Instant

@@ -5,8 +5,8 @@ public enum Slug {
     /// Lowercased, accents folded, every run of other characters becomes one `-`, no `-` at
     /// either end. A name with nothing left gives `fallback`.
     public static func make(_ name: String, fallback: String = "unnamed") -> String {
-        // Folding only changes what is not ASCII, and it is dear (a locale, a new string): at
-        // 250,000 characteristics it was most of the time it takes to build the topic tree.
+        // Folding only changes what is not ASCII, and it is dear (a locale, a new string), so
+        // ASCII names, most of them, skip it: every characteristic of the tree gets a slug.
         let folded = name.utf8.allSatisfy({ $0 < 0x80 }) ? name
             : name.folding(options: [.diacriticInsensitive, .caseInsensitive, .widthInsensitive], locale: Locale(identifier: "en_US_POSIX"))
         var out = ""

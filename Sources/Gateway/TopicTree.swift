@@ -6,8 +6,8 @@ public import HomeModel
 public struct TopicTree: Sendable {
     public struct CharacteristicNode: Sendable {
         public var address: CharacteristicAddress
-        /// The service's topic, shared with it: a topic string of its own per characteristic
-        /// cost ~100 bytes each, 27 MB at 250,000 characteristics.
+        /// The service's topic, shared with it: a characteristic stores no topic string of its
+        /// own; `topic` is made from this when asked.
         public var serviceTopic: String
         public var slug: String
         /// `home/<room>/<accessory>/<service>/<characteristic>`
@@ -49,8 +49,8 @@ public struct TopicTree: Sendable {
     public private(set) var rooms: [RoomNode] = []
     public private(set) var accessories: [AccessoryNode] = []
     // Characteristics are found through their accessory or service, not by tables of their
-    // own: at 250,000 characteristics those two tables took ~46 MB, and an accessory or a
-    // service has a few dozen characteristics to look through at most.
+    // own: such tables would be the largest part of the tree, and an accessory or a service
+    // has a few dozen characteristics to look through at most.
     private var accessoryIndex: [String: Int] = [:]
     private var serviceByTopic: [String: (Int, Int)] = [:]
     public private(set) var characteristicCount = 0
@@ -62,8 +62,8 @@ public struct TopicTree: Sendable {
         let allRooms = [home.roomForEntireHome] + home.rooms
         let roomSlugs = Slug.unique(allRooms.map(\.name), fallback: "room")
         var byRoom: [String: [(Accessory, String)]] = [:]
-        // Exact capacities: grown by doubling, these arrays and tables held up to twice what a
-        // home of 250,000 characteristics needs.
+        // Exact capacities: grown by doubling, these arrays and tables could hold up to twice
+        // what the home needs.
         accessories.reserveCapacity(all.count)
         accessoryIndex.reserveCapacity(all.count)
         serviceByTopic.reserveCapacity(all.reduce(0) { $0 + $1.services.count })

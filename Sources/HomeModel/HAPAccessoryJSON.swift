@@ -225,7 +225,7 @@ public enum HAPAccessoryJSON {
         case (_, .bool(let b)): return format.isNumeric ? .int(b ? 1 : 0) : .bool(b)
         case (_, .int(let i)): return .int(i)
         case (_, .uint(let u)): return .uint(u)
-        // HAP has no NaN or infinity, and accessories have always been sent 0 for them.
+        // HAP has no NaN or infinity: a non-finite float is sent as 0.
         case (.float, .float(let f)): return .double(f.isFinite ? f : 0)
         case (_, .float(let f)):
             if format.isInteger, let i = Int64(exactly: f.rounded()) { return .int(i) }

@@ -12,7 +12,7 @@ extension JSONValue {
 
     /// Compact JSON like `encoded()`, but with a whole-number double written without its
     /// fraction (`21`, not `21.0`; `-0`), the way Foundation's `JSONEncoder` writes it. HAP
-    /// request bodies use this so accessories get the bytes they always got from the controller;
+    /// request bodies use this, the form Foundation-based controllers send (`21`);
     /// MQTT payloads keep `encoded()`, where `21.0` tells a float from an integer.
     public func encoded(wholeDoublesAsIntegers: Bool) -> String {
         var out = ""

@@ -45,7 +45,7 @@ extension Connection {
     }
 
     /// libmosquitto formats a log line for every packet it sends or receives while a log
-    /// callback is set (two per QoS 1 publish), which cost more than the publish itself.
+    /// callback is set (two per QoS 1 publish), which costs more than the publish itself.
     /// The lines explain why a connection attempt failed (TLS, DNS, refusals), so the callback
     /// is set while connecting and cleared once connected, unless trace logging wants them.
     static func installLogCallback(_ h: OpaquePointer) {

@@ -26,8 +26,8 @@ public actor SimulatedHome: AccessorySource {
     /// The accessories with their values, as a controller sees them.
     var accessoryList: [Accessory]
     /// Where each accessory is in `accessoryList`, made again after an accessory comes or goes:
-    /// every read, write and notification finds its accessory by id, and searching the list
-    /// for it cost a thousand comparisons each in a home of 1,000 accessories.
+    /// every read, write and notification finds its accessory by id, which a search of the list
+    /// would make as slow as the home is large.
     var positions: [String: Int]?
     /// The running behaviour engines: one per behaviour of a service.
     var engines: [EngineKey: any BehaviourEngine] = [:]
@@ -83,8 +83,8 @@ public actor SimulatedHome: AccessorySource {
         var steps: [PendingStep] = []
         var sequence = 0
         var values = accessories
-        // Grouped once: filtering the whole list for each service cost services × behaviours,
-        // ten seconds for a home of 10,000 accessory files.
+        // Grouped once by service: filtering the whole list for each service would cost
+        // services × behaviours.
         var explicit: [ServiceKey: [ServiceBehaviour]] = [:]
         for behaviour in behaviours {
             explicit[ServiceKey(accessoryID: behaviour.accessoryID, serviceIID: behaviour.serviceIID), default: []].append(behaviour)

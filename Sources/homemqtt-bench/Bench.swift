@@ -10,7 +10,7 @@ import Simulator
 enum Scale: String, ExpressibleByArgument, Sendable {
     /// Every scenario at a tiny size: seconds, for the smoke test.
     case small
-    /// The sizes the issue names.
+    /// The sizes the README's Performance section reports.
     case full
 }
 

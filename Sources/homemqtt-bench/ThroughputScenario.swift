@@ -39,8 +39,8 @@ enum ThroughputScenario {
         let qos = gateway.config.qos
 
         // Live deliveries only: on subscribing, the broker first sends every retained `state`
-        // of the home (20,000 at full size), which are not notifications; counted, they ended
-        // the measurement while a fifth of the notifications were still to come.
+        // of the home (20,000 at full size): they are not notifications and must not count
+        // toward `total`.
         let subscriber = try await CountingSubscriber.start(broker: broker, filter: "home/+/+/+/+/state") { !$0.retain }
         subscriber.reset(recording: true)
         let start = ContinuousClock.now

@@ -77,4 +77,52 @@ final class SystemdUnitTests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.standardError)
         XCTAssertEqual(result.standardError, "", "no warnings either")
     }
+
+    /// The binary as the unit runs it: the config and its accessory files in a read-only
+    /// /etc/homemqtt (a bind mount in a mount namespace of its own, read-only even for root, as
+    /// ProtectSystem=strict makes it), `$STATE_DIRECTORY` at /var/lib/homemqtt made 0700 as
+    /// systemd makes it. The gateway comes online and keeps its home there, 0600.
+    func testTheBinaryRunsWithTheUnitsPathsAndReadOnlyConfig() async throws {
+        let unit = try Unit(path: Self.unitPath)
+        let root = try TemporaryDirectory(prefix: "homemqtt-sandbox")
+        let etc = root.file("etc")
+        let configDirectory = etc + "/homemqtt"
+        let state = root.file("var/lib/\(try XCTUnwrap(unit.service["StateDirectory"]))")
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: configDirectory, withIntermediateDirectories: true)
+        try fm.copyItem(atPath: repositoryRoot.appendingPathComponent("Config/gateway.yml").path, toPath: configDirectory + "/gateway.yml")
+        try fm.copyItem(atPath: repositoryRoot.appendingPathComponent("Config/accessories").path, toPath: configDirectory + "/accessories")
+        try fm.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        let status = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "sandbox-watch")
+        addTeardownBlock { await status.stop() }
+
+        let script = """
+            mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 97
+            touch "$1/probe" 2>/dev/null && exit 98
+            exec "$2" run --config "$3"
+            """
+        let gateway = try ChildProcess("unshare", ["--mount", "sh", "-c", script, "sh", etc, BinaryEndToEndTests.binary, configDirectory + "/gateway.yml"],
+                                       environment: ["STATE_DIRECTORY": state, "HOMEMQTT_BROKER_URL": "mqtt://127.0.0.1:\(broker.port)"])
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+        do {
+            try await status.waitForMessage("online", timeout: 20) { $0.string == "online" }
+        } catch {
+            XCTFail("not online under the sandbox (exit \(gateway.exitStatus.map(String.init) ?? "none")): \(gateway.standardError)")
+            throw error
+        }
+        gateway.signal(SIGTERM)
+        let exit = try await gateway.waitForExit(timeout: 10)
+        XCTAssertEqual(exit, 0, gateway.standardError)
+        XCTAssertTrue(gateway.standardError.contains("state-directory=\(state)"), gateway.standardError)
+        let home = state + "/home.json"
+        XCTAssertTrue(fm.fileExists(atPath: home), "no home database in \(state): \(root.entries())")
+        let mode = (try fm.attributesOfItem(atPath: home)[.posixPermissions] as? NSNumber)?.intValue
+        XCTAssertEqual(mode, 0o600, "home.json mode \(String(mode ?? 0, radix: 8))")
+        let directoryMode = (try fm.attributesOfItem(atPath: state)[.posixPermissions] as? NSNumber)?.intValue
+        XCTAssertEqual(directoryMode, 0o700)
+        XCTAssertFalse(fm.fileExists(atPath: etc + "/.homemqtt"), "wrote beside the config")
+        print("figure: under a read-only /etc the gateway came online and kept its home in \(state) (0\(String(mode ?? 0, radix: 8)))")
+    }
 }
