@@ -11,9 +11,10 @@ pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
 command -v openssl >/dev/null || need+=(openssl)
-# systemd-analyze checks Examples/homemqtt.service; unshare runs the binary with the unit's read-only /etc.
+# systemd-analyze checks Examples/homemqtt.service; unshare runs the binary with the unit's read-only
+# /etc; setpriv runs it as nobody (a config file it cannot read).
 command -v systemd-analyze >/dev/null || need+=(systemd)
-command -v unshare >/dev/null || need+=(util-linux)
+{ command -v unshare && command -v setpriv; } >/dev/null || need+=(util-linux)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then

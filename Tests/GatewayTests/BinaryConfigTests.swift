@@ -55,10 +55,14 @@ final class BinaryConfigTests: XCTestCase {
         let path = directory.file("gateway.yml")
         try "base-topic: home\n".write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, geteuid() == 0 ? 0o600 : 0)
+        // A copy nobody can run: the build directory may sit under a home only root may enter.
+        let runnable = directory.file("homemqtt")
+        try FileManager.default.copyItem(atPath: binary, toPath: runnable)
+        chmod(runnable, 0o755)
         for command in ["check-config", "run"] {
             let arguments = [command, "--config", path]
             let result = geteuid() == 0
-                ? try await runProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary] + arguments)
+                ? try await runProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", runnable] + arguments)
                 : try await homemqtt(arguments)
             assertConfigFailure(result, "\(path): permission denied", command)
         }
