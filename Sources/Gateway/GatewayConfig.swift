@@ -3,6 +3,9 @@ public import MQTT
 import HomeModel
 import Yams
 
+// The gateway's configuration: the YAML file's broker, sources, scope, Home Assistant and
+// state-directory settings, loaded and validated.
+
 /// What a scope list allows: everything but `deny` when `allow` is nil, else only `allow`.
 public struct ScopeList: Sendable, Hashable, Codable {
     public var allow: [String]?

@@ -1,5 +1,8 @@
 public import HomeModel
 
+// What the gateway publishes and answers: its JSON documents, `GatewayFailure` (a failed request's
+// code, message and HAP status), and the JSON text writer that streams the large documents.
+
 /// The JSON documents the gateway publishes. Kept apart from the gateway's state handling so
 /// the contract can be read in one place.
 enum Payloads {

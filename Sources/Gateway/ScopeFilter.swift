@@ -1,5 +1,8 @@
 public import HomeModel
 
+// Scope decisions: which accessories, services and characteristics are shown and which are
+// read-only, and the MQTT topic-filter matching (`+`, `#`) that read-only entries use.
+
 /// Decides what of the home is in scope. Built from a `ScopeConfig` whose type names have
 /// been resolved against the catalog once, so that deciding is a set lookup.
 public struct ScopeFilter: Sendable {

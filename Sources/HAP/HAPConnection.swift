@@ -3,6 +3,9 @@ public import Logging
 public import NIOCore
 import NIOPosix
 
+// One TCP connection to a HAP accessory: HTTP requests and responses, EVENT/1.0 messages, and
+// the encrypted session after pair-verify.
+
 /// Passes received bytes and the close of the channel into an AsyncStream.
 private final class InboundBridge: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer

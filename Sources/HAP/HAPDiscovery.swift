@@ -2,6 +2,9 @@ import Foundation
 import NIOCore
 import NIOPosix
 
+// Finding HAP accessories on the local network: one-shot mDNS queries for _hap._tcp and the DNS
+// parsing they need.
+
 /// An accessory found by mDNS (`_hap._tcp`).
 public struct HAPDiscoveredAccessory: Sendable, Hashable {
     /// The accessory's pairing id (TXT `id`).

@@ -1,6 +1,9 @@
 import Foundation
 public import HomeModel
 
+// What a controller asks of a connected accessory: pair-verify, /accessories, reading and writing
+// characteristics, events, and the pairings list.
+
 /// A characteristic on one accessory server: HAP's `aid.iid`.
 public struct HAPCharacteristicID: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var aid: UInt64

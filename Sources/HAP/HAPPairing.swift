@@ -1,6 +1,8 @@
 public import Foundation
 import HomeModel
 
+// Pairings: what is kept about each paired accessory, and their store in the state directory.
+
 /// What we keep about one paired accessory. Keys are hex. The controller's private key is a
 /// secret: `description` leaves it out so it never reaches a log.
 public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {

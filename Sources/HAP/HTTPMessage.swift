@@ -1,3 +1,5 @@
+// HTTP as HAP accessories speak it: responses and EVENT/1.0 messages, and their incremental parser.
+
 /// One HTTP response or `EVENT/1.0` message from an accessory.
 public struct HAPHTTPMessage: Sendable, Hashable {
     public var isEvent: Bool

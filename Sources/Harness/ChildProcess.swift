@@ -1,6 +1,9 @@
 public import Foundation
 import Synchronization
 
+// Child processes for tests and benchmarks: finding an executable, spawning one with its output in
+// files, and running a command to completion.
+
 public struct ProcessError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }

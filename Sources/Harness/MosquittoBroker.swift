@@ -2,6 +2,9 @@ import Foundation
 public import MQTT
 import Synchronization
 
+// A real mosquitto broker for tests and benchmarks, and the loopback port helpers (a free port,
+// whether one accepts connections).
+
 /// A real `mosquitto` on a free 127.0.0.1 port (never 1883/8883) with a generated config in its own
 /// temp dir. Stop it with `stop()` (SIGTERM, so a persistent broker saves its database) and bring it back
 /// on the same port with `start()`/`restart()`. Killed when the object goes away.

@@ -1,6 +1,9 @@
 public import Foundation
 import Synchronization
 
+// Test helpers for time and cleanup: waiting for a condition with a timeout, and temporary
+// directories removed at the latest when the process exits.
+
 /// Thrown by the helpers when something did not happen in time; names what was awaited.
 public struct TestTimeoutError: Error, CustomStringConvertible {
     public var description: String

@@ -1,5 +1,8 @@
 public import ServiceLifecycle
 
+// The seam between the gateway and every source of accessories: the AccessorySource protocol, the
+// events a source reports, and its errors.
+
 /// An error reported by an accessory or by the source on its behalf, with HAP's status code.
 public struct AccessoryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// HAP status codes (negative) as HAP defines them.

@@ -7,6 +7,9 @@ import Musl
 import Darwin
 #endif
 
+// Crash-safe writes of the state directory's files (AtomicFileWriter), and the flock that keeps
+// two writers apart (FileLock).
+
 /// A step of an atomic file replacement, in order. A `WriteHook` is called before each one.
 public enum WriteStep: Sendable, Hashable {
     case createTemporary

@@ -1,3 +1,6 @@
+// The catalog of standard HAP service and characteristic types and accessory categories, looked up
+// by UUID, name or alias; the table itself is in Catalog+Generated.swift.
+
 /// A standard (Apple-defined) characteristic type.
 public struct CharacteristicType: Sendable, Hashable {
     /// Long, upper-case UUID.

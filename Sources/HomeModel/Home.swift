@@ -1,5 +1,8 @@
 public import Foundation
 
+// A home as HomeKit models it: rooms, where each accessory is, the names users gave, and the
+// events that change it.
+
 /// A room of a home, after HMRoom: a stable id and a name the user chose.
 public struct Room: Sendable, Hashable, Codable, Identifiable {
     public var id: String

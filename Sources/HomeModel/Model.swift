@@ -1,5 +1,8 @@
 import Foundation
 
+// The accessory model every module shares: accessories, services and characteristics, with their
+// formats, permissions, values and metadata.
+
 /// The data format of a characteristic value, as HAP and HomeKit name it.
 public enum CharacteristicFormat: String, Sendable, Hashable, Codable, CaseIterable {
     case bool, uint8, uint16, uint32, uint64, int, float, string, tlv8, data

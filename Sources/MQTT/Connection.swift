@@ -7,6 +7,10 @@ import Synchronization
 import Glibc
 #endif
 
+// One libmosquitto session: its handle, the state its network thread shares with callers, and the
+// handle's setup (options, TLS). The thread itself, the C callbacks and the calls from other
+// threads are in Connection+NetworkThread.swift, Connection+Callbacks.swift and Connection+Calls.swift.
+
 /// A libmosquitto handle pointer. The network thread owns it; other threads only use it inside
 /// `enter`/`leave`, which keeps it alive.
 struct MosquittoHandle: @unchecked Sendable {

@@ -1,5 +1,8 @@
 import Foundation
 
+// The MQTT client's public value types: QoS, protocol version, will, TLS, configuration (with URL
+// parsing), publish properties, messages and connection states.
+
 public enum MQTTQoS: Int, Sendable, Hashable, Comparable, CaseIterable {
     case atMostOnce = 0, atLeastOnce = 1, exactlyOnce = 2
 

@@ -7,6 +7,9 @@ import MQTT
 import ServiceLifecycle
 import Simulator
 
+// homemqtt-bench's commands: `run` (the scenarios and their table, at small or full scale) and
+// `gateway-child` (a gateway process of its own for the start-up scenario).
+
 enum Scale: String, ExpressibleByArgument, Sendable {
     /// Every scenario at a tiny size: seconds, for the smoke test.
     case small
@@ -30,7 +33,7 @@ struct RunBenchmarks: AsyncParsableCommand {
         abstract: "Run the scenarios and print a table (the default command)."
     )
 
-    @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes of issue 8.")
+    @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes the README reports.")
     var scale: Scale = .full
 
     @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP).")

@@ -1,5 +1,8 @@
 import Foundation
 
+// The benchmark's result table: its rows, the Markdown table and the machine it ran on, and the
+// formatting and statistics of the figures.
+
 /// One line of the result table. Every figure is printed beside the baseline measured in the
 /// same run, so that the ratio — not the absolute number — is what carries over between machines.
 struct Row: Sendable {

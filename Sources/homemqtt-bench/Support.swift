@@ -8,6 +8,9 @@ import Simulator
 import Synchronization
 import Harness
 
+// What the scenarios share: a broker of their own, counting subscribers, an in-process gateway on
+// a simulated home, and timing.
+
 struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

@@ -5,6 +5,8 @@ import HAP
 import HomeModel
 import Logging
 
+// The HAP commands: discover, pair, pairings and unpair, and the options they share.
+
 /// What the HAP commands share: the pairing store of the config's state directory, and
 /// failures as one line on stderr. No command prints or logs a key or a setup code.
 struct HAPCommandOptions: ParsableArguments {

@@ -1,5 +1,7 @@
 import ArgumentParser
 
+// The homemqtt command: its subcommands (`run` by default) and the config options they share.
+
 @main
 struct HomeMQTT: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

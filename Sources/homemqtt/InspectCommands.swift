@@ -4,6 +4,9 @@ import Gateway
 import HomeModel
 import Logging
 
+// The commands that only look, without a broker: tree, topics and check-config, and the
+// `Inspection` that loads what `run` would.
+
 /// Loads everything `run` would, without a broker: for the commands that only look.
 struct Inspection {
     var config: GatewayConfig

@@ -6,6 +6,9 @@ import Logging
 import MQTT
 import ServiceLifecycle
 
+// homemqtt run: the gateway as one service group until SIGTERM or SIGINT; start failures reported
+// as check-config reports them.
+
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
