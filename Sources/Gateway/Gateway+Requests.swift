@@ -11,7 +11,9 @@ extension Gateway {
             return
         }
         guard rest.hasPrefix("request/") else {
-            reportUnknown(message, "'\(base)/$gateway/\(rest)' is not a gateway topic; requests go to \(base)/$gateway/request/<op>")
+            reportUnknown(
+                message,
+                "'\(base)/$gateway/\(rest)' is not a gateway topic; requests go to \(base)/$gateway/request/<op>")
             return
         }
         let op = String(rest.dropFirst("request/".count))
@@ -19,8 +21,12 @@ extension Gateway {
         var id: JSONValue = .null
         if message.retain {
             if !message.payload.isEmpty {
-                sendResponse(responseTopic, id: Self.requestID(message.payload), .failure(GatewayFailure(
-                    code: .retained, message: "a retained request is not run; publish it without the retain flag")))
+                sendResponse(
+                    responseTopic, id: Self.requestID(message.payload),
+                    .failure(
+                        GatewayFailure(
+                            code: .retained,
+                            message: "a retained request is not run; publish it without the retain flag")))
                 enqueue(message.topic, [], retain: true)
             }
             return
@@ -31,12 +37,15 @@ extension Gateway {
         } else {
             do throws(ModelError) {
                 guard case .object(let object) = try JSONValue(parsing: message.payload) else {
-                    sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: .invalidJSON, message: "a request is a JSON object")))
+                    sendResponse(
+                        responseTopic, id: .null,
+                        .failure(GatewayFailure(code: .invalidJSON, message: "a request is a JSON object")))
                     return
                 }
                 fields = object
             } catch {
-                sendResponse(responseTopic, id: .null, .failure(GatewayFailure(code: .invalidJSON, message: error.message)))
+                sendResponse(
+                    responseTopic, id: .null, .failure(GatewayFailure(code: .invalidJSON, message: error.message)))
                 return
             }
         }
@@ -50,9 +59,12 @@ extension Gateway {
             enqueue(topic, json: .object(["id": id, "status": .string("ok"), "data": data]))
         case .failure(let failure):
             counters.errors += 1
-            enqueue(topic, json: .object([
-                "id": id, "status": .string("error"), "code": .string(failure.code.rawValue), "message": .string(failure.message),
-            ]))
+            enqueue(
+                topic,
+                json: .object([
+                    "id": id, "status": .string("error"), "code": .string(failure.code.rawValue),
+                    "message": .string(failure.message),
+                ]))
         }
     }
 
@@ -64,7 +76,9 @@ extension Gateway {
 
     func requirePairing(_ op: String) throws(GatewayFailure) -> any PairingManager {
         guard let pairing else {
-            throw GatewayFailure(code: .noPairingSource, message: "\(op) needs the hap source; add `- type: hap` under sources in the config")
+            throw GatewayFailure(
+                code: .noPairingSource,
+                message: "\(op) needs the hap source; add `- type: hap` under sources in the config")
         }
         return pairing
     }
@@ -93,7 +107,8 @@ extension Gateway {
                 let name = try request.text("name")
                 try request.finish()
                 try await database { db throws(ModelError) in try await db.renameRoom(id: room.id, to: name) }
-                return .success(.object(["id": .string(room.id), "name": .string(name), "old-name": .string(room.name)]))
+                return .success(
+                    .object(["id": .string(room.id), "name": .string(name), "old-name": .string(room.name)]))
             case "room/remove":
                 let room = try await resolveRoom(request)
                 try request.finish()
@@ -104,12 +119,15 @@ extension Gateway {
                 let name = try request.optionalText("name")
                 try request.finish()
                 try await database { db throws(ModelError) in try await db.renameAccessory(id: accessory.id, to: name) }
-                return .success(.object(["id": .string(accessory.id), "name": .string(name ?? accessory.accessory.name)]))
+                return .success(
+                    .object(["id": .string(accessory.id), "name": .string(name ?? accessory.accessory.name)]))
             case "accessory/move":
                 let accessory = try resolveAccessory(request)
                 let room = try await resolveRoom(request)
                 try request.finish()
-                try await database { db throws(ModelError) in try await db.assign(accessoryID: accessory.id, toRoom: room.id) }
+                try await database { db throws(ModelError) in
+                    try await db.assign(accessoryID: accessory.id, toRoom: room.id)
+                }
                 return .success(.object(["id": .string(accessory.id), "room": .string(room.name)]))
             case "accessory/remove":
                 let accessory = try resolveAccessory(request)
@@ -118,7 +136,9 @@ extension Gateway {
                 // reports it removed.
                 // A bridged accessory cannot be unpaired alone: it only leaves the home, and
                 // removing its bridge removes them all.
-                if accessory.accessory.bridgeID == nil, let pairing, let pairingID = pairing.pairingID(forAccessory: accessory.id) {
+                if accessory.accessory.bridgeID == nil, let pairing,
+                    let pairingID = pairing.pairingID(forAccessory: accessory.id)
+                {
                     try await pairing.unpair(id: pairingID)
                 }
                 // Out of the tree before the database forgets its room, so that it is never
@@ -146,14 +166,21 @@ extension Gateway {
                 let service = try resolveService(request, in: accessory)
                 let name = try request.optionalText("name")
                 try request.finish()
-                try await database { db throws(ModelError) in try await db.renameService(accessoryID: accessory.id, iid: service.iid, to: name) }
-                return .success(.object(["accessory": .string(accessory.id), "iid": .uint(service.iid), "name": name.map(JSONValue.string) ?? .null]))
+                try await database { db throws(ModelError) in
+                    try await db.renameService(accessoryID: accessory.id, iid: service.iid, to: name)
+                }
+                return .success(
+                    .object([
+                        "accessory": .string(accessory.id), "iid": .uint(service.iid),
+                        "name": name.map(JSONValue.string) ?? .null,
+                    ]))
             case "scope/get":
                 try request.finish()
                 return .success(try Self.scopeJSON(scope.config))
             case "scope/set":
                 guard let raw = request.node("scope") else {
-                    throw GatewayFailure(code: .missingField, message: "scope/set needs \"scope\": an object like scope/get returns")
+                    throw GatewayFailure(
+                        code: .missingField, message: "scope/set needs \"scope\": an object like scope/get returns")
                 }
                 try request.finish()
                 let newScope = try Self.decodeScope(raw)
@@ -187,14 +214,18 @@ extension Gateway {
                 try request.finish()
                 return .success(try await manager.discover(timeout: timeout))
             default:
-                throw GatewayFailure(code: .unknownOp, message: "unknown operation '\(op)'; known: \(Self.operations.joined(separator: ", "))")
+                throw GatewayFailure(
+                    code: .unknownOp,
+                    message: "unknown operation '\(op)'; known: \(Self.operations.joined(separator: ", "))")
             }
         } catch {
             return .failure(error)
         }
     }
 
-    private func database<T: Sendable>(_ body: (HomeDatabase) async throws(ModelError) -> T) async throws(GatewayFailure) -> T {
+    private func database<T: Sendable>(_ body: (HomeDatabase) async throws(ModelError) -> T)
+        async throws(GatewayFailure) -> T
+    {
         do throws(ModelError) {
             let result = try await body(database)
             // The database's event reaches `handle(homeEvent:)` too; refreshing here makes the
@@ -214,33 +245,24 @@ extension Gateway {
         let all = [home.roomForEntireHome] + home.rooms
         if let room = all.first(where: { $0.id == key })
             ?? all.first(where: { $0.name.lowercased() == key.lowercased() })
-            ?? tree.rooms.first(where: { $0.slug == key })?.room {
+            ?? tree.rooms.first(where: { $0.slug == key })?.room
+        {
             return room
         }
-        throw GatewayFailure(code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
+        throw GatewayFailure(
+            code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
     }
 
     func resolveAccessory(_ request: RequestReader) throws(GatewayFailure) -> TopicTree.AccessoryNode {
         let key = try request.text("accessory")
-        let lower = key.lowercased()
-        let matches = tree.accessories.filter {
-            $0.id == key || $0.topic == key || $0.topic == "\(base)/\(key)" || $0.displayName.lowercased() == lower
-        }
-        if matches.count == 1 { return matches[0] }
-        if matches.count > 1 {
-            throw GatewayFailure(code: .ambiguous, message: "\(matches.count) accessories are named '\(key)'; use its id or topic: \(matches.map(\.topic).joined(separator: ", "))")
-        }
-        throw GatewayFailure(code: .unknownAccessory, message: "no accessory '\(key)' in scope (by id, name or topic)")
+        guard let accessory = try tree.accessory(named: key) else { throw .unknownAccessory(key) }
+        return accessory
     }
 
-    func resolveService(_ request: RequestReader, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure) -> TopicTree.ServiceNode {
-        let key = try request.text("service")
-        if let service = accessory.services.first(where: {
-            $0.slug == key || $0.topic == key || $0.displayName.lowercased() == key.lowercased() || String($0.iid) == key
-        }) {
-            return service
-        }
-        throw GatewayFailure(code: .unknownService, message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
+    func resolveService(_ request: RequestReader, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure)
+        -> TopicTree.ServiceNode
+    {
+        try accessory.service(named: try request.text("service"))
     }
 
     public static func scopeJSON(_ scope: ScopeConfig) throws(GatewayFailure) -> JSONValue {

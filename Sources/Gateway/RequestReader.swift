@@ -8,11 +8,12 @@ public typealias RequestReader = StrictReader<JSONValue, GatewayFailure>
 extension GatewayFailure {
     /// The reader's complaints as request failures: `missing-field`, `unknown-field`, `invalid-field`.
     public static let requestField: RequestReader.MakeFailure = { code, key, message in
-        let mapped: ErrorCode = switch code {
-        case .missingKey: .missingField
-        case .unknownKey: .unknownField
-        default: .invalidField
-        }
+        let mapped: ErrorCode =
+            switch code {
+            case .missingKey: .missingField
+            case .unknownKey: .unknownField
+            default: .invalidField
+            }
         return GatewayFailure(code: mapped, message: key.map { "\($0): \(message)" } ?? message)
     }
 }
@@ -26,14 +27,16 @@ extension StrictReader where Node == JSONValue, Failure == GatewayFailure {
     }
 
     /// A field that must be a string with something in it.
-    func text(_ key: String) throws(GatewayFailure) -> String {
+    public func text(_ key: String) throws(GatewayFailure) -> String {
         guard let value = try string(key) else { throw error(key, .missingKey, "the request needs \"\(key)\"") }
-        guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw error(key, "must be a non-empty string") }
+        guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw error(key, "must be a non-empty string")
+        }
         return value
     }
 
     /// A string field that may be left out; null or empty reads as nil.
-    func optionalText(_ key: String) throws(GatewayFailure) -> String? {
+    public func optionalText(_ key: String) throws(GatewayFailure) -> String? {
         guard let value = try string(key), !value.isEmpty else { return nil }
         return value
     }

@@ -24,7 +24,11 @@ struct OfflineHome {
             database = try await openExclusive(directory)
         } catch {
             if error.code == .locked {
-                throw GatewayFailure(code: .locked, message: "the home database in \(config.stateDirectory) is held by another homemqtt process (a gateway that has not reached the broker, or another command); nothing was changed — try again when it has connected or stopped")
+                throw GatewayFailure(
+                    code: .locked,
+                    message:
+                        "the home database in \(config.stateDirectory) is held by another homemqtt process (a gateway that has not reached the broker, or another command); nothing was changed — try again when it has connected or stopped"
+                )
             }
             throw GatewayFailure(code: error.code, message: "\(config.stateDirectory): \(error.message)")
         }
@@ -75,53 +79,66 @@ struct OfflineHome {
     /// The same data the gateway answers with, for the operations that only change the home
     /// database or the stored scope.
     func perform(_ operation: HomeOperation) async throws(GatewayFailure) -> JSONValue {
-        let fields = operation.fields
+        let fields = try RequestReader.request(operation.fields)
         switch operation.op {
         case "room/add":
-            let name = try string(fields, "name")
+            let name = try fields.text("name")
             let room = try await change { db throws(ModelError) in try await db.addRoom(named: name) }
             return .object(["id": .string(room.id), "name": .string(room.name)])
         case "room/rename":
-            let room = try resolveRoom(try string(fields, "room"))
-            let name = try string(fields, "name")
+            let room = try resolveRoom(try fields.text("room"))
+            let name = try fields.text("name")
             try await change { db throws(ModelError) in try await db.renameRoom(id: room.id, to: name) }
             return .object(["id": .string(room.id), "name": .string(name), "old-name": .string(room.name)])
         case "room/remove":
-            let room = try resolveRoom(try string(fields, "room"))
+            let room = try resolveRoom(try fields.text("room"))
             try await change { db throws(ModelError) in try await db.removeRoom(id: room.id) }
             return .object(["id": .string(room.id), "name": .string(room.name)])
         case "accessory/rename":
-            let (id, node) = try resolveAccessory(try string(fields, "accessory"))
-            let name = fields["name"]?.stringValue
+            let (id, node) = try resolveAccessory(try fields.text("accessory"))
+            let name = try fields.optionalText("name")
             try await change { db throws(ModelError) in try await db.renameAccessory(id: id, to: name) }
-            return .object(["id": .string(id), "name": name.map(JSONValue.string) ?? node.map { .string($0.accessory.name) } ?? .null])
+            return .object([
+                "id": .string(id),
+                "name": name.map(JSONValue.string) ?? node.map { .string($0.accessory.name) } ?? .null,
+            ])
         case "accessory/move":
-            let (id, _) = try resolveAccessory(try string(fields, "accessory"))
-            let room = try resolveRoom(try string(fields, "room"))
+            let (id, _) = try resolveAccessory(try fields.text("accessory"))
+            let room = try resolveRoom(try fields.text("room"))
             try await change { db throws(ModelError) in try await db.assign(accessoryID: id, toRoom: room.id) }
             return .object(["id": .string(id), "room": .string(room.name)])
         case "accessory/remove":
-            let (id, node) = try resolveAccessory(try string(fields, "accessory"))
+            let (id, node) = try resolveAccessory(try fields.text("accessory"))
             guard let node else {
                 // Not loaded without the gateway: a paired accessory, whose pairing goes too.
-                throw GatewayFailure(code: .needsGateway, message: "'\(id)' is only known to the running gateway's sources (a paired accessory: removing it also removes its pairing); start the gateway and try again")
+                throw GatewayFailure(
+                    code: .needsGateway,
+                    message:
+                        "'\(id)' is only known to the running gateway's sources (a paired accessory: removing it also removes its pairing); start the gateway and try again"
+                )
             }
             try await change { db throws(ModelError) in try await db.removeAccessory(id: id) }
             return .object(["id": .string(id), "name": .string(node.displayName)])
         case "service/rename":
-            let key = try string(fields, "accessory")
+            let key = try fields.text("accessory")
             let (id, found) = try resolveAccessory(key)
             guard let node = found else {
-                throw GatewayFailure(code: .needsGateway, message: "the services of '\(key)' are only known to the running gateway; start it and try again")
+                throw GatewayFailure(
+                    code: .needsGateway,
+                    message: "the services of '\(key)' are only known to the running gateway; start it and try again")
             }
-            let service = try resolveService(try string(fields, "service"), in: node)
-            let name = fields["name"]?.stringValue
-            try await change { db throws(ModelError) in try await db.renameService(accessoryID: id, iid: service.iid, to: name) }
-            return .object(["accessory": .string(id), "iid": .uint(service.iid), "name": name.map(JSONValue.string) ?? .null])
+            let service = try resolveService(try fields.text("service"), in: node)
+            let name = try fields.optionalText("name")
+            try await change { db throws(ModelError) in
+                try await db.renameService(accessoryID: id, iid: service.iid, to: name)
+            }
+            return .object([
+                "accessory": .string(id), "iid": .uint(service.iid), "name": name.map(JSONValue.string) ?? .null,
+            ])
         case "scope/get":
             return try Gateway.scopeJSON(scope)
         case "scope/set":
-            let newScope = try Gateway.decodeScope(fields["scope"] ?? .null)
+            let newScope = try Gateway.decodeScope(fields.node("scope") ?? .null)
             do throws(ConfigError) {
                 _ = try ScopeFilter(newScope, file: "scope/set")
             } catch {
@@ -139,19 +156,14 @@ struct OfflineHome {
     }
 
     @discardableResult
-    private func change<T: Sendable>(_ body: (HomeDatabase) async throws(ModelError) -> T) async throws(GatewayFailure) -> T {
+    private func change<T: Sendable>(_ body: (HomeDatabase) async throws(ModelError) -> T) async throws(GatewayFailure)
+        -> T
+    {
         do throws(ModelError) {
             return try await body(database)
         } catch {
             throw GatewayFailure(code: error.code, message: error.message)
         }
-    }
-
-    private func string(_ fields: [String: JSONValue], _ key: String) throws(GatewayFailure) -> String {
-        guard let text = fields[key]?.stringValue, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw GatewayFailure(code: .invalidField, message: "\"\(key)\" must be a non-empty string")
-        }
-        return text
     }
 
     // Resolution as the gateway does it (Gateway+Requests.swift): by id, name or topic.
@@ -160,33 +172,24 @@ struct OfflineHome {
         let all = home.allRooms
         if let room = all.first(where: { $0.id == key })
             ?? all.first(where: { $0.name.lowercased() == key.lowercased() })
-            ?? tree.rooms.first(where: { $0.slug == key })?.room {
+            ?? tree.rooms.first(where: { $0.slug == key })?.room
+        {
             return room
         }
-        throw GatewayFailure(code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
+        throw GatewayFailure(
+            code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
     }
 
     /// The accessory's id, and its node when a source loaded it without the gateway.
     func resolveAccessory(_ key: String) throws(GatewayFailure) -> (String, TopicTree.AccessoryNode?) {
-        let lower = key.lowercased()
-        let base = tree.base
-        let matches = tree.accessories.filter {
-            $0.id == key || $0.topic == key || $0.topic == "\(base)/\(key)" || $0.displayName.lowercased() == lower
-        }
-        if matches.count == 1 { return (matches[0].id, matches[0]) }
-        if matches.count > 1 {
-            throw GatewayFailure(code: .ambiguous, message: "\(matches.count) accessories are named '\(key)'; use its id or topic: \(matches.map(\.topic).joined(separator: ", "))")
-        }
+        if let accessory = try tree.accessory(named: key) { return (accessory.id, accessory) }
         if home.isKnown(accessoryID: key) { return (key, nil) }
-        throw GatewayFailure(code: .unknownAccessory, message: "no accessory '\(key)' in scope (by id, name or topic)")
+        throw .unknownAccessory(key)
     }
 
-    func resolveService(_ key: String, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure) -> TopicTree.ServiceNode {
-        if let service = accessory.services.first(where: {
-            $0.slug == key || $0.topic == key || $0.displayName.lowercased() == key.lowercased() || String($0.iid) == key
-        }) {
-            return service
-        }
-        throw GatewayFailure(code: .unknownService, message: "\(accessory.displayName) has no service '\(key)'; services: \(accessory.services.map(\.slug).joined(separator: ", "))")
+    func resolveService(_ key: String, in accessory: TopicTree.AccessoryNode) throws(GatewayFailure)
+        -> TopicTree.ServiceNode
+    {
+        try accessory.service(named: key)
     }
 }
