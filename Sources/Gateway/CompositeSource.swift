@@ -66,7 +66,9 @@ public final class CompositeSource: AccessorySource {
         try await source(for: address.accessoryID).write(address, value: value)
     }
 
-    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress: AccessoryError] {
+    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress:
+        AccessoryError]
+    {
         var byIndex: [Int: [CharacteristicAddress]] = [:]
         var failures: [CharacteristicAddress: AccessoryError] = [:]
         let map = owners.withLock { $0 }

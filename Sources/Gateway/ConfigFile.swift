@@ -15,7 +15,8 @@ enum ConfigFile {
             case ENOENT, ENOTDIR: return failure(.notFound, "no such file")
             case EACCES, EPERM: return failure(.permissionDenied, "permission denied")
             case EISDIR: return failure(.isDirectory, "is a directory, not a config file")
-            default: return failure(.unreadable, "cannot read the file: \(String(cString: strerror(number)).lowercased())")
+            default:
+                return failure(.unreadable, "cannot read the file: \(String(cString: strerror(number)).lowercased())")
             }
         }
         var info = stat()
@@ -53,7 +54,8 @@ enum ConfigFile {
             return "not valid YAML: \(oneLine("\(error)"))"
         }
         switch error {
-        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _), let .composer(context, problem, mark, _):
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
+            let .composer(context, problem, mark, _):
             var message = "not valid YAML at line \(mark.line), column \(mark.column): \(problem)"
             if let context { message += " (\(context.text) at line \(context.mark.line))" }
             return message
@@ -65,7 +67,8 @@ enum ConfigFile {
     }
 
     static func oneLine(_ text: String) -> String {
-        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .joined(separator: " ")
     }
 }
 

@@ -113,7 +113,9 @@ public final class DeferredSource: AccessorySource {
         try await ready().write(address, value: value)
     }
 
-    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress: AccessoryError] {
+    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress:
+        AccessoryError]
+    {
         do throws(AccessoryError) {
             return try await ready().setNotifications(enabled: enabled, for: addresses)
         } catch {
@@ -157,7 +159,9 @@ private final class ContinuationSlot<T: Sendable>: Sendable {
     }
 
     func resume(with result: Result<T, any Error>) {
-        slot.withLock { slot in defer { slot.continuation = nil }; return slot.continuation }?.resume(with: result)
+        slot.withLock { slot in
+            defer { slot.continuation = nil }; return slot.continuation
+        }?.resume(with: result)
     }
 
     func cancel() {

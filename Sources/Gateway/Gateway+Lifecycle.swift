@@ -28,7 +28,8 @@ extension Gateway {
             do {
                 try await cancelWhenGracefulShutdown {
                     try await self.start(connection: states)
-                    try await self.serve(sourceEvents: sourceEvents, homeEvents: homeEvents, messages: messages, states: states)
+                    try await self.serve(
+                        sourceEvents: sourceEvents, homeEvents: homeEvents, messages: messages, states: states)
                 }
             } catch is CancellationError {
             } catch {
@@ -49,15 +50,20 @@ extension Gateway {
         try await loadInitial(initial)
         if let currentHome {
             for warning in scope.unmatchedEntries(accessories: initial, home: currentHome) {
-                logger.warning("scope entry matches nothing", metadata: ["entry": "\(warning)", "config": "\(config.file)"])
+                logger.warning(
+                    "scope entry matches nothing", metadata: ["entry": "\(warning)", "config": "\(config.file)"])
             }
         }
-        logger.info("home loaded", metadata: [
-            "accessories": "\(initial.count)", "in-scope": "\(tree.accessories.count)",
-            "characteristics": "\(tree.characteristicCount)", "rooms": "\(tree.rooms.count)",
-        ])
+        logger.info(
+            "home loaded",
+            metadata: [
+                "accessories": "\(initial.count)", "in-scope": "\(tree.accessories.count)",
+                "characteristics": "\(tree.characteristicCount)", "rooms": "\(tree.rooms.count)",
+            ])
 
-        logger.info("waiting for the broker", metadata: ["broker": "\(config.brokerDisplay)", "client-id": "\(config.mqtt.clientID)"])
+        logger.info(
+            "waiting for the broker",
+            metadata: ["broker": "\(config.brokerDisplay)", "client-id": "\(config.mqtt.clientID)"])
         var connected = false
         for await state in states where state.isConnected {
             connected = true
@@ -76,15 +82,19 @@ extension Gateway {
             filters.append(("\(prefix)/device/+/config", .atLeastOnce))
         }
         try await mqtt.subscribe(filters)
-        logger.info("publishing the tree", metadata: [
-            "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
-        ])
+        logger.info(
+            "publishing the tree",
+            metadata: [
+                "accessories": "\(tree.accessories.count)", "characteristics": "\(tree.characteristicCount)",
+            ])
         await publishAll()
         try Task.checkCancellation()
         isStarted = true
-        logger.info("gateway online", metadata: [
-            "broker": "\(config.brokerDisplay)", "base": "\(base)", "retained-topics": "\(retainedCount)",
-        ])
+        logger.info(
+            "gateway online",
+            metadata: [
+                "broker": "\(config.brokerDisplay)", "base": "\(base)", "retained-topics": "\(retainedCount)",
+            ])
     }
 
     /// Takes source events, home events, MQTT messages, requests and connection changes until

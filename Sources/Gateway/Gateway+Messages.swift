@@ -50,9 +50,13 @@ extension Gateway {
             }
             let id = Self.requestID(message.payload)
             if refuseRetained(message, resultTopic: accessory.topic + "/$result", op: "identify", id: id) { return }
-            dispatch(Job(kind: .identify, op: "identify", id: id, node: nil, accessoryID: accessory.id, resultTopic: accessory.topic + "/$result"))
+            dispatch(
+                Job(
+                    kind: .identify, op: "identify", id: id, node: nil, accessoryID: accessory.id,
+                    resultTopic: accessory.topic + "/$result"))
         default:
-            reportUnknown(message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
+            reportUnknown(
+                message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
         }
     }
 
@@ -65,9 +69,10 @@ extension Gateway {
             return
         }
         guard message.retain, !message.payload.isEmpty, !retained.contains(message.topic),
-              message.topic.hasPrefix(prefix + "/device/"),
-              let document = try? JSONValue(parsing: message.payload),
-              HomeAssistantDiscovery.isOwnConfig(topic: message.topic, payload: document, prefix: prefix, gatewayStatusTopic: statusTopic)
+            message.topic.hasPrefix(prefix + "/device/"),
+            let document = try? JSONValue(parsing: message.payload),
+            HomeAssistantDiscovery.isOwnConfig(
+                topic: message.topic, payload: document, prefix: prefix, gatewayStatusTopic: statusTopic)
         else { return }
         logger.info("clearing a stale discovery config", metadata: ["topic": "\(message.topic)"])
         enqueue(message.topic, [], retain: true)
@@ -76,7 +81,8 @@ extension Gateway {
     private func isRetained(_ topic: String) -> Bool {
         if retained.contains(topic) { return true }
         guard let slash = topic.lastIndex(of: "/"),
-              let node = publishedTree.characteristic(topic: String(topic[..<slash])) else { return false }
+            let node = publishedTree.characteristic(topic: String(topic[..<slash]))
+        else { return false }
         switch topic[topic.index(after: slash)...] {
         case "meta": return true
         case "state": return currentValue(node.address) != nil
@@ -86,11 +92,13 @@ extension Gateway {
 
     func reportUnknown(_ message: MQTTMessage, _ text: String) {
         guard !message.retain || !message.payload.isEmpty else { return }
-        enqueue("\(base)/$gateway/error", json: .object([
-            "topic": .string(message.topic),
-            "code": .string("unknown-topic"),
-            "message": .string(text),
-        ]))
+        enqueue(
+            "\(base)/$gateway/error",
+            json: .object([
+                "topic": .string(message.topic),
+                "code": .string("unknown-topic"),
+                "message": .string(text),
+            ]))
     }
 
     /// A request left retained on the broker would run again at every reconnect: refuse it,
@@ -99,8 +107,12 @@ extension Gateway {
     func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
         guard message.retain else { return false }
         if !message.payload.isEmpty {
-            sendResult(resultTopic, op: op, id: id, .failure(GatewayFailure(
-                code: .retained, message: "a retained \(op) request is not applied; publish it without the retain flag")))
+            sendResult(
+                resultTopic, op: op, id: id,
+                .failure(
+                    GatewayFailure(
+                        code: .retained,
+                        message: "a retained \(op) request is not applied; publish it without the retain flag")))
             enqueue(message.topic, [], retain: true)
         }
         return true
@@ -108,7 +120,9 @@ extension Gateway {
 
     /// The `id` of a JSON request payload, or null.
     static func requestID(_ payload: [UInt8]) -> JSONValue {
-        guard payload.first == UInt8(ascii: "{"), let json = try? JSONValue(parsing: payload), case .object(let object) = json else { return .null }
+        guard payload.first == UInt8(ascii: "{"), let json = try? JSONValue(parsing: payload),
+            case .object(let object) = json
+        else { return .null }
         return object["id"] ?? .null
     }
 
@@ -117,25 +131,36 @@ extension Gateway {
         let id = Self.requestID(message.payload)
         if refuseRetained(message, resultTopic: resultTopic, op: kind, id: id) { return }
         if kind == "get" {
-            dispatch(Job(kind: .get, op: "get", id: id, node: node, accessoryID: node.address.accessoryID, resultTopic: resultTopic))
+            dispatch(
+                Job(
+                    kind: .get, op: "get", id: id, node: node, accessoryID: node.address.accessoryID,
+                    resultTopic: resultTopic))
             return
         }
         switch parseSet(message.payload, node: node) {
         case .success(let (value, id)):
-            dispatch(Job(kind: .set(value), op: "set", id: id, node: node, accessoryID: node.address.accessoryID, resultTopic: resultTopic))
+            dispatch(
+                Job(
+                    kind: .set(value), op: "set", id: id, node: node, accessoryID: node.address.accessoryID,
+                    resultTopic: resultTopic))
         case .failure(let failure):
             sendResult(resultTopic, op: "set", id: id, .failure(failure))
         }
     }
 
     /// Validates a `set` payload: a plain value in the codec's words, or `{"value": …, "id": …}`.
-    func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<(CharacteristicValue, JSONValue), GatewayFailure> {
+    func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<
+        (CharacteristicValue, JSONValue), GatewayFailure
+    > {
         let metadata = node.characteristic.metadata
         let label = node.typeName
         var id: JSONValue = .null
         do throws(ModelError) {
             if node.isReadOnlyScope {
-                return .failure(GatewayFailure(code: .readOnlyScope, message: "\(label) of this accessory is read-only by the gateway's scope configuration"))
+                return .failure(
+                    GatewayFailure(
+                        code: .readOnlyScope,
+                        message: "\(label) of this accessory is read-only by the gateway's scope configuration"))
             }
             try ValueCodec.checkWritable(metadata, label: label)
             guard let text = String(validating: payload, as: UTF8.self) else {
@@ -143,12 +168,16 @@ extension Gateway {
             }
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty {
-                return .failure(GatewayFailure(code: .empty, message: "an empty payload sets nothing; send a value such as \(Self.example(metadata))"))
+                return .failure(
+                    GatewayFailure(
+                        code: .empty,
+                        message: "an empty payload sets nothing; send a value such as \(Self.example(metadata))"))
             }
             if trimmed.hasPrefix("{") {
                 let json = try JSONValue(parsing: Array(trimmed.utf8))
                 guard case .object(let object) = json else {
-                    return .failure(GatewayFailure(code: .invalidJSON, message: "expected a JSON object with \"value\""))
+                    return .failure(
+                        GatewayFailure(code: .invalidJSON, message: "expected a JSON object with \"value\""))
                 }
                 id = object["id"] ?? .null
                 // `value: null` is a value (refused by the codec), not a missing one.
@@ -180,24 +209,39 @@ extension Gateway {
         }
     }
 
-    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: MQTTMessage) async {
+    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: MQTTMessage) async
+    {
         let resultTopic = service.topic + "/$result"
         let id = Self.requestID(message.payload)
         if refuseRetained(message, resultTopic: resultTopic, op: "toggle", id: id) { return }
         guard let node = PrimaryControl.characteristic(in: service) else {
-            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
-                code: .notToggleable, message: "a \(service.typeName) service has no primary control in scope to toggle")))
+            sendResult(
+                resultTopic, op: "toggle", id: id,
+                .failure(
+                    GatewayFailure(
+                        code: .notToggleable,
+                        message: "a \(service.typeName) service has no primary control in scope to toggle")))
             return
         }
         if node.isReadOnlyScope {
-            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(
-                code: .readOnlyScope, message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")))
+            sendResult(
+                resultTopic, op: "toggle", id: id,
+                .failure(
+                    GatewayFailure(
+                        code: .readOnlyScope,
+                        message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")
+                ))
             return
         }
         guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
-            sendResult(resultTopic, op: "toggle", id: id, .failure(GatewayFailure(code: .notToggleable, message: "no value to flip to")))
+            sendResult(
+                resultTopic, op: "toggle", id: id,
+                .failure(GatewayFailure(code: .notToggleable, message: "no value to flip to")))
             return
         }
-        dispatch(Job(kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic))
+        dispatch(
+            Job(
+                kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic
+            ))
     }
 }

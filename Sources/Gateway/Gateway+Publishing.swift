@@ -99,16 +99,22 @@ extension Gateway {
                 continue
             }
             if before.displayName != node.displayName {
-                event(.accessoryRenamed, accessory: node, extra: ["old-name": .string(before.displayName), "old-topic": .string(before.topic)])
+                event(
+                    .accessoryRenamed, accessory: node,
+                    extra: ["old-name": .string(before.displayName), "old-topic": .string(before.topic)])
             }
             if before.room.id != node.room.id {
-                event(.accessoryMoved, accessory: node, extra: ["old-room": .string(before.room.name), "old-topic": .string(before.topic)])
+                event(
+                    .accessoryMoved, accessory: node,
+                    extra: ["old-room": .string(before.room.name), "old-topic": .string(before.topic)])
             } else if before.topic != node.topic && before.displayName == node.displayName {
                 event(.accessoryTopicChanged, accessory: node, extra: ["old-topic": .string(before.topic)])
             }
         }
         for node in old.accessories where tree.accessory(id: node.id) == nil {
-            let reason: GatewayEvent = accessories[node.id] == nil || removedAccessories.contains(node.id) ? .accessoryRemoved : .accessoryLeftScope
+            let reason: GatewayEvent =
+                accessories[node.id] == nil || removedAccessories.contains(node.id)
+                ? .accessoryRemoved : .accessoryLeftScope
             event(reason, accessory: node)
         }
     }

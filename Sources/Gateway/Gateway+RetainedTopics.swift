@@ -67,7 +67,10 @@ extension Gateway {
         guard let currentHome else { return }
         let old = tree
         treeHome = currentHome
-        tree = TopicTree(base: base, accessories: accessoryOrder.filter { !removedAccessories.contains($0) }.compactMap { accessories[$0] }, home: currentHome, scope: scope)
+        tree = TopicTree(
+            base: base,
+            accessories: accessoryOrder.filter { !removedAccessories.contains($0) }.compactMap { accessories[$0] },
+            home: currentHome, scope: scope)
         if announce { announceChanges(from: old) }
         guard isStarted else { return }
         applyRetained()
@@ -130,14 +133,17 @@ extension Gateway {
             for c in service.characteristics {
                 let state = stateText(c)
                 guard let before = old.characteristic(c.address), before.topic == c.topic else {
-                    out.append(CharacteristicTopics(topic: c.topic, meta: metaPayload(c), state: state.map(statePayload)))
+                    out.append(
+                        CharacteristicTopics(topic: c.topic, meta: metaPayload(c), state: state.map(statePayload)))
                     continue
                 }
                 let metaChanged = MetaKey(before) != MetaKey(c)
                 let stateChanged = state != nil && state != stateText(before)
                 guard metaChanged || stateChanged else { continue }
-                out.append(CharacteristicTopics(topic: c.topic, meta: metaChanged ? metaPayload(c) : nil,
-                                                state: stateChanged ? state.map(statePayload) : nil))
+                out.append(
+                    CharacteristicTopics(
+                        topic: c.topic, meta: metaChanged ? metaPayload(c) : nil,
+                        state: stateChanged ? state.map(statePayload) : nil))
             }
         }
         return out
@@ -165,7 +171,9 @@ extension Gateway {
                 for c in service.characteristics {
                     topics.append(c.topic + "/meta")
                     // An empty payload is no retained message: an empty text or data value is not held.
-                    if let value = currentValue(c.address), !ValueCodec.text(value, format: c.characteristic.metadata.format).isEmpty {
+                    if let value = currentValue(c.address),
+                        !ValueCodec.text(value, format: c.characteristic.metadata.format).isEmpty
+                    {
                         topics.append(c.topic + "/state")
                     }
                 }

@@ -62,9 +62,11 @@ extension Gateway {
                 try await database.adopt([accessory])
             } catch {
                 // The accessory is still served; only its room suggestion is not kept.
-                logger.error("cannot record the accessory in the home database", metadata: [
-                    "accessory": "\(accessory.id)", "error": "\(error.message)",
-                ])
+                logger.error(
+                    "cannot record the accessory in the home database",
+                    metadata: [
+                        "accessory": "\(accessory.id)", "error": "\(error.message)",
+                    ])
             }
             await refreshHome()
             remember(accessory)
@@ -83,11 +85,17 @@ extension Gateway {
         case .roomRemoved(let room):
             event(.roomRemoved, fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
         case .roomRenamed(let room, let oldName):
-            event(.roomRenamed, fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)]), "old-name": .string(oldName)])
+            event(
+                .roomRenamed,
+                fields: [
+                    "room": .object(["id": .string(room.id), "name": .string(room.name)]), "old-name": .string(oldName),
+                ])
         case .serviceRenamed(let accessoryID, let iid, let name):
-            event(.serviceRenamed, fields: [
-                "accessory": .string(accessoryID), "iid": .uint(iid), "name": name.map(JSONValue.string) ?? .null,
-            ])
+            event(
+                .serviceRenamed,
+                fields: [
+                    "accessory": .string(accessoryID), "iid": .uint(iid), "name": name.map(JSONValue.string) ?? .null,
+                ])
         case .homeRenamed(let name):
             event(.homeRenamed, fields: ["name": .string(name)])
         case .accessoryAssigned, .accessoryRenamed, .accessoryForgotten:
@@ -132,7 +140,8 @@ extension Gateway {
             if !on.isEmpty {
                 let failures = await source.setNotifications(enabled: true, for: on)
                 for (address, error) in failures {
-                    logger.debug("notifications not enabled", metadata: ["characteristic": "\(address)", "error": "\(error)"])
+                    logger.debug(
+                        "notifications not enabled", metadata: ["characteristic": "\(address)", "error": "\(error)"])
                 }
             }
             enabled = desired

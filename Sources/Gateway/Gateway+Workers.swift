@@ -13,9 +13,12 @@ extension Gateway {
         case .identify: break
         }
         if let node = tree.accessory(id: job.accessoryID), !node.accessory.isReachable {
-            sendResult(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
-                code: .unreachable, message: "\(node.displayName) is unreachable",
-                hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
+            sendResult(
+                job.resultTopic, op: job.op, id: job.id,
+                .failure(
+                    GatewayFailure(
+                        code: .unreachable, message: "\(node.displayName) is unreachable",
+                        hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
             return
         }
         pendingJobs.add(1, ordering: .relaxed)
@@ -64,14 +67,18 @@ extension Gateway {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
             for job in deadlines.takeExpired() {
-                await sendResult(job.resultTopic, op: job.op, id: job.id, .failure(GatewayFailure(
-                    code: .timeout, message: "the accessory did not answer within \(timeout) s",
-                    hapStatus: AccessoryError.Status.timedOut.rawValue)))
+                await sendResult(
+                    job.resultTopic, op: job.op, id: job.id,
+                    .failure(
+                        GatewayFailure(
+                            code: .timeout, message: "the accessory did not answer within \(timeout) s",
+                            hapStatus: AccessoryError.Status.timedOut.rawValue)))
             }
         }
     }
 
-    func sendResult(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {
+    func sendResult(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>)
+    {
         switch outcome {
         case .success(let value):
             enqueue(topic, json: Payloads.result(id: id, op: op, value: value))

@@ -131,7 +131,8 @@ public actor Gateway: Service {
         self.tree = TopicTree(base: config.baseTopic)
         self.publishedTree = TopicTree(base: config.baseTopic)
         self.outbox = Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger)
-        (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(
+            bufferingPolicy: .bufferingNewest(1))
         (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         var streams: [AsyncStream<Job>] = []

@@ -57,7 +57,8 @@ public enum StateDirectorySource: String, Sendable, Hashable {
     /// separated by ':'. Nil when it is unset or empty.
     public static func systemdDirectory(_ environment: [String: String]) -> String? {
         guard let value = environment["STATE_DIRECTORY"],
-              let first = value.split(separator: ":", omittingEmptySubsequences: true).first else { return nil }
+            let first = value.split(separator: ":", omittingEmptySubsequences: true).first
+        else { return nil }
         return String(first)
     }
 }
@@ -149,8 +150,10 @@ public struct GatewayConfig: Sendable {
         if let base = try top.string("base-topic") {
             let segments = base.split(separator: "/", omittingEmptySubsequences: false)
             guard !base.isEmpty, !segments.contains(where: \.isEmpty),
-                  !base.contains(where: { "+#$".contains($0) }) else {
-                throw top.error("base-topic", "must be one or more non-empty topic levels without +, # or $, got '\(base)'")
+                !base.contains(where: { "+#$".contains($0) })
+            else {
+                throw top.error(
+                    "base-topic", "must be one or more non-empty topic levels without +, # or $, got '\(base)'")
             }
             config.baseTopic = base
         }
@@ -181,11 +184,14 @@ public struct GatewayConfig: Sendable {
                 let source = try top.reader(for: node, path: path)
                 switch try source.string("type") {
                 case "simulator":
-                    config.sources.append(.simulator(directory: resolve(try source.string("directory") ?? "accessories")))
+                    config.sources.append(
+                        .simulator(directory: resolve(try source.string("directory") ?? "accessories")))
                 case "hap":
                     config.sources.append(.hap(pollInterval: try source.double("poll-interval")))
                 case let other:
-                    throw ConfigError(file: file, key: "\(path).type", message: "expected simulator or hap, got '\(other ?? "nothing")'")
+                    throw ConfigError(
+                        file: file, key: "\(path).type",
+                        message: "expected simulator or hap, got '\(other ?? "nothing")'")
                 }
                 try source.finish()
             }
@@ -205,7 +211,9 @@ public struct GatewayConfig: Sendable {
         }
         if let level = try top.string("log-level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-            guard levels.contains(level) else { throw top.error("log-level", "expected one of \(levels.joined(separator: ", "))") }
+            guard levels.contains(level) else {
+                throw top.error("log-level", "expected one of \(levels.joined(separator: ", "))")
+            }
             config.logLevel = level
         }
         try top.finish()
@@ -249,7 +257,8 @@ public struct GatewayConfig: Sendable {
         if let password = try broker.string("password") { mqtt.password = password }
         if let passwordFile = try broker.string("password-file") {
             let path = resolve(passwordFile)
-            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+            else {
                 throw broker.error("password-file", "cannot read '\(path)'")
             }
             mqtt.password = text.trimmingCharacters(in: .newlines)
@@ -267,7 +276,8 @@ public struct GatewayConfig: Sendable {
         }
         if let expiry = try broker.int("session-expiry") {
             guard (0...Int(UInt32.max)).contains(expiry) else {
-                throw broker.error("session-expiry", "must be 0 (a clean session at every connect) or a number of seconds")
+                throw broker.error(
+                    "session-expiry", "must be 0 (a clean session at every connect) or a number of seconds")
             }
             mqtt.cleanStart = expiry == 0
             mqtt.sessionExpiry = expiry == 0 ? nil : UInt32(expiry)
@@ -283,7 +293,9 @@ public struct GatewayConfig: Sendable {
             if let cert = try tls.string("cert-file") { settings.certificateFile = resolve(cert) }
             if let key = try tls.string("key-file") { settings.keyFile = resolve(key) }
             if let insecure = try tls.bool("insecure") { settings.insecure = insecure }
-            for (key, path) in [("ca-file", settings.caFile), ("cert-file", settings.certificateFile), ("key-file", settings.keyFile)] {
+            for (key, path) in [
+                ("ca-file", settings.caFile), ("cert-file", settings.certificateFile), ("key-file", settings.keyFile),
+            ] {
                 if let path, !FileManager.default.isReadableFile(atPath: path) {
                     throw tls.error(key, "cannot read '\(path)'")
                 }
@@ -313,7 +325,9 @@ extension ScopeConfig {
         var config = ScopeConfig()
         func list(_ key: String, _ scope: ConfigReader) throws(ConfigError) -> ScopeList {
             guard let mapping = try scope.reader(key) else { return ScopeList() }
-            let result = ScopeList(allow: try mapping.strings("allow", single: true), deny: try mapping.strings("deny", single: true) ?? [])
+            let result = ScopeList(
+                allow: try mapping.strings("allow", single: true), deny: try mapping.strings("deny", single: true) ?? []
+            )
             try mapping.finish()
             return result
         }

@@ -5,5 +5,7 @@ public import HomeModel
 public enum GatewayDocuments {
     public static func tree(_ tree: TopicTree, home: Home) -> JSONValue { Payloads.tree(tree, home: home) }
     public static func treeText(_ tree: TopicTree, home: Home) -> String { Payloads.treeText(tree, home: home) }
-    public static func toggleable(_ service: TopicTree.ServiceNode) -> Bool { PrimaryControl.characteristic(in: service) != nil }
+    public static func toggleable(_ service: TopicTree.ServiceNode) -> Bool {
+        PrimaryControl.characteristic(in: service) != nil
+    }
 }

@@ -22,8 +22,12 @@ extension HomeAssistantComponents {
         Known(platform: "binary_sensor", name: name, deviceClass: deviceClass, diagnostic: diagnostic)
     }
 
-    private static func measure(_ name: String, _ deviceClass: String?, _ unit: String?, diagnostic: Bool = false) -> Known {
-        Known(platform: "sensor", name: name, deviceClass: deviceClass, unit: unit, measurement: true, diagnostic: diagnostic)
+    private static func measure(_ name: String, _ deviceClass: String?, _ unit: String?, diagnostic: Bool = false)
+        -> Known
+    {
+        Known(
+            platform: "sensor", name: name, deviceClass: deviceClass, unit: unit, measurement: true,
+            diagnostic: diagnostic)
     }
 
     static let microgramsPerCubicMeter = "µg/m³"
@@ -48,7 +52,8 @@ extension HomeAssistantComponents {
         "water-level": measure("Water level", nil, "%"),
         "air-quality": Known(
             platform: "sensor", name: "Air quality", deviceClass: "enum",
-            template: HomeAssistantTemplate.lookup([("1", "excellent"), ("2", "good"), ("3", "fair"), ("4", "inferior"), ("5", "poor")], fallback: "None"),
+            template: HomeAssistantTemplate.lookup(
+                [("1", "excellent"), ("2", "good"), ("3", "fair"), ("4", "inferior"), ("5", "poor")], fallback: "None"),
             options: ["excellent", "good", "fair", "inferior", "poor"]),
         // HomeKit: 0 contact detected (closed), 1 not detected (open); Home Assistant: on means open.
         "contact-state": binary("Contact", "opening"),
@@ -80,7 +85,9 @@ extension HomeAssistantComponents {
         "seconds": ("s", "duration"),
     ]
 
-    func characteristicComponent(_ c: TopicTree.CharacteristicNode, service: TopicTree.ServiceNode) -> HomeAssistantComponent? {
+    func characteristicComponent(_ c: TopicTree.CharacteristicNode, service: TopicTree.ServiceNode)
+        -> HomeAssistantComponent?
+    {
         let metadata = c.haMetadata
         // The name is the entity's name already; tlv8 and data mean nothing to a person.
         if c.typeName == "name" || metadata.format == .tlv8 || metadata.format == .data { return nil }
@@ -103,8 +110,10 @@ extension HomeAssistantComponents {
                 config["payload_off"] = .string(off)
             }
         } else {
-            baseName = c.characteristic.name.flatMap { $0.isEmpty ? nil : $0 }
-                ?? (Catalog.characteristicType(uuid: c.characteristic.type) != nil ? Self.humanize(c.typeName) : Self.humanize(c.slug))
+            baseName =
+                c.characteristic.name.flatMap { $0.isEmpty ? nil : $0 }
+                ?? (Catalog.characteristicType(uuid: c.characteristic.type) != nil
+                    ? Self.humanize(c.typeName) : Self.humanize(c.slug))
             config = Self.generic(c)
             if service.typeName == "accessory-information" || service.typeName == "protocol-information" {
                 config["entity_category"] = "diagnostic"
@@ -153,7 +162,8 @@ extension HomeAssistantComponents {
             let pairs = metadata.validValues.sorted { $0.key < $1.key }
             config["options"] = .array(pairs.map { .string($0.value) })
             if state {
-                config["value_template"] = .string(HomeAssistantTemplate.lookup(pairs.map { (String($0.key), $0.value) }, fallback: "None"))
+                config["value_template"] = .string(
+                    HomeAssistantTemplate.lookup(pairs.map { (String($0.key), $0.value) }, fallback: "None"))
             }
             if writable {
                 // Home Assistant sends the option's name, which `set` takes as it is.

@@ -30,7 +30,9 @@ extension HomeAssistantComponents {
         return out
     }
 
-    private static func integerish(_ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], key: String) {
+    private static func integerish(
+        _ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], key: String
+    ) {
         if c.haMetadata.format == .float { config[key] = .string(HomeAssistantTemplate.roundedInteger) }
     }
 
@@ -72,7 +74,8 @@ extension HomeAssistantComponents {
             }
         }
         if options.colorTopics, let hue = find(service, "hue"), let saturation = find(service, "saturation"),
-           hue.haIsWritable, saturation.haIsWritable {
+            hue.haIsWritable, saturation.haIsWritable
+        {
             take(hue)
             take(saturation)
             config["hs_command_topic"] = .string(service.topic + "/$color/set")
@@ -96,7 +99,9 @@ extension HomeAssistantComponents {
         return config
     }
 
-    static let doorStates: [(String, String)] = [("0", "open"), ("1", "closed"), ("2", "opening"), ("3", "closing"), ("4", "stopped")]
+    static let doorStates: [(String, String)] = [
+        ("0", "open"), ("1", "closed"), ("2", "opening"), ("3", "closing"), ("4", "stopped"),
+    ]
 
     private mutating func garageDoor(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
         let current = find(service, "current-door-state").flatMap { $0.haHasState ? $0 : nil }
@@ -115,7 +120,8 @@ extension HomeAssistantComponents {
             config["value_template"] = .string(HomeAssistantTemplate.lookup(Self.doorStates, fallback: "None"))
         } else if let target, target.haHasState {
             config["state_topic"] = .string(target.haStateTopic)
-            config["value_template"] = .string(HomeAssistantTemplate.lookup(Array(Self.doorStates.prefix(2)), fallback: "None"))
+            config["value_template"] = .string(
+                HomeAssistantTemplate.lookup(Array(Self.doorStates.prefix(2)), fallback: "None"))
         }
         if let target, target.haIsWritable {
             config["command_topic"] = .string(target.haSetTopic)
@@ -141,11 +147,13 @@ extension HomeAssistantComponents {
             take(current)
             config["state_topic"] = .string(current.haStateTopic)
             // 3 is HomeKit's "unknown".
-            config["value_template"] = .string(HomeAssistantTemplate.lookup(
-                [("0", "UNLOCKED"), ("1", "LOCKED"), ("2", "JAMMED")], fallback: "None"))
+            config["value_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("0", "UNLOCKED"), ("1", "LOCKED"), ("2", "JAMMED")], fallback: "None"))
         } else if target.haHasState {
             config["state_topic"] = .string(target.haStateTopic)
-            config["value_template"] = .string(HomeAssistantTemplate.lookup([("0", "UNLOCKED"), ("1", "LOCKED")], fallback: "None"))
+            config["value_template"] = .string(
+                HomeAssistantTemplate.lookup([("0", "UNLOCKED"), ("1", "LOCKED")], fallback: "None"))
         }
         return config
     }
@@ -157,7 +165,9 @@ extension HomeAssistantComponents {
         take(target)
         take(current)
         let deviceClass = ["door": "door", "window": "window"][service.typeName] ?? "shade"
-        var config: [String: JSONValue] = ["platform": "cover", "device_class": .string(deviceClass), "payload_stop": .null]
+        var config: [String: JSONValue] = [
+            "platform": "cover", "device_class": .string(deviceClass), "payload_stop": .null,
+        ]
         let range = target?.haMetadata ?? current?.haMetadata
         let closed = Self.int(range?.minValue, 0)
         let open = Self.int(range?.maxValue, 100)
@@ -179,10 +189,14 @@ extension HomeAssistantComponents {
         if let motion = find(service, "position-state"), motion.haHasState {
             take(motion)
             config["state_topic"] = .string(motion.haStateTopic)
-            config["value_template"] = .string(HomeAssistantTemplate.lookup(
-                [("0", "closing"), ("1", "opening"), ("2", "stopped")], fallback: "None"))
+            config["value_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("0", "closing"), ("1", "opening"), ("2", "stopped")], fallback: "None"))
         }
-        let tilts = [("target-horizontal-tilt", "current-horizontal-tilt"), ("target-vertical-tilt", "current-vertical-tilt"), ("target-tilt", "current-tilt")]
+        let tilts = [
+            ("target-horizontal-tilt", "current-horizontal-tilt"), ("target-vertical-tilt", "current-vertical-tilt"),
+            ("target-tilt", "current-tilt"),
+        ]
         for (targetName, currentName) in tilts {
             guard let tilt = find(service, targetName), tilt.haIsWritable else { continue }
             take(tilt)
@@ -223,14 +237,16 @@ extension HomeAssistantComponents {
             }
             if mode.haIsWritable {
                 config["mode_command_topic"] = .string(mode.haSetTopic)
-                config["mode_command_template"] = .string(HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
+                config["mode_command_template"] = .string(
+                    HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
             }
         }
         if let action = find(service, "current-heating-cooling"), action.haHasState {
             take(action)
             config["action_topic"] = .string(action.haStateTopic)
-            config["action_template"] = .string(HomeAssistantTemplate.lookup(
-                [("0", "idle"), ("1", "heating"), ("2", "cooling")], fallback: "None"))
+            config["action_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("0", "idle"), ("1", "heating"), ("2", "cooling")], fallback: "None"))
         }
         if let current = find(service, "current-temperature"), current.haHasState {
             take(current)
@@ -238,18 +254,22 @@ extension HomeAssistantComponents {
         }
         if let target {
             take(target)
-            Self.temperature(target, into: &config, state: "temperature_state_topic", command: "temperature_command_topic")
+            Self.temperature(
+                target, into: &config, state: "temperature_state_topic", command: "temperature_command_topic")
             if let low = target.haMetadata.minValue { config["min_temp"] = .double(low) }
             if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
             if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }
         }
         if let heating = find(service, "heating-threshold") {
             take(heating)
-            Self.temperature(heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
+            Self.temperature(
+                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
         }
         if let cooling = find(service, "cooling-threshold") {
             take(cooling)
-            Self.temperature(cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic")
+            Self.temperature(
+                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
+            )
         }
         if let humidity = find(service, "current-relative-humidity"), humidity.haHasState {
             take(humidity)
@@ -265,7 +285,9 @@ extension HomeAssistantComponents {
         return config
     }
 
-    private static func temperature(_ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], state: String, command: String) {
+    private static func temperature(
+        _ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], state: String, command: String
+    ) {
         if c.haHasState { config[state] = .string(c.haStateTopic) }
         if c.haIsWritable { config[command] = .string(c.haSetTopic) }
     }
@@ -299,12 +321,14 @@ extension HomeAssistantComponents {
         if let direction = find(service, "rotation-direction"), direction.haIsWritable {
             take(direction)
             config["direction_command_topic"] = .string(direction.haSetTopic)
-            config["direction_command_template"] = .string(HomeAssistantTemplate.lookup(
-                [("forward", "0"), ("reverse", "1")], fallback: ""))
+            config["direction_command_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("forward", "0"), ("reverse", "1")], fallback: ""))
             if direction.haHasState {
                 config["direction_state_topic"] = .string(direction.haStateTopic)
-                config["direction_value_template"] = .string(HomeAssistantTemplate.lookup(
-                    [("0", "forward"), ("1", "reverse")], fallback: "None"))
+                config["direction_value_template"] = .string(
+                    HomeAssistantTemplate.lookup(
+                        [("0", "forward"), ("1", "reverse")], fallback: "None"))
             }
         }
         if let swing = find(service, "swing-mode"), swing.haIsWritable {

@@ -90,17 +90,19 @@ struct HomeAssistantComponents {
     /// The bridge's own entity: whether the bridge is reachable. It leaves out the accessory's
     /// availability, or it would turn unavailable exactly when it has something to say.
     func connectivity(gatewayStatusTopic: String) -> HomeAssistantComponent {
-        HomeAssistantComponent(key: "connectivity", config: [
-            "platform": "binary_sensor",
-            "unique_id": .string("\(nodeID)_connectivity"),
-            "name": "Connectivity",
-            "device_class": "connectivity",
-            "entity_category": "diagnostic",
-            "state_topic": .string(node.topic + "/$availability"),
-            "payload_on": "online",
-            "payload_off": "offline",
-            "availability": .array([HomeAssistantDiscovery.availability(gatewayStatusTopic)]),
-        ])
+        HomeAssistantComponent(
+            key: "connectivity",
+            config: [
+                "platform": "binary_sensor",
+                "unique_id": .string("\(nodeID)_connectivity"),
+                "name": "Connectivity",
+                "device_class": "connectivity",
+                "entity_category": "diagnostic",
+                "state_topic": .string(node.topic + "/$availability"),
+                "payload_on": "online",
+                "payload_off": "offline",
+                "availability": .array([HomeAssistantDiscovery.availability(gatewayStatusTopic)]),
+            ])
     }
 
     // MARK: - Naming
@@ -130,7 +132,9 @@ struct HomeAssistantComponents {
         return first.uppercased() + words.dropFirst()
     }
 
-    private func finish(_ main: (key: String, config: [String: JSONValue]), service: TopicTree.ServiceNode, name: JSONValue) -> HomeAssistantComponent {
+    private func finish(
+        _ main: (key: String, config: [String: JSONValue]), service: TopicTree.ServiceNode, name: JSONValue
+    ) -> HomeAssistantComponent {
         var config = main.config
         config["unique_id"] = .string("\(nodeID)_\(service.iid)_\(main.key)")
         config["name"] = name

@@ -49,7 +49,8 @@ public enum HomeAssistantDiscovery {
         tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options()
     ) -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
-        forEachConfig(tree: tree, prefix: prefix, gatewayStatusTopic: gatewayStatusTopic, options: options) { topic, document in
+        forEachConfig(tree: tree, prefix: prefix, gatewayStatusTopic: gatewayStatusTopic, options: options) {
+            topic, document in
             out[topic] = document
         }
         return out
@@ -96,9 +97,12 @@ public enum HomeAssistantDiscovery {
                 components.append(builder.connectivity(gatewayStatusTopic: gatewayStatusTopic))
             }
             guard !components.isEmpty else { return nil }
-            return (configTopic(prefix: prefix, nodeID: nodeID), document(
-                node: node, nodeID: nodeID, bridgeNodeID: bridgeNodeID, components: components,
-                gatewayStatusTopic: gatewayStatusTopic, options: options))
+            return (
+                configTopic(prefix: prefix, nodeID: nodeID),
+                document(
+                    node: node, nodeID: nodeID, bridgeNodeID: bridgeNodeID, components: components,
+                    gatewayStatusTopic: gatewayStatusTopic, options: options)
+            )
         }
     }
 
@@ -128,8 +132,9 @@ public enum HomeAssistantDiscovery {
     /// device needs no help: an empty retained config does that.
     public static func withRemovedComponents(previous: JSONValue?, next: JSONValue) -> JSONValue {
         guard let old = previous?["components"]?.objectValue,
-              case .object(var document) = next,
-              var components = document["components"]?.objectValue else { return next }
+            case .object(var document) = next,
+            var components = document["components"]?.objectValue
+        else { return next }
         for (key, component) in old where components[key] == nil {
             guard let platform = component["platform"]?.stringValue else { continue }
             components[key] = .object(["platform": .string(platform)])
@@ -141,14 +146,17 @@ public enum HomeAssistantDiscovery {
     /// Whether a retained config found on the broker was published by this gateway (its origin
     /// and its gateway status topic), so that one left behind by an earlier run can be cleared
     /// without touching another program's or another gateway's.
-    public static func isOwnConfig(topic: String, payload: JSONValue, prefix: String, gatewayStatusTopic: String) -> Bool {
+    public static func isOwnConfig(topic: String, payload: JSONValue, prefix: String, gatewayStatusTopic: String)
+        -> Bool
+    {
         let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
         let prefixParts = prefix.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == prefixParts.count + 3, parts.starts(with: prefixParts),
-              parts[prefixParts.count] == "device", parts.last == "config",
-              parts[prefixParts.count + 1].hasPrefix("homemqtt_"),
-              payload["origin"]?["name"]?.stringValue == originName,
-              let availability = payload["availability"]?.arrayValue else { return false }
+            parts[prefixParts.count] == "device", parts.last == "config",
+            parts[prefixParts.count + 1].hasPrefix("homemqtt_"),
+            payload["origin"]?["name"]?.stringValue == originName,
+            let availability = payload["availability"]?.arrayValue
+        else { return false }
         return availability.contains { $0["topic"]?.stringValue == gatewayStatusTopic }
     }
 

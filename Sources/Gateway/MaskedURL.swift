@@ -58,7 +58,8 @@ public enum MaskedURL {
     private static func passwordRange(in url: String) -> Range<String.Index>? {
         let afterScheme = url.range(of: "://")?.upperBound ?? url.startIndex
         guard let at = url[afterScheme...].lastIndex(of: "@"),
-              let colon = url[afterScheme..<at].firstIndex(of: ":") else { return nil }
+            let colon = url[afterScheme..<at].firstIndex(of: ":")
+        else { return nil }
         let password = url.index(after: colon)..<at
         return password.isEmpty ? nil : password
     }

@@ -49,7 +49,9 @@ final class Outbox: Sendable {
     func publish(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) {
         if backlog == 0 {
             do {
-                if try mqtt.publishWithoutWaiting(topic, payload: payload, qos: qos ?? defaultQoS, retain: retain) { return }
+                if try mqtt.publishWithoutWaiting(topic, payload: payload, qos: qos ?? defaultQoS, retain: retain) {
+                    return
+                }
             } catch {
                 logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
                 return

@@ -46,7 +46,8 @@ enum Payloads {
     }
 
     static func meta(_ node: TopicTree.CharacteristicNode) -> JSONValue {
-        var meta = ValueCodec.metaJSON(type: node.characteristic.type, typeName: node.typeName, metadata: node.characteristic.metadata)
+        var meta = ValueCodec.metaJSON(
+            type: node.characteristic.type, typeName: node.typeName, metadata: node.characteristic.metadata)
         if case .object(var object) = meta {
             if let name = node.characteristic.name { object["description"] = .string(name) }
             if node.isReadOnlyScope { object["read-only-scope"] = .bool(true) }
@@ -181,11 +182,12 @@ public struct GatewayFailure: Error, Sendable, Hashable, CustomStringConvertible
 
     public init(_ error: ModelError) {
         let invalid = AccessoryError.Status.invalidValue.rawValue
-        let hap: Int? = switch error.code {
-        case .readOnly: AccessoryError.Status.readOnly.rawValue
-        case .outOfRange, .notAValidValue, .invalidType, .tooLong, .notAStep: invalid
-        default: nil
-        }
+        let hap: Int? =
+            switch error.code {
+            case .readOnly: AccessoryError.Status.readOnly.rawValue
+            case .outOfRange, .notAValidValue, .invalidType, .tooLong, .notAStep: invalid
+            default: nil
+            }
         self.init(code: error.code, message: error.message, hapStatus: hap)
     }
 

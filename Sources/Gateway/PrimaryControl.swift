@@ -37,7 +37,8 @@ enum PrimaryControl {
         return out
     }()
 
-    static let positionTypes: Set<String> = Set(["target-position", "target-tilt-angle"].compactMap { Catalog.characteristicType(named: $0)?.uuid })
+    static let positionTypes: Set<String> = Set(
+        ["target-position", "target-tilt-angle"].compactMap { Catalog.characteristicType(named: $0)?.uuid })
     static let thermostatMode = Catalog.characteristicType(named: "target-heating-cooling-state")?.uuid
     static let securityTarget = Catalog.characteristicType(named: "security-system-target-state")?.uuid
 
@@ -45,7 +46,8 @@ enum PrimaryControl {
         guard let candidates = byUUID[service.service.type] else { return nil }
         for uuid in candidates {
             if let node = service.characteristics.first(where: { $0.characteristic.type == uuid }),
-               node.characteristic.metadata.permissions.contains(.write) {
+                node.characteristic.metadata.permissions.contains(.write)
+            {
                 return node
             }
         }
@@ -63,7 +65,8 @@ enum PrimaryControl {
             let high = metadata.maxValue ?? 100
             let now = current?.doubleValue ?? low
             let next = now > (low + high) / 2 ? low : high
-            return metadata.format == .int ? .int(Int64(next)) : (metadata.format == .float ? .float(next) : .uint(UInt64(max(0, next))))
+            return metadata.format == .int
+                ? .int(Int64(next)) : (metadata.format == .float ? .float(next) : .uint(UInt64(max(0, next))))
         case thermostatMode:
             // Off ↔ auto: the one setting that turns a thermostat on without choosing a side.
             let now = current?.doubleValue ?? 0

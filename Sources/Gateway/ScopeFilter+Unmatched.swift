@@ -12,13 +12,17 @@ extension ScopeFilter {
         for accessory in accessories {
             manufacturers.insert(Self.fold(accessory.manufacturer))
             let displayName = home.displayName(accessory: accessory)
-            accessoryKeys.formUnion([Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName)])
+            accessoryKeys.formUnion([
+                Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName),
+            ])
             for service in accessory.services {
                 serviceTypes.insert(service.type)
                 for characteristic in service.characteristics { characteristicTypes.insert(characteristic.type) }
             }
         }
-        for room in home.allRooms { roomKeys.formUnion([Self.fold(room.name), Self.fold(room.id), Slug.make(room.name)]) }
+        for room in home.allRooms {
+            roomKeys.formUnion([Self.fold(room.name), Self.fold(room.id), Slug.make(room.name)])
+        }
 
         var out: [String] = []
         func check(_ list: ScopeList, _ key: String, what: String, matches: (String) -> Bool) {
@@ -28,15 +32,22 @@ extension ScopeFilter {
                 }
             }
         }
-        check(config.manufacturers, "manufacturers", what: "accessory's manufacturer") { manufacturers.contains(Self.fold($0)) }
-        check(config.accessories, "accessories", what: "accessory") { accessoryKeys.contains(Self.fold($0)) || accessoryKeys.contains($0) }
+        check(config.manufacturers, "manufacturers", what: "accessory's manufacturer") {
+            manufacturers.contains(Self.fold($0))
+        }
+        check(config.accessories, "accessories", what: "accessory") {
+            accessoryKeys.contains(Self.fold($0)) || accessoryKeys.contains($0)
+        }
         check(config.rooms, "rooms", what: "room") { roomKeys.contains(Self.fold($0)) || roomKeys.contains($0) }
         check(config.serviceTypes, "service-types", what: "service of the home") { name in
-            let uuid = Catalog.serviceType(named: name)?.uuid ?? Catalog.serviceType(uuid: name)?.uuid ?? name.uppercased()
+            let uuid =
+                Catalog.serviceType(named: name)?.uuid ?? Catalog.serviceType(uuid: name)?.uuid ?? name.uppercased()
             return serviceTypes.contains(uuid)
         }
         check(config.characteristicTypes, "characteristic-types", what: "characteristic of the home") { name in
-            let uuid = Catalog.characteristicType(named: name)?.uuid ?? Catalog.characteristicType(uuid: name)?.uuid ?? name.uppercased()
+            let uuid =
+                Catalog.characteristicType(named: name)?.uuid ?? Catalog.characteristicType(uuid: name)?.uuid
+                ?? name.uppercased()
             return characteristicTypes.contains(uuid)
         }
         // Topic patterns are checked against topics, which the names above do not give.

@@ -56,7 +56,8 @@ public struct ScopeFilter: Sendable {
             Catalog.serviceType(named: name)?.uuid ?? Catalog.serviceType(uuid: name)?.uuid ?? Self.customUUID(name)
         }
         characteristicTypes = try types(config.characteristicTypes, key: "characteristic-types") { name in
-            Catalog.characteristicType(named: name)?.uuid ?? Catalog.characteristicType(uuid: name)?.uuid ?? Self.customUUID(name)
+            Catalog.characteristicType(named: name)?.uuid ?? Catalog.characteristicType(uuid: name)?.uuid
+                ?? Self.customUUID(name)
         }
         readOnlyNames = Set(config.readOnly.filter { !$0.contains("/") }.map(Self.fold))
         readOnlyPatterns = config.readOnly.filter { $0.contains("/") }
@@ -75,7 +76,9 @@ public struct ScopeFilter: Sendable {
     public func admits(accessory: Accessory, displayName: String, room: Room) -> Bool {
         manufacturers.admits([Self.fold(accessory.manufacturer)])
             && rooms.admits([Self.fold(room.name), Self.fold(room.id), Slug.make(room.name)])
-            && accessories.admits([Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName)])
+            && accessories.admits([
+                Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName),
+            ])
     }
 
     public func admits(service: AccessoryService) -> Bool {
@@ -91,10 +94,14 @@ public struct ScopeFilter: Sendable {
     /// Whether `set` is refused by the read-only list for a characteristic at `topic`.
     public func isReadOnly(accessory: Accessory, displayName: String, topic: String) -> Bool {
         if !readOnlyNames.isEmpty,
-           [Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName)].contains(where: readOnlyNames.contains) {
+            [Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName)]
+                .contains(where: readOnlyNames.contains)
+        {
             return true
         }
-        return readOnlyPatterns.contains { TopicMatch.matches(filter: $0, topic: topic) || TopicMatch.matches(filter: $0, topic: topic + "/set") }
+        return readOnlyPatterns.contains {
+            TopicMatch.matches(filter: $0, topic: topic) || TopicMatch.matches(filter: $0, topic: topic + "/set")
+        }
     }
 }
 

@@ -7,8 +7,12 @@ public enum Slug {
     public static func make(_ name: String, fallback: String = "unnamed") -> String {
         // Folding only changes what is not ASCII, and it is dear (a locale, a new string), so
         // ASCII names, most of them, skip it: every characteristic of the tree gets a slug.
-        let folded = name.utf8.allSatisfy({ $0 < 0x80 }) ? name
-            : name.folding(options: [.diacriticInsensitive, .caseInsensitive, .widthInsensitive], locale: Locale(identifier: "en_US_POSIX"))
+        let folded =
+            name.utf8.allSatisfy({ $0 < 0x80 })
+            ? name
+            : name.folding(
+                options: [.diacriticInsensitive, .caseInsensitive, .widthInsensitive],
+                locale: Locale(identifier: "en_US_POSIX"))
         var out = ""
         var pendingDash = false
         for scalar in folded.unicodeScalars {

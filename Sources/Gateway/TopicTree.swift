@@ -81,8 +81,9 @@ public struct TopicTree: Sendable {
             let slugs = Slug.unique(members.map(\.1), fallback: "accessory")
             for (memberIndex, (accessory, name)) in members.enumerated() {
                 let accessoryTopic = "\(roomTopic)/\(slugs[memberIndex])"
-                let node = Self.accessoryNode(accessory, name: name, room: room, roomSlug: roomSlugs[roomIndex],
-                                              slug: slugs[memberIndex], topic: accessoryTopic, home: home, scope: scope)
+                let node = Self.accessoryNode(
+                    accessory, name: name, room: room, roomSlug: roomSlugs[roomIndex],
+                    slug: slugs[memberIndex], topic: accessoryTopic, home: home, scope: scope)
                 roomNode.accessoryIDs.append(accessory.id)
                 insert(node)
             }
@@ -99,25 +100,31 @@ public struct TopicTree: Sendable {
             home.displayName(service: service, accessoryID: accessory.id) ?? service.name ?? typeName(service: service)
         }
         let serviceSlugs = Slug.unique(serviceNames, fallback: "service")
-        var node = AccessoryNode(id: accessory.id, topic: topic, slug: slug, displayName: name, room: room,
-                                 roomSlug: roomSlug, accessory: accessory, services: [])
+        var node = AccessoryNode(
+            id: accessory.id, topic: topic, slug: slug, displayName: name, room: room,
+            roomSlug: roomSlug, accessory: accessory, services: [])
         node.services.reserveCapacity(services.count)
         for (index, service) in services.enumerated() {
             let serviceTopic = "\(topic)/\(serviceSlugs[index])"
-            let characteristics = service.characteristics.filter(scope.admits(characteristic:)).sorted { $0.iid < $1.iid }
+            let characteristics = service.characteristics.filter(scope.admits(characteristic:)).sorted {
+                $0.iid < $1.iid
+            }
             let names = characteristics.map(characteristicName)
             let slugs = Slug.unique(names, fallback: "characteristic")
-            var serviceNode = ServiceNode(iid: service.iid, topic: serviceTopic, slug: serviceSlugs[index],
-                                          typeName: typeName(service: service), displayName: serviceNames[index],
-                                          service: service, characteristics: [])
+            var serviceNode = ServiceNode(
+                iid: service.iid, topic: serviceTopic, slug: serviceSlugs[index],
+                typeName: typeName(service: service), displayName: serviceNames[index],
+                service: service, characteristics: [])
             serviceNode.characteristics.reserveCapacity(characteristics.count)
             for (cIndex, characteristic) in characteristics.enumerated() {
                 let cTopic = "\(serviceTopic)/\(slugs[cIndex])"
-                serviceNode.characteristics.append(CharacteristicNode(
-                    address: CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid),
-                    serviceTopic: serviceTopic, slug: slugs[cIndex], typeName: typeName(characteristic: characteristic),
-                    characteristic: characteristic,
-                    isReadOnlyScope: scope.isReadOnly(accessory: accessory, displayName: name, topic: cTopic)))
+                serviceNode.characteristics.append(
+                    CharacteristicNode(
+                        address: CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid),
+                        serviceTopic: serviceTopic, slug: slugs[cIndex],
+                        typeName: typeName(characteristic: characteristic),
+                        characteristic: characteristic,
+                        isReadOnlyScope: scope.isReadOnly(accessory: accessory, displayName: name, topic: cTopic)))
             }
             node.services.append(serviceNode)
         }
@@ -162,7 +169,9 @@ public struct TopicTree: Sendable {
     }
 
     public func characteristic(topic: String) -> CharacteristicNode? {
-        guard let slash = topic.lastIndex(of: "/"), let (a, s) = serviceByTopic[String(topic[..<slash])] else { return nil }
+        guard let slash = topic.lastIndex(of: "/"), let (a, s) = serviceByTopic[String(topic[..<slash])] else {
+            return nil
+        }
         let slug = topic[topic.index(after: slash)...]
         return accessories[a].services[s].characteristics.first { $0.slug == slug }
     }

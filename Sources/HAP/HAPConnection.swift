@@ -112,7 +112,9 @@ public actor HAPConnection {
     }
 
     /// Opens a TCP connection; `unreachable` if nothing answers within `timeout` seconds.
-    public static func connect(host: String, port: Int, timeout: Double = 5, logger: Logger = Logger(label: "hap")) async throws(HAPError) -> HAPConnection {
+    public static func connect(host: String, port: Int, timeout: Double = 5, logger: Logger = Logger(label: "hap"))
+        async throws(HAPError) -> HAPConnection
+    {
         let (inbound, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.milliseconds(Int64(timeout * 1000)))
@@ -188,7 +190,9 @@ public actor HAPConnection {
 
     /// Sends one request and waits for its response. No answer within 10 s closes the
     /// connection and fails with `timeout`.
-    public func request(_ method: String, _ path: String, body: [UInt8] = [], contentType: String? = nil) async throws(HAPError) -> HAPHTTPMessage {
+    public func request(_ method: String, _ path: String, body: [UInt8] = [], contentType: String? = nil)
+        async throws(HAPError) -> HAPHTTPMessage
+    {
         await acquire()
         defer { release() }
         if let reason = closeReason { throw reason }
@@ -206,7 +210,9 @@ public actor HAPConnection {
             slot.resolve(.failure(HAPError(code: .io, message: "sending to the accessory failed: \(error)")))
         }
         let timer = channel.eventLoop.scheduleTask(in: Self.requestTimeout) {
-            slot.resolve(.failure(HAPError(code: .timeout, message: "the accessory did not answer \(method) \(path) within 10 s")))
+            slot.resolve(
+                .failure(
+                    HAPError(code: .timeout, message: "the accessory did not answer \(method) \(path) within 10 s")))
         }
         defer { timer.cancel() }
         do {

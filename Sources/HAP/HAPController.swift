@@ -14,7 +14,9 @@ public actor HAPController {
 
     /// Pair-setup with the setup code at an explicit address; saves and returns the pairing.
     /// `featureFlags` is the accessory's mDNS `ff` (bit 0 selects pair-setup method 1).
-    public func pair(host: String, port: Int, setupCode: String, name: String? = nil, featureFlags: Int = 0, category: Int? = nil) async throws(HAPError) -> HAPPairing {
+    public func pair(
+        host: String, port: Int, setupCode: String, name: String? = nil, featureFlags: Int = 0, category: Int? = nil
+    ) async throws(HAPError) -> HAPPairing {
         _ = try PairingProtocol.normalizeSetupCode(setupCode)
         logger.info("pairing with the accessory at \(host):\(port)")
         let connection = try await HAPConnection.connect(host: host, port: port, logger: logger)
@@ -31,11 +33,17 @@ public actor HAPController {
         do {
             try store.save(pairing)
         } catch {
-            throw HAPError(code: error.code, message: "paired with \(pairing.accessoryPairingID), but saving the pairing failed (\(error.message)); reset the accessory before pairing again")
+            throw HAPError(
+                code: error.code,
+                message:
+                    "paired with \(pairing.accessoryPairingID), but saving the pairing failed (\(error.message)); reset the accessory before pairing again"
+            )
         }
         logger.info("paired with accessory \(pairing.accessoryPairingID)")
         // Learn the accessory's name over the new session; the pairing stands without it.
-        if name == nil, let accessories = try? await accessories(of: pairing), let first = accessories.first(where: { $0.aid == 1 }) ?? accessories.first {
+        if name == nil, let accessories = try? await accessories(of: pairing),
+            let first = accessories.first(where: { $0.aid == 1 }) ?? accessories.first
+        {
             pairing.name = first.name
             try? store.save(pairing)
         }
@@ -54,7 +62,8 @@ public actor HAPController {
 
     /// Connects to a paired accessory and runs pair-verify.
     public func connect(_ pairing: HAPPairing, timeout: Double = 5) async throws(HAPError) -> HAPConnection {
-        let connection = try await HAPConnection.connect(host: pairing.host, port: pairing.port, timeout: timeout, logger: logger)
+        let connection = try await HAPConnection.connect(
+            host: pairing.host, port: pairing.port, timeout: timeout, logger: logger)
         do {
             try await connection.verify(pairing)
         } catch {
@@ -78,7 +87,9 @@ public actor HAPController {
         do {
             return try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)
         } catch {
-            throw HAPError(code: .protocolError, message: "the accessory's /accessories does not describe accessories: \(error.message)")
+            throw HAPError(
+                code: .protocolError,
+                message: "the accessory's /accessories does not describe accessories: \(error.message)")
         }
     }
 
@@ -110,11 +121,12 @@ public actor HAPController {
                 throw error
             }
             await connection.close()
-        } catch where error.code == .unknownPairing {
+        } catch  where error.code == .unknownPairing {
             logger.info("accessory \(id) no longer knows this controller; removing the local pairing")
         } catch {
             if !force { throw error }
-            logger.warning("could not remove the pairing on accessory \(id) (\(error.message)); removing the local pairing anyway")
+            logger.warning(
+                "could not remove the pairing on accessory \(id) (\(error.message)); removing the local pairing anyway")
         }
         try store.remove(id: id)
     }

@@ -29,7 +29,9 @@ public enum HAPCrypto {
     }
 
     /// ChaCha20-Poly1305: ciphertext followed by the 16-byte tag.
-    public static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = []) throws(HAPError) -> [UInt8] {
+    public static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = []) throws(HAPError)
+        -> [UInt8]
+    {
         do {
             let box = try ChaChaPoly.seal(
                 plaintext, using: SymmetricKey(data: key), nonce: ChaChaPoly.Nonce(data: nonce), authenticating: aad)
@@ -40,7 +42,9 @@ public enum HAPCrypto {
     }
 
     /// Opens ciphertext+tag; a wrong key, nonce, AAD or tampered data is `bad-frame`.
-    public static func open(_ sealed: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = []) throws(HAPError) -> [UInt8] {
+    public static func open(_ sealed: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = []) throws(HAPError)
+        -> [UInt8]
+    {
         guard sealed.count >= 16 else { throw .badFrame("encrypted data shorter than its 16-byte tag") }
         do {
             let box = try ChaChaPoly.SealedBox(
@@ -88,13 +92,15 @@ public enum HAPCrypto {
             let pub = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: peerPublicKey)
             return try priv.sharedSecretFromKeyAgreement(with: pub).withUnsafeBytes { Array($0) }
         } catch {
-            throw HAPError(code: .protocolError, message: "the accessory's session public key is not a valid X25519 key")
+            throw HAPError(
+                code: .protocolError, message: "the accessory's session public key is not a valid X25519 key")
         }
     }
 
     public static func x25519PublicKey(privateKey: [UInt8]) throws(HAPError) -> [UInt8] {
         do {
-            return Array(try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey).publicKey.rawRepresentation)
+            return Array(
+                try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey).publicKey.rawRepresentation)
         } catch {
             throw HAPError(code: .protocolError, message: "not a valid X25519 private key")
         }

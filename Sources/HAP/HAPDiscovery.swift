@@ -34,7 +34,9 @@ public enum HAPDiscovery {
         do {
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelInitializer { ch in
-                    ch.eventLoop.makeCompletedFuture { try ch.pipeline.syncOperations.addHandler(DatagramCollector(continuation)) }
+                    ch.eventLoop.makeCompletedFuture {
+                        try ch.pipeline.syncOperations.addHandler(DatagramCollector(continuation))
+                    }
                 }
                 .bind(host: "0.0.0.0", port: 0).get()
         } catch {
@@ -66,10 +68,11 @@ public enum HAPDiscovery {
 
     /// Joins PTR, SRV, TXT and A records into accessories.
     public static func accessories(from records: [DNSMessage.Record]) -> [HAPDiscoveredAccessory] {
-        let instances = Set(records.compactMap { r -> String? in
-            if case .ptr(let target) = r.data, r.name.lowercased() == service { return target }
-            return nil
-        })
+        let instances = Set(
+            records.compactMap { r -> String? in
+                if case .ptr(let target) = r.data, r.name.lowercased() == service { return target }
+                return nil
+            })
         var out: [HAPDiscoveredAccessory] = []
         for instance in instances.sorted() {
             var txt: [String: String] = [:]
@@ -82,15 +85,17 @@ public enum HAPDiscovery {
                 }
             }
             guard let id = txt["id"], let (target, port) = srv else { continue }
-            let address = records.compactMap { r -> String? in
-                if case .a(let ip) = r.data, r.name.lowercased() == target.lowercased() { return ip }
-                return nil
-            }.first ?? target
+            let address =
+                records.compactMap { r -> String? in
+                    if case .a(let ip) = r.data, r.name.lowercased() == target.lowercased() { return ip }
+                    return nil
+                }.first ?? target
             let name = instance.hasSuffix("." + service) ? String(instance.dropLast(service.count + 1)) : instance
-            out.append(HAPDiscoveredAccessory(
-                id: id, name: name, model: txt["md"] ?? "", category: Int(txt["ci"] ?? "") ?? 1,
-                isPaired: txt["sf"] == "0", configurationNumber: Int(txt["c#"] ?? "") ?? 1,
-                featureFlags: Int(txt["ff"] ?? "") ?? 0, host: address, port: port))
+            out.append(
+                HAPDiscoveredAccessory(
+                    id: id, name: name, model: txt["md"] ?? "", category: Int(txt["ci"] ?? "") ?? 1,
+                    isPaired: txt["sf"] == "0", configurationNumber: Int(txt["c#"] ?? "") ?? 1,
+                    featureFlags: Int(txt["ff"] ?? "") ?? 0, host: address, port: port))
         }
         return out
     }

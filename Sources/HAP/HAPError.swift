@@ -51,15 +51,29 @@ enum PairingTLVError: UInt8 {
             if step == "pair-setup M4" {
                 return HAPError(code: .wrongSetupCode, message: "the accessory refused the setup code (wrong code?)")
             }
-            return HAPError(code: .authentication, message: "the accessory refused our credentials during \(step); the pairing may have been removed on the accessory (pair again)")
+            return HAPError(
+                code: .authentication,
+                message:
+                    "the accessory refused our credentials during \(step); the pairing may have been removed on the accessory (pair again)"
+            )
         case .backoff:
-            return HAPError(code: .backoff, message: "the accessory asks to wait before another pairing attempt (too many failures); try again later")
+            return HAPError(
+                code: .backoff,
+                message:
+                    "the accessory asks to wait before another pairing attempt (too many failures); try again later")
         case .maxPeers:
-            return HAPError(code: .maxPeers, message: "the accessory has no room for another controller (max peers); remove one of its pairings first")
+            return HAPError(
+                code: .maxPeers,
+                message:
+                    "the accessory has no room for another controller (max peers); remove one of its pairings first")
         case .maxTries:
             return HAPError(code: .backoff, message: "too many failed pairing attempts; reset the accessory or wait")
         case .unavailable:
-            return HAPError(code: .alreadyPaired, message: "the accessory is already paired with another controller; remove it there (or reset the accessory) first")
+            return HAPError(
+                code: .alreadyPaired,
+                message:
+                    "the accessory is already paired with another controller; remove it there (or reset the accessory) first"
+            )
         case .busy:
             return HAPError(code: .busy, message: "the accessory is busy with another pairing; try again shortly")
         case .unknown:

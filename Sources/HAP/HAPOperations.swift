@@ -50,7 +50,9 @@ extension HAPConnection {
     }
 
     /// `GET /characteristics?id=…`: per item a value or the accessory's HAP status.
-    public func readCharacteristics(_ ids: [HAPCharacteristicID]) async throws(HAPError) -> [HAPCharacteristicID: Result<JSONValue, AccessoryError>] {
+    public func readCharacteristics(_ ids: [HAPCharacteristicID]) async throws(HAPError) -> [HAPCharacteristicID:
+        Result<JSONValue, AccessoryError>]
+    {
         guard !ids.isEmpty else { return [:] }
         let list = ids.map { "\($0.aid).\($0.iid)" }.joined(separator: ",")
         let r = try await request("GET", "/characteristics?id=\(list)")
@@ -62,7 +64,10 @@ extension HAPConnection {
             guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value else { continue }
             let id = HAPCharacteristicID(aid: aid, iid: iid)
             if let status = item["status"]?.int64Value, status != 0 {
-                out[id] = .failure(AccessoryError(AccessoryError.Status(hap: status), "the accessory refused to read \(id) (HAP status \(status))"))
+                out[id] = .failure(
+                    AccessoryError(
+                        AccessoryError.Status(hap: status), "the accessory refused to read \(id) (HAP status \(status))"
+                    ))
             } else {
                 out[id] = .success(item["value"] ?? .null)
             }
@@ -75,27 +80,35 @@ extension HAPConnection {
 
     /// `PUT /characteristics` with items such as `{"aid":1,"iid":9,"value":true}` or `"ev":true`;
     /// returns the items that failed. `timed` sends `PUT /prepare` first (for `tw` characteristics).
-    public func writeCharacteristics(_ items: [HAPCharacteristicID: [String: JSONValue]], timed: Bool = false) async throws(HAPError) -> [HAPCharacteristicID: AccessoryError] {
+    public func writeCharacteristics(_ items: [HAPCharacteristicID: [String: JSONValue]], timed: Bool = false)
+        async throws(HAPError) -> [HAPCharacteristicID: AccessoryError]
+    {
         guard !items.isEmpty else { return [:] }
         var body: [String: JSONValue] = [:]
-        body["characteristics"] = .array(items.sorted { $0.key < $1.key }.map { id, fields in
-            var o = fields
-            o["aid"] = .uint(id.aid)
-            o["iid"] = .uint(id.iid)
-            return .object(o)
-        })
+        body["characteristics"] = .array(
+            items.sorted { $0.key < $1.key }.map { id, fields in
+                var o = fields
+                o["aid"] = .uint(id.aid)
+                o["iid"] = .uint(id.iid)
+                return .object(o)
+            })
         if timed {
             let pid = UInt64.random(in: 1...UInt64(UInt32.max))
             let prep = JSONValue.object(["ttl": .int(5000), "pid": .uint(pid)])
-            let r = try await request("PUT", "/prepare", body: Array(prep.encoded(wholeDoublesAsIntegers: true).utf8), contentType: Self.jsonContentType)
+            let r = try await request(
+                "PUT", "/prepare", body: Array(prep.encoded(wholeDoublesAsIntegers: true).utf8),
+                contentType: Self.jsonContentType)
             let status = (try? json(r, "prepare answer"))?["status"]?.int64Value ?? -1
             guard r.status == 200, status == 0 else {
-                let err = AccessoryError(AccessoryError.Status(hap: status), "the accessory refused the timed write (HAP status \(status))")
+                let err = AccessoryError(
+                    AccessoryError.Status(hap: status), "the accessory refused the timed write (HAP status \(status))")
                 return Dictionary(uniqueKeysWithValues: items.keys.map { ($0, err) })
             }
             body["pid"] = .uint(pid)
         }
-        let r = try await request("PUT", "/characteristics", body: Array(JSONValue.object(body).encoded(wholeDoublesAsIntegers: true).utf8), contentType: Self.jsonContentType)
+        let r = try await request(
+            "PUT", "/characteristics", body: Array(JSONValue.object(body).encoded(wholeDoublesAsIntegers: true).utf8),
+            contentType: Self.jsonContentType)
         switch r.status {
         case 204, 200:
             return [:]
@@ -103,14 +116,19 @@ extension HAPConnection {
             var failures: [HAPCharacteristicID: AccessoryError] = [:]
             for item in try json(r, "characteristics answer")["characteristics"]?.arrayValue ?? [] {
                 guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value,
-                      let status = item["status"]?.int64Value, status != 0 else { continue }
+                    let status = item["status"]?.int64Value, status != 0
+                else { continue }
                 let id = HAPCharacteristicID(aid: aid, iid: iid)
-                failures[id] = AccessoryError(AccessoryError.Status(hap: status), "the accessory refused the write to \(id) (HAP status \(status))")
+                failures[id] = AccessoryError(
+                    AccessoryError.Status(hap: status),
+                    "the accessory refused the write to \(id) (HAP status \(status))")
             }
             return failures
         default:
             let status = (try? json(r, "error"))?["status"]?.int64Value
-            let err = AccessoryError(status.map { AccessoryError.Status(hap: $0) } ?? .communicationFailure, "the accessory answered HTTP \(r.status) to the write")
+            let err = AccessoryError(
+                status.map { AccessoryError.Status(hap: $0) } ?? .communicationFailure,
+                "the accessory answered HTTP \(r.status) to the write")
             return Dictionary(uniqueKeysWithValues: items.keys.map { ($0, err) })
         }
     }
@@ -119,7 +137,9 @@ extension HAPConnection {
     public nonisolated static func eventValues(_ message: HAPHTTPMessage) -> [(HAPCharacteristicID, JSONValue)] {
         guard let body = try? JSONValue(parsing: message.body) else { return [] }
         return (body["characteristics"]?.arrayValue ?? []).compactMap { item in
-            guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value, let v = item["value"] else { return nil }
+            guard let aid = item["aid"]?.uint64Value, let iid = item["iid"]?.uint64Value, let v = item["value"] else {
+                return nil
+            }
             return (HAPCharacteristicID(aid: aid, iid: iid), v)
         }
     }
@@ -136,10 +156,11 @@ extension HAPConnection {
         var out: [HAPPairingEntry] = []
         for record in reply.records() {
             guard let id = record[TLVType.identifier] else { continue }
-            out.append(HAPPairingEntry(
-                controllerPairingID: String(decoding: id, as: UTF8.self),
-                publicKey: (record[TLVType.publicKey] ?? []).hexString,
-                isAdmin: record[TLVType.permissions]?.first == 1))
+            out.append(
+                HAPPairingEntry(
+                    controllerPairingID: String(decoding: id, as: UTF8.self),
+                    publicKey: (record[TLVType.publicKey] ?? []).hexString,
+                    isAdmin: record[TLVType.permissions]?.first == 1))
         }
         return out
     }

@@ -46,10 +46,12 @@ public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {
 
     func keys() throws(HAPError) -> (accessoryLTPK: [UInt8], ltsk: [UInt8], ltpk: [UInt8]) {
         guard let a = [UInt8](hex: accessoryLTPK), a.count == 32,
-              let s = [UInt8](hex: controllerLTSK), s.count == 32,
-              let p = [UInt8](hex: controllerLTPK), p.count == 32
+            let s = [UInt8](hex: controllerLTSK), s.count == 32,
+            let p = [UInt8](hex: controllerLTPK), p.count == 32
         else {
-            throw HAPError(code: .badPairingFile, message: "the pairing for \(accessoryPairingID) has malformed keys (expected 32-byte hex); pair again")
+            throw HAPError(
+                code: .badPairingFile,
+                message: "the pairing for \(accessoryPairingID) has malformed keys (expected 32-byte hex); pair again")
         }
         return (a, s, p)
     }
@@ -75,7 +77,8 @@ public struct HAPPairingStore: Sendable {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
             if !FileManager.default.fileExists(atPath: directory.path) { return [] }
-            throw HAPError(code: .io, message: "cannot list the pairings in \(directory.path): \(error.localizedDescription)")
+            throw HAPError(
+                code: .io, message: "cannot list the pairings in \(directory.path): \(error.localizedDescription)")
         }
         var result: [HAPPairing] = []
         for name in names.sorted() where name.hasPrefix(Self.prefix) && name.hasSuffix(".json") {

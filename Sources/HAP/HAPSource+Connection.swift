@@ -14,7 +14,8 @@ extension HAPSource {
         while !Task.isCancelled && isCurrent(pairingID, token) {
             guard let pairing = pairings[pairingID] else { return }
             do throws(HAPError) {
-                let connection = try await HAPConnection.connect(host: pairing.host, port: pairing.port, timeout: connectTimeout, logger: logger)
+                let connection = try await HAPConnection.connect(
+                    host: pairing.host, port: pairing.port, timeout: connectTimeout, logger: logger)
                 do throws(HAPError) {
                     try await connection.verify(pairing)
                     try await refresh(pairing, token: token, connection: connection)
@@ -36,7 +37,9 @@ extension HAPSource {
                 }
             } catch {
                 if !Task.isCancelled && isCurrent(pairingID, token) {
-                    logger.warning("accessory \(pairingID) at \(pairing.host):\(pairing.port): \(error.message); retrying in \(String(format: "%.1f", delay)) s")
+                    logger.warning(
+                        "accessory \(pairingID) at \(pairing.host):\(pairing.port): \(error.message); retrying in \(String(format: "%.1f", delay)) s"
+                    )
                 }
             }
             attempted(pairingID, token)
@@ -65,7 +68,9 @@ extension HAPSource {
             if pollInterval > 0 {
                 group.addTask {
                     while !Task.isCancelled {
-                        do { try await Task.sleep(nanoseconds: UInt64(self.pollInterval * 1_000_000_000)) } catch { return }
+                        do { try await Task.sleep(nanoseconds: UInt64(self.pollInterval * 1_000_000_000)) } catch {
+                            return
+                        }
                         await self.poll(pairingID, connection: connection)
                     }
                 }
@@ -86,7 +91,8 @@ extension HAPSource {
         var ids: [HAPCharacteristicID] = []
         for acc in accessoriesFor(pairingID) {
             for s in acc.services {
-                for c in s.characteristics where c.metadata.permissions.contains(.read) && !c.metadata.permissions.contains(.notify) {
+                for c in s.characteristics
+                where c.metadata.permissions.contains(.read) && !c.metadata.permissions.contains(.notify) {
                     ids.append(HAPCharacteristicID(aid: acc.aid, iid: c.iid))
                 }
             }
@@ -127,7 +133,8 @@ extension HAPSource {
 
     /// `hap:<pairing id>:<aid>` → (pairing id, aid); pairing ids contain colons.
     static func parseAccessoryID(_ id: String) -> (String, UInt64)? {
-        guard id.hasPrefix("hap:"), let colon = id.lastIndex(of: ":"), let aid = UInt64(id[id.index(after: colon)...]) else { return nil }
+        guard id.hasPrefix("hap:"), let colon = id.lastIndex(of: ":"), let aid = UInt64(id[id.index(after: colon)...])
+        else { return nil }
         let pairingID = String(id[id.index(id.startIndex, offsetBy: 4)..<colon])
         return pairingID.isEmpty ? nil : (pairingID, aid)
     }
@@ -140,7 +147,9 @@ extension HAPSource {
         do {
             fresh = try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)
         } catch {
-            throw HAPError(code: .protocolError, message: "the accessory's /accessories does not describe accessories: \(error.message)")
+            throw HAPError(
+                code: .protocolError,
+                message: "the accessory's /accessories does not describe accessories: \(error.message)")
         }
         let prefix = pairing.idPrefix + ":"
         let freshIDs = Set(fresh.map(\.id))
@@ -198,8 +207,10 @@ extension HAPSource {
         for acc in accessoriesFor(pairingID) {
             var items: [HAPCharacteristicID: [String: JSONValue]] = [:]
             for s in acc.services {
-                for c in s.characteristics where c.metadata.permissions.contains(.notify)
-                    && !notificationsOff.contains(CharacteristicAddress(accessoryID: acc.id, iid: c.iid)) {
+                for c in s.characteristics
+                where c.metadata.permissions.contains(.notify)
+                    && !notificationsOff.contains(CharacteristicAddress(accessoryID: acc.id, iid: c.iid))
+                {
                     items[HAPCharacteristicID(aid: acc.aid, iid: c.iid)] = ["ev": .bool(true)]
                 }
             }

@@ -6,9 +6,12 @@ public import HomeModel
 extension HAPSource {
     // MARK: AccessorySource operations
 
-    private func locate(_ address: CharacteristicAddress) throws(AccessoryError) -> (HAPConnection, HAPCharacteristicID, Characteristic) {
+    private func locate(_ address: CharacteristicAddress) throws(AccessoryError) -> (
+        HAPConnection, HAPCharacteristicID, Characteristic
+    ) {
         guard let (pairingID, aid) = Self.parseAccessoryID(address.accessoryID),
-              let acc = accessoriesByID[address.accessoryID] else {
+            let acc = accessoriesByID[address.accessoryID]
+        else {
             throw AccessoryError(.doesNotExist, "no HAP accessory \(address.accessoryID)")
         }
         guard let (_, c) = acc.characteristic(iid: address.iid) else {
@@ -34,8 +37,11 @@ extension HAPSource {
         switch results[id] {
         case .success(let json)?:
             guard let (pairingID, _) = Self.parseAccessoryID(address.accessoryID),
-                  let value = update(pairingID: pairingID, id: id, json: json, emit: true) else {
-                throw AccessoryError(.communicationFailure, "the accessory sent a value for \(address) that is not a valid \(c.metadata.format.rawValue)")
+                let value = update(pairingID: pairingID, id: id, json: json, emit: true)
+            else {
+                throw AccessoryError(
+                    .communicationFailure,
+                    "the accessory sent a value for \(address) that is not a valid \(c.metadata.format.rawValue)")
             }
             return value
         case .failure(let e)?:
@@ -53,7 +59,8 @@ extension HAPSource {
         let json = HAPAccessoryJSON.json(for: value, format: c.metadata.format)
         let failures: [HAPCharacteristicID: AccessoryError]
         do {
-            failures = try await connection.writeCharacteristics([id: ["value": json]], timed: c.metadata.permissions.contains(.timedWrite))
+            failures = try await connection.writeCharacteristics(
+                [id: ["value": json]], timed: c.metadata.permissions.contains(.timedWrite))
         } catch {
             throw error.accessoryError
         }
@@ -64,9 +71,14 @@ extension HAPSource {
         }
     }
 
-    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress: AccessoryError] {
+    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress:
+        AccessoryError]
+    {
         var failures: [CharacteristicAddress: AccessoryError] = [:]
-        var byConnection: [ObjectIdentifier: (HAPConnection, [HAPCharacteristicID: [String: JSONValue]], [HAPCharacteristicID: CharacteristicAddress])] = [:]
+        var byConnection:
+            [ObjectIdentifier: (
+                HAPConnection, [HAPCharacteristicID: [String: JSONValue]], [HAPCharacteristicID: CharacteristicAddress]
+            )] = [:]
         for address in addresses {
             if enabled { notificationsOff.remove(address) } else { notificationsOff.insert(address) }
             do throws(AccessoryError) {
@@ -101,7 +113,10 @@ extension HAPSource {
             throw AccessoryError(.doesNotExist, "no HAP accessory \(accessoryID)")
         }
         let identifyType = StandardUUID.longForm("14")
-        guard let c = acc.services.first(where: { $0.type == StandardUUID.accessoryInformation })?.characteristic(type: identifyType) else {
+        guard
+            let c = acc.services.first(where: { $0.type == StandardUUID.accessoryInformation })?.characteristic(
+                type: identifyType)
+        else {
             throw AccessoryError(.doesNotExist, "accessory \(accessoryID) has no Identify characteristic")
         }
         try await write(CharacteristicAddress(accessoryID: accessoryID, iid: c.iid), value: .bool(true))

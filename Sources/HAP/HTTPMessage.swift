@@ -22,18 +22,26 @@ struct HTTPResponseParser {
     /// The next complete message, nil if more bytes are needed.
     mutating func next() throws(HAPError) -> HAPHTTPMessage? {
         guard let headerEnd = Self.find([13, 10, 13, 10], in: buffer, from: 0) else {
-            if buffer.count > Self.maxHeaderBytes { throw Self.bad("response header longer than \(Self.maxHeaderBytes) bytes") }
+            if buffer.count > Self.maxHeaderBytes {
+                throw Self.bad("response header longer than \(Self.maxHeaderBytes) bytes")
+            }
             return nil
         }
         let headerText = String(decoding: buffer[0..<headerEnd], as: UTF8.self)
         var lines = headerText.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, let status = Int(parts[1]) else { throw Self.bad("malformed status line '\(statusLine.prefix(80))'") }
+        guard parts.count >= 2, let status = Int(parts[1]) else {
+            throw Self.bad("malformed status line '\(statusLine.prefix(80))'")
+        }
         let isEvent: Bool
-        if parts[0].hasPrefix("HTTP/1.") { isEvent = false }
-        else if parts[0] == "EVENT/1.0" { isEvent = true }
-        else { throw Self.bad("unexpected protocol '\(parts[0].prefix(20))' in status line") }
+        if parts[0].hasPrefix("HTTP/1.") {
+            isEvent = false
+        } else if parts[0] == "EVENT/1.0" {
+            isEvent = true
+        } else {
+            throw Self.bad("unexpected protocol '\(parts[0].prefix(20))' in status line")
+        }
         var headers: [String: String] = [:]
         for line in lines where !line.isEmpty {
             guard let colon = line.firstIndex(of: ":") else { throw Self.bad("malformed header line") }
@@ -47,7 +55,9 @@ struct HTTPResponseParser {
             var pos = bodyStart
             while true {
                 guard let lineEnd = Self.find([13, 10], in: buffer, from: pos) else { return nil }
-                let sizeText = String(decoding: buffer[pos..<lineEnd], as: UTF8.self).split(separator: ";").first.map(String.init) ?? ""
+                let sizeText =
+                    String(decoding: buffer[pos..<lineEnd], as: UTF8.self).split(separator: ";").first.map(String.init)
+                    ?? ""
                 guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else {
                     throw Self.bad("malformed chunk size")
                 }
@@ -64,7 +74,9 @@ struct HTTPResponseParser {
                 pos = dataStart + size + 2
             }
         } else if let cl = headers["content-length"] {
-            guard let length = Int(cl), length >= 0 else { throw Self.bad("malformed Content-Length '\(cl.prefix(20))'") }
+            guard let length = Int(cl), length >= 0 else {
+                throw Self.bad("malformed Content-Length '\(cl.prefix(20))'")
+            }
             guard length <= Self.maxBodyBytes else { throw Self.bad("response body of \(length) bytes is too large") }
             guard buffer.count >= bodyStart + length else { return nil }
             body = Array(buffer[bodyStart..<bodyStart + length])
@@ -77,7 +89,9 @@ struct HTTPResponseParser {
         return HAPHTTPMessage(isEvent: isEvent, status: status, headers: headers, body: body)
     }
 
-    static func bad(_ message: String) -> HAPError { HAPError(code: .badHTTP, message: "invalid HTTP from the accessory: \(message)") }
+    static func bad(_ message: String) -> HAPError {
+        HAPError(code: .badHTTP, message: "invalid HTTP from the accessory: \(message)")
+    }
 
     static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
         guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }

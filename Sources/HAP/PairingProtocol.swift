@@ -16,11 +16,14 @@ enum PairingProtocol {
         return String(d[0..<3]) + "-" + String(d[3..<5]) + "-" + String(d[5..<8])
     }
 
-    static func exchange(_ connection: HAPConnection, path: String, _ tlv: TLV8, step: String, expectState: UInt8) async throws(HAPError) -> TLV8 {
+    static func exchange(_ connection: HAPConnection, path: String, _ tlv: TLV8, step: String, expectState: UInt8)
+        async throws(HAPError) -> TLV8
+    {
         let response = try await connection.request("POST", path, body: tlv.encoded(), contentType: tlvContentType)
         guard response.status == 200 else {
             if response.status == 470 || response.status == 401 {
-                throw HAPError(code: .authentication, message: "the accessory refused \(step) (HTTP \(response.status))")
+                throw HAPError(
+                    code: .authentication, message: "the accessory refused \(step) (HTTP \(response.status))")
             }
             throw HAPError.proto("the accessory answered \(step) with HTTP \(response.status)")
         }
@@ -29,19 +32,27 @@ enum PairingProtocol {
             throw (PairingTLVError(rawValue: code) ?? .unknown).hapError(during: step)
         }
         guard reply[TLVType.state] == [expectState] else {
-            throw HAPError.badTLV("the accessory's answer to \(step) has state \(reply[TLVType.state]?.first.map(String.init) ?? "none"), expected \(expectState)")
+            throw HAPError.badTLV(
+                "the accessory's answer to \(step) has state \(reply[TLVType.state]?.first.map(String.init) ?? "none"), expected \(expectState)"
+            )
         }
         return reply
     }
 
-    static func require(_ tlv: TLV8, _ type: UInt8, _ what: String, step: String, count: Int? = nil) throws(HAPError) -> [UInt8] {
+    static func require(_ tlv: TLV8, _ type: UInt8, _ what: String, step: String, count: Int? = nil) throws(HAPError)
+        -> [UInt8]
+    {
         guard let v = tlv[type] else { throw HAPError.badTLV("the accessory's \(step) has no \(what)") }
-        if let count, v.count != count { throw HAPError.badTLV("the accessory's \(what) in \(step) is \(v.count) bytes, expected \(count)") }
+        if let count, v.count != count {
+            throw HAPError.badTLV("the accessory's \(what) in \(step) is \(v.count) bytes, expected \(count)")
+        }
         return v
     }
 
     /// Runs pair-setup with the setup code; returns the new pairing (not yet saved).
-    static func pairSetup(_ connection: HAPConnection, setupCode: String, featureFlags: Int) async throws(HAPError) -> HAPPairing {
+    static func pairSetup(_ connection: HAPConnection, setupCode: String, featureFlags: Int) async throws(HAPError)
+        -> HAPPairing
+    {
         let password = try normalizeSetupCode(setupCode)
         // ff bit 0: the accessory has an Apple authentication coprocessor and wants method 1.
         let method: UInt8 = featureFlags & 1 != 0 ? 1 : 0
@@ -61,12 +72,15 @@ enum PairingProtocol {
         let m4 = try await exchange(connection, path: "/pair-setup", m3, step: "pair-setup M4", expectState: 4)
         let hamk = try require(m4, TLVType.proof, "SRP proof", step: "pair-setup M4")
         guard hamk == proof.expectedHAMK else {
-            throw HAPError.badSignature("the accessory's SRP proof is wrong: it does not know the setup code, or it is not the accessory we think")
+            throw HAPError.badSignature(
+                "the accessory's SRP proof is wrong: it does not know the setup code, or it is not the accessory we think"
+            )
         }
 
         let K = proof.K
         let encKey = HAPCrypto.hkdfSHA512(key: K, salt: "Pair-Setup-Encrypt-Salt", info: "Pair-Setup-Encrypt-Info")
-        let controllerX = HAPCrypto.hkdfSHA512(key: K, salt: "Pair-Setup-Controller-Sign-Salt", info: "Pair-Setup-Controller-Sign-Info")
+        let controllerX = HAPCrypto.hkdfSHA512(
+            key: K, salt: "Pair-Setup-Controller-Sign-Salt", info: "Pair-Setup-Controller-Sign-Info")
         let signingKey = Curve25519.Signing.PrivateKey()
         let ltsk = Array(signingKey.rawRepresentation)
         let ltpk = Array(signingKey.publicKey.rawRepresentation)
@@ -78,16 +92,23 @@ enum PairingProtocol {
         sub.append(TLVType.signature, signature)
         var m5 = TLV8()
         m5.append(TLVType.state, byte: 5)
-        m5.append(TLVType.encryptedData, try HAPCrypto.seal(sub.encoded(), key: encKey, nonce: HAPCrypto.nonce(label: "PS-Msg05")))
+        m5.append(
+            TLVType.encryptedData,
+            try HAPCrypto.seal(sub.encoded(), key: encKey, nonce: HAPCrypto.nonce(label: "PS-Msg05")))
         let m6 = try await exchange(connection, path: "/pair-setup", m5, step: "pair-setup M6", expectState: 6)
         let sealed = try require(m6, TLVType.encryptedData, "encrypted data", step: "pair-setup M6")
         let plain = try HAPCrypto.open(sealed, key: encKey, nonce: HAPCrypto.nonce(label: "PS-Msg06"))
         let inner = try TLV8.decode(plain)
         let accessoryID = try require(inner, TLVType.identifier, "pairing id", step: "pair-setup M6")
-        let accessoryLTPK = try require(inner, TLVType.publicKey, "long-term public key", step: "pair-setup M6", count: 32)
+        let accessoryLTPK = try require(
+            inner, TLVType.publicKey, "long-term public key", step: "pair-setup M6", count: 32)
         let accessorySig = try require(inner, TLVType.signature, "signature", step: "pair-setup M6", count: 64)
-        let accessoryX = HAPCrypto.hkdfSHA512(key: K, salt: "Pair-Setup-Accessory-Sign-Salt", info: "Pair-Setup-Accessory-Sign-Info")
-        guard HAPCrypto.verifyEd25519(signature: accessorySig, message: accessoryX + accessoryID + accessoryLTPK, publicKey: accessoryLTPK) else {
+        let accessoryX = HAPCrypto.hkdfSHA512(
+            key: K, salt: "Pair-Setup-Accessory-Sign-Salt", info: "Pair-Setup-Accessory-Sign-Info")
+        guard
+            HAPCrypto.verifyEd25519(
+                signature: accessorySig, message: accessoryX + accessoryID + accessoryLTPK, publicKey: accessoryLTPK)
+        else {
             throw HAPError.badSignature("the accessory's pair-setup signature (M6) is invalid")
         }
         guard let idString = String(bytes: accessoryID, encoding: .utf8), !idString.isEmpty else {
@@ -112,15 +133,26 @@ enum PairingProtocol {
         let theirPublic = try require(m2, TLVType.publicKey, "session public key", step: "pair-verify M2", count: 32)
         let sealed = try require(m2, TLVType.encryptedData, "encrypted data", step: "pair-verify M2")
         let shared = try HAPCrypto.x25519(privateKey: Array(ephemeral.rawRepresentation), peerPublicKey: theirPublic)
-        let sessionKey = HAPCrypto.hkdfSHA512(key: shared, salt: "Pair-Verify-Encrypt-Salt", info: "Pair-Verify-Encrypt-Info")
-        let inner = try TLV8.decode(try HAPCrypto.open(sealed, key: sessionKey, nonce: HAPCrypto.nonce(label: "PV-Msg02")))
+        let sessionKey = HAPCrypto.hkdfSHA512(
+            key: shared, salt: "Pair-Verify-Encrypt-Salt", info: "Pair-Verify-Encrypt-Info")
+        let inner = try TLV8.decode(
+            try HAPCrypto.open(sealed, key: sessionKey, nonce: HAPCrypto.nonce(label: "PV-Msg02")))
         let accessoryID = try require(inner, TLVType.identifier, "pairing id", step: "pair-verify M2")
         let signature = try require(inner, TLVType.signature, "signature", step: "pair-verify M2", count: 64)
         guard accessoryID == Array(pairing.accessoryPairingID.utf8) else {
-            throw HAPError(code: .unknownPairing, message: "the accessory at \(connection.host):\(connection.port) is \(String(decoding: accessoryID, as: UTF8.self)), not the paired \(pairing.accessoryPairingID)")
+            throw HAPError(
+                code: .unknownPairing,
+                message:
+                    "the accessory at \(connection.host):\(connection.port) is \(String(decoding: accessoryID, as: UTF8.self)), not the paired \(pairing.accessoryPairingID)"
+            )
         }
-        guard HAPCrypto.verifyEd25519(signature: signature, message: theirPublic + accessoryID + ourPublic, publicKey: keys.accessoryLTPK) else {
-            throw HAPError.badSignature("the accessory \(pairing.accessoryPairingID) did not prove the long-term key stored at pairing (a different key is refused; if the accessory was reset, pair again)")
+        guard
+            HAPCrypto.verifyEd25519(
+                signature: signature, message: theirPublic + accessoryID + ourPublic, publicKey: keys.accessoryLTPK)
+        else {
+            throw HAPError.badSignature(
+                "the accessory \(pairing.accessoryPairingID) did not prove the long-term key stored at pairing (a different key is refused; if the accessory was reset, pair again)"
+            )
         }
         let controllerID = Array(pairing.controllerPairingID.utf8)
         let ourSignature = try HAPCrypto.signEd25519(ourPublic + controllerID + theirPublic, privateKey: keys.ltsk)
@@ -129,11 +161,17 @@ enum PairingProtocol {
         sub.append(TLVType.signature, ourSignature)
         var m3 = TLV8()
         m3.append(TLVType.state, byte: 3)
-        m3.append(TLVType.encryptedData, try HAPCrypto.seal(sub.encoded(), key: sessionKey, nonce: HAPCrypto.nonce(label: "PV-Msg03")))
+        m3.append(
+            TLVType.encryptedData,
+            try HAPCrypto.seal(sub.encoded(), key: sessionKey, nonce: HAPCrypto.nonce(label: "PV-Msg03")))
         do {
             _ = try await exchange(connection, path: "/pair-verify", m3, step: "pair-verify M4", expectState: 4)
-        } catch where error.code == .authentication {
-            throw HAPError(code: .unknownPairing, message: "the accessory \(pairing.accessoryPairingID) no longer knows this controller (pairing removed on the accessory?); pair again")
+        } catch  where error.code == .authentication {
+            throw HAPError(
+                code: .unknownPairing,
+                message:
+                    "the accessory \(pairing.accessoryPairingID) no longer knows this controller (pairing removed on the accessory?); pair again"
+            )
         }
         await connection.enableEncryption(sharedSecret: shared)
     }

@@ -25,7 +25,9 @@ public struct HAPSessionCipher: Sendable {
             let n = min(Self.maxFrameLength, plaintext.count - offset)
             let aad: [UInt8] = [UInt8(n & 0xFF), UInt8(n >> 8)]
             out += aad
-            out += try HAPCrypto.seal(Array(plaintext[offset..<offset + n]), key: writeKey, nonce: HAPCrypto.nonce(counter: writeCounter), aad: aad)
+            out += try HAPCrypto.seal(
+                Array(plaintext[offset..<offset + n]), key: writeKey, nonce: HAPCrypto.nonce(counter: writeCounter),
+                aad: aad)
             writeCounter += 1
             offset += n
         } while offset < plaintext.count
@@ -40,7 +42,10 @@ public struct HAPSessionCipher: Sendable {
         while inbound.count - consumed >= 2 {
             let length = Int(inbound[consumed]) | Int(inbound[consumed + 1]) << 8
             guard length <= Self.maxFrameLength else {
-                throw HAPError(code: .oversizedFrame, message: "the accessory sent a frame of \(length) bytes; at most \(Self.maxFrameLength) are allowed")
+                throw HAPError(
+                    code: .oversizedFrame,
+                    message: "the accessory sent a frame of \(length) bytes; at most \(Self.maxFrameLength) are allowed"
+                )
             }
             let total = 2 + length + 16
             guard inbound.count - consumed >= total else { break }

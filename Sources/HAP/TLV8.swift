@@ -57,7 +57,9 @@ public struct TLV8: Sendable, Hashable {
             let type = bytes[i]
             let length = Int(bytes[i + 1])
             guard i + 2 + length <= bytes.count else {
-                throw .badTLV("TLV8 item of type \(type) at offset \(i) claims \(length) bytes but only \(bytes.count - i - 2) remain")
+                throw .badTLV(
+                    "TLV8 item of type \(type) at offset \(i) claims \(length) bytes but only \(bytes.count - i - 2) remain"
+                )
             }
             let value = bytes[(i + 2)..<(i + 2 + length)]
             if lastWasFullFragment, let last = items.last, last.type == type {

@@ -20,7 +20,8 @@ public struct ProcessResult: Sendable {
 public func findExecutable(_ name: String) throws -> String {
     if name.contains("/") { return name }
     let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-    let directories = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/sbin", "/usr/bin"]
+    let directories =
+        path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/sbin", "/usr/bin"]
     for directory in directories {
         let candidate = directory + "/" + name
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
@@ -60,9 +61,10 @@ public final class ChildProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let workingDirectory {
             // glibc ≥ 2.29 has it, but the Glibc module does not export the _np declaration.
-            typealias AddChdir = @convention(c) (
-                UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>
-            ) -> Int32
+            typealias AddChdir =
+                @convention(c) (
+                    UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>
+                ) -> Int32
             guard let symbol = dlsym(nil, "posix_spawn_file_actions_addchdir_np") else {
                 throw ProcessError("posix_spawn_file_actions_addchdir_np is not available")
             }
@@ -78,8 +80,10 @@ public final class ChildProcess: Sendable {
         } else {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
-        posix_spawn_file_actions_addopen(&actions, 1, outputDirectory.file("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, outputDirectory.file("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(
+            &actions, 1, outputDirectory.file("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(
+            &actions, 2, outputDirectory.file("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -141,7 +145,7 @@ public final class ChildProcess: Sendable {
     public var outputLines: [String] {
         let text = standardOutput
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        lines.removeLast()  // after the last newline: empty, or a partial line
+        lines.removeLast() // after the last newline: empty, or a partial line
         return lines
     }
 

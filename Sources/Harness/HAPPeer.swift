@@ -38,7 +38,8 @@ public final class HAPPeer: @unchecked Sendable {
     /// it to restart the same accessory with its pairings). `HAP_PEER_LOG=/path` keeps its debug log.
     /// Spawned by TestSupport's `ChildProcess`, not Foundation's `Process`, whose child reaping
     /// interferes with the other tests' processes when suites run in parallel.
-    public init(port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode) throws {
+    public init(port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode) throws
+    {
         var args = [Self.script.path, "--port", String(port), "--pincode", setupCode, "--state", state]
         if bridge { args.append("--bridge") }
         if ProcessInfo.processInfo.environment["HAP_PEER_LOG"] != nil { args.append("--debug") }
@@ -46,7 +47,9 @@ public final class HAPPeer: @unchecked Sendable {
     }
 
     /// Starts a peer and waits until it accepts connections.
-    public static func start(port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode) async throws -> HAPPeer {
+    public static func start(
+        port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode
+    ) async throws -> HAPPeer {
         let peer = try HAPPeer(port: port, state: state, bridge: bridge, setupCode: setupCode)
         do {
             try await peer.waitReady()
@@ -74,7 +77,9 @@ public final class HAPPeer: @unchecked Sendable {
         var found: String?
         try await waitUntil("the HAP peer to print '\(prefix)'", timeout: timeout, pollInterval: 0.02) {
             found = take(where: { $0.hasPrefix(prefix) })
-            if found == nil && !child.isRunning { throw ProcessError("the HAP peer exited before printing '\(prefix)'") }
+            if found == nil && !child.isRunning {
+                throw ProcessError("the HAP peer exited before printing '\(prefix)'")
+            }
             return found != nil
         }
         return found ?? ""
@@ -91,7 +96,10 @@ public final class HAPPeer: @unchecked Sendable {
         try child.write(text + "\n")
         var answer: String?
         try await waitUntil("the HAP peer's answer to '\(text)'", timeout: 10, pollInterval: 0.02) {
-            answer = take(where: { $0.hasPrefix("OK") || $0.hasPrefix("VALUE") || $0.hasPrefix("PAIRINGS") || $0.hasPrefix("TIMINGS") || $0.hasPrefix("ERR") })
+            answer = take(where: {
+                $0.hasPrefix("OK") || $0.hasPrefix("VALUE") || $0.hasPrefix("PAIRINGS") || $0.hasPrefix("TIMINGS")
+                    || $0.hasPrefix("ERR")
+            })
             return answer != nil
         }
         return answer ?? ""
@@ -101,7 +109,9 @@ public final class HAPPeer: @unchecked Sendable {
     public func value(aid: UInt64, iid: UInt64) async throws -> String {
         let answer = try await command("get \(aid) \(iid)")
         let prefix = "VALUE \(aid) \(iid) "
-        guard answer.hasPrefix(prefix) else { throw ProcessError("the HAP peer answered 'get \(aid) \(iid)' with '\(answer)'") }
+        guard answer.hasPrefix(prefix) else {
+            throw ProcessError("the HAP peer answered 'get \(aid) \(iid)' with '\(answer)'")
+        }
         return String(answer.dropFirst(prefix.count))
     }
 

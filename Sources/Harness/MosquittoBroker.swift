@@ -228,11 +228,14 @@ public final class MosquittoBroker: Sendable {
             ("server", "/CN=127.0.0.1", ["-extfile", path("server.ext")]), ("client", "/CN=homemqtt-client", []),
         ] {
             try await runChecked(
-                "openssl", ["req"] + ecKey + ["-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", subject])
+                "openssl",
+                ["req"] + ecKey + ["-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", subject])
             try await runChecked(
                 "openssl",
-                ["x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                 "-CAcreateserial", "-out", path("\(name).crt")] + days + extensions)
+                [
+                    "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                    "-CAcreateserial", "-out", path("\(name).crt"),
+                ] + days + extensions)
         }
         return TLSMaterial(
             caFile: path("ca.crt"), otherCAFile: path("other-ca.crt"), serverCertificateFile: path("server.crt"),

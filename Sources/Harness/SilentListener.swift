@@ -2,7 +2,7 @@
 // gateway) in the middle of a connect attempt.
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 /// A loopback port where an MQTT connect gets nowhere. With `dropsPackets`, a listener that never
 /// accepts and whose accept queue is full, so the kernel drops every further SYN and a connect
@@ -21,7 +21,9 @@ public final class SilentListener: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, $0, &length) == 0
+            }
         }
         guard bound else { throw ProcessError("bind/listen: \(String(cString: strerror(errno)))") }
         port = Int(UInt16(bigEndian: address.sin_port))
@@ -32,7 +34,9 @@ public final class SilentListener: @unchecked Sendable {
             descriptors.append(client)
             _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
             _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         usleep(200_000)

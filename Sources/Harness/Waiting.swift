@@ -18,7 +18,9 @@ public func waitUntil(
     let deadline = ContinuousClock.now + .seconds(timeout)
     while true {
         if try await condition() { return }
-        if ContinuousClock.now >= deadline { throw TestTimeoutError("timed out after \(timeout) s waiting for \(what)") }
+        if ContinuousClock.now >= deadline {
+            throw TestTimeoutError("timed out after \(timeout) s waiting for \(what)")
+        }
         try await Task.sleep(for: .seconds(pollInterval))
     }
 }
@@ -63,7 +65,8 @@ public final class TemporaryDirectory: Sendable {
     @discardableResult
     public func write(_ name: String, _ text: String) throws -> URL {
         let target = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(text.utf8).write(to: target)
         return target
     }

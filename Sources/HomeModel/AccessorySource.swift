@@ -83,7 +83,8 @@ public protocol AccessorySource: ServiceLifecycle.Service, Sendable {
     func write(_ address: CharacteristicAddress, value: CharacteristicValue) async throws(AccessoryError)
 
     /// Enables or disables value notifications; returns the per-characteristic failures.
-    func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress: AccessoryError]
+    func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress:
+        AccessoryError]
 
     func identify(accessoryID: String) async throws(AccessoryError)
 }

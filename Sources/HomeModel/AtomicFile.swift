@@ -1,10 +1,10 @@
 public import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Crash-safe writes of the state directory's files (AtomicFileWriter), and the flock that keeps
@@ -112,7 +112,8 @@ public struct AtomicFileWriter: Sendable {
         var info = stat()
         if stat(path, &info) == 0 {
             guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else {
-                throw ModelError(code: .io, message: "could not create the directory \(path): a file of that name is in the way")
+                throw ModelError(
+                    code: .io, message: "could not create the directory \(path): a file of that name is in the way")
             }
             return
         }
@@ -187,8 +188,10 @@ final class FileLock: Sendable {
                 usleep(10_000)
                 continue
             }
-            let error = busy
-                ? ModelError(code: .locked, message: "the home database is in use by another process (\(path) is locked)")
+            let error =
+                busy
+                ? ModelError(
+                    code: .locked, message: "the home database is in use by another process (\(path) is locked)")
                 : AtomicFileWriter.ioError("lock \(path)")
             close(fd)
             throw error

@@ -30,7 +30,10 @@ public struct ServiceType: Sendable, Hashable {
     public let requiredCharacteristics: [String]
     public let optionalCharacteristics: [String]
 
-    public init(uuid: String, name: String, hapName: String, requiredCharacteristics: [String], optionalCharacteristics: [String]) {
+    public init(
+        uuid: String, name: String, hapName: String, requiredCharacteristics: [String],
+        optionalCharacteristics: [String]
+    ) {
         self.uuid = uuid
         self.name = name
         self.hapName = hapName
@@ -135,7 +138,9 @@ public enum Catalog {
         )
     }
 
-    static func s(_ short: String, _ name: String, _ hapName: String, required: [String], optional: [String]) -> ServiceType {
+    static func s(_ short: String, _ name: String, _ hapName: String, required: [String], optional: [String])
+        -> ServiceType
+    {
         ServiceType(
             uuid: StandardUUID.longForm(short), name: name, hapName: hapName,
             requiredCharacteristics: required.map(StandardUUID.longForm),

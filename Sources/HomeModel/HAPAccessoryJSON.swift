@@ -9,18 +9,21 @@ public enum HAPAccessoryJSON {
     /// has aid 1, the others are bridged through it (`bridgeID` = the aid-1 id). `category` is
     /// the accessory's own category (mDNS `ci`) for aid 1; when unknown, aid 1 of a bridge is 2
     /// (bridge) and every other accessory 1 (other).
-    public static func parse(_ bytes: [UInt8], idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory] {
+    public static func parse(_ bytes: [UInt8], idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory]
+    {
         try parse(json: JSONValue(parsing: bytes), idPrefix: idPrefix, category: category)
     }
 
-    public static func parse(json: JSONValue, idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory] {
+    public static func parse(json: JSONValue, idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory]
+    {
         let list: [JSONValue]
         if let a = json.arrayValue {
             list = a
         } else if let a = json["accessories"]?.arrayValue {
             list = a
         } else {
-            throw ModelError(code: .badAccessories, message: "expected an array of accessories or {\"accessories\": [...]}")
+            throw ModelError(
+                code: .badAccessories, message: "expected an array of accessories or {\"accessories\": [...]}")
         }
         var accessories: [Accessory] = []
         var seen = Set<UInt64>()
@@ -105,7 +108,8 @@ public enum HAPAccessoryJSON {
 
     static func parseCharacteristic(_ json: JSONValue, aid: UInt64) throws(ModelError) -> Characteristic {
         guard let iid = json["iid"]?.uint64Value else {
-            throw ModelError(code: .badAccessories, message: "a characteristic of accessory \(aid) has no integer 'iid'")
+            throw ModelError(
+                code: .badAccessories, message: "a characteristic of accessory \(aid) has no integer 'iid'")
         }
         guard let type = json["type"]?.stringValue, !type.isEmpty else {
             throw ModelError(code: .badAccessories, message: "characteristic \(aid).\(iid) has no 'type'")
@@ -122,7 +126,8 @@ public enum HAPAccessoryJSON {
         let format: CharacteristicFormat
         if let f = json["format"]?.stringValue {
             guard let known = CharacteristicFormat(rawValue: f.lowercased()) else {
-                throw ModelError(code: .badAccessories, message: "characteristic \(aid).\(iid) has unknown format '\(f)'")
+                throw ModelError(
+                    code: .badAccessories, message: "characteristic \(aid).\(iid) has unknown format '\(f)'")
             }
             format = known
         } else {
@@ -184,10 +189,14 @@ public enum HAPAccessoryJSON {
 
     /// Converts a JSON value to the model value of `format`. `null` is nil (no value);
     /// a value that cannot be of the format is an `invalid-value` error.
-    public static func convert(_ json: JSONValue, format: CharacteristicFormat) throws(ModelError) -> CharacteristicValue? {
+    public static func convert(_ json: JSONValue, format: CharacteristicFormat) throws(ModelError)
+        -> CharacteristicValue?
+    {
         if case .null = json { return nil }
         func bad() -> ModelError {
-            ModelError(code: .invalidValue, message: "value \(json.encoded(wholeDoublesAsIntegers: true)) is not a valid \(format.rawValue)")
+            ModelError(
+                code: .invalidValue,
+                message: "value \(json.encoded(wholeDoublesAsIntegers: true)) is not a valid \(format.rawValue)")
         }
         switch format {
         case .bool:
@@ -197,7 +206,9 @@ public enum HAPAccessoryJSON {
             throw bad()
         case .uint8, .uint16, .uint32, .uint64:
             if let b = json.boolValue { return .uint(b ? 1 : 0) }
-            guard let u = json.uint64Value, let bounds = format.integerBounds, Double(u) <= bounds.upperBound else { throw bad() }
+            guard let u = json.uint64Value, let bounds = format.integerBounds, Double(u) <= bounds.upperBound else {
+                throw bad()
+            }
             return .uint(u)
         case .int:
             if let b = json.boolValue { return .int(b ? 1 : 0) }

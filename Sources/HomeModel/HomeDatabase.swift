@@ -231,8 +231,8 @@ public actor HomeDatabase {
             for accessory in accessories where !known.contains(accessory.id) {
                 known.insert(accessory.id)
                 guard home.assignments[accessory.id] == nil,
-                      let suggestion = accessory.suggestedRoom?.trimmingCharacters(in: .whitespacesAndNewlines),
-                      !suggestion.isEmpty
+                    let suggestion = accessory.suggestedRoom?.trimmingCharacters(in: .whitespacesAndNewlines),
+                    !suggestion.isEmpty
                 else { continue }
                 let room: Room
                 if let existing = home.room(named: suggestion) {
@@ -294,7 +294,11 @@ public actor HomeDatabase {
 
     static func existingRoom(_ id: String, in home: Home) throws(ModelError) -> Room {
         guard let room = home.room(id: id) else {
-            throw ModelError(code: .unknownRoom, message: "no room with id '\(id)' in \(home.name); rooms: \(home.allRooms.map { "\($0.name) (\($0.id))" }.joined(separator: ", "))")
+            throw ModelError(
+                code: .unknownRoom,
+                message:
+                    "no room with id '\(id)' in \(home.name); rooms: \(home.allRooms.map { "\($0.name) (\($0.id))" }.joined(separator: ", "))"
+            )
         }
         return room
     }
@@ -311,16 +315,24 @@ public actor HomeDatabase {
             guard FileManager.default.fileExists(atPath: file.path) else { return nil }
             bytes = Array(try Data(contentsOf: file))
         } catch {
-            throw ModelError(code: .io, message: "could not read the home database \(file.path): \(error.localizedDescription)")
+            throw ModelError(
+                code: .io, message: "could not read the home database \(file.path): \(error.localizedDescription)")
         }
         func corrupt(_ why: String) -> ModelError {
-            ModelError(code: .corruptDatabase, message: "the home database \(file.path) is corrupt (\(why)); it was left as it is — fix or move it away")
+            ModelError(
+                code: .corruptDatabase,
+                message:
+                    "the home database \(file.path) is corrupt (\(why)); it was left as it is — fix or move it away")
         }
         let json: JSONValue
         do { json = try JSONValue(parsing: bytes) } catch { throw corrupt(error.message) }
         guard let version = json["version"]?.int64Value else { throw corrupt("no \"version\"") }
         if version > Int64(currentVersion) {
-            throw ModelError(code: .unsupportedVersion, message: "the home database \(file.path) is version \(version), written by a newer HomeMQTT; this one reads version \(currentVersion). It was left as it is")
+            throw ModelError(
+                code: .unsupportedVersion,
+                message:
+                    "the home database \(file.path) is version \(version), written by a newer HomeMQTT; this one reads version \(currentVersion). It was left as it is"
+            )
         }
         guard version >= 1 else { throw corrupt("version \(version)") }
         let document: Document

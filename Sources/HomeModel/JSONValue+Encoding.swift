@@ -39,7 +39,8 @@ extension JSONValue {
             for (n, element) in a.enumerated() {
                 if n > 0 { out += "," }
                 if pretty { Self.newline(&out, indent + 1) }
-                element.write(to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
+                element.write(
+                    to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
             }
             if pretty { Self.newline(&out, indent) }
             out += "]"
@@ -51,7 +52,8 @@ extension JSONValue {
                 if pretty { Self.newline(&out, indent + 1) }
                 Self.writeString(key, to: &out)
                 out += pretty ? ": " : ":"
-                o[key]?.write(to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
+                o[key]?.write(
+                    to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
             }
             if pretty { Self.newline(&out, indent) }
             out += "}"
@@ -97,8 +99,10 @@ extension JSONValue {
                 out.append(UInt8(ascii: "\\"))
                 out.append(letter)
             } else if byte < 0x20 {
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                out.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                ])
             } else {
                 out.append(byte)
             }

@@ -34,13 +34,13 @@ public struct CharacteristicPermissions: OptionSet, Sendable, Hashable, Codable 
     public let rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
-    public static let read = Self(rawValue: 1 << 0)                    // pr
-    public static let write = Self(rawValue: 1 << 1)                   // pw
-    public static let notify = Self(rawValue: 1 << 2)                  // ev
-    public static let hidden = Self(rawValue: 1 << 3)                  // hd
-    public static let timedWrite = Self(rawValue: 1 << 4)              // tw
+    public static let read = Self(rawValue: 1 << 0) // pr
+    public static let write = Self(rawValue: 1 << 1) // pw
+    public static let notify = Self(rawValue: 1 << 2) // ev
+    public static let hidden = Self(rawValue: 1 << 3) // hd
+    public static let timedWrite = Self(rawValue: 1 << 4) // tw
     public static let additionalAuthorization = Self(rawValue: 1 << 5) // aa
-    public static let writeResponse = Self(rawValue: 1 << 6)           // wr
+    public static let writeResponse = Self(rawValue: 1 << 6) // wr
 
     /// HAP's short codes, in a stable order.
     public static let codes: [(String, CharacteristicPermissions)] = [
@@ -63,7 +63,11 @@ public struct CharacteristicPermissions: OptionSet, Sendable, Hashable, Codable 
             if let hit = Self.codes.first(where: { $0.0 == key }) ?? Self.names.first(where: { $0.0 == key }) {
                 result.insert(hit.1)
             } else {
-                throw ModelError(code: .unknownPermission, message: "unknown permission '\(item)'; allowed: \(Self.names.map(\.0).joined(separator: ", ")) or HAP codes \(Self.codes.map(\.0).joined(separator: ", "))")
+                throw ModelError(
+                    code: .unknownPermission,
+                    message:
+                        "unknown permission '\(item)'; allowed: \(Self.names.map(\.0).joined(separator: ", ")) or HAP codes \(Self.codes.map(\.0).joined(separator: ", "))"
+                )
             }
         }
         self = result
@@ -155,9 +159,11 @@ public struct CharacteristicMetadata: Sendable, Hashable {
         maxDataLength: Int? = nil,
         permissions: CharacteristicPermissions
     ) {
-        box = Box(Fields(format: format, unit: unit, minValue: minValue, maxValue: maxValue, minStep: minStep,
-                         validValues: validValues, maxLength: maxLength, maxDataLength: maxDataLength,
-                         permissions: permissions))
+        box = Box(
+            Fields(
+                format: format, unit: unit, minValue: minValue, maxValue: maxValue, minStep: minStep,
+                validValues: validValues, maxLength: maxLength, maxDataLength: maxDataLength,
+                permissions: permissions))
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
@@ -196,7 +202,9 @@ public struct Characteristic: Sendable, Hashable {
     /// The accessory's own description (HAP `description`) or a custom characteristic's name.
     public var name: String?
 
-    public init(iid: UInt64, type: String, value: CharacteristicValue?, metadata: CharacteristicMetadata, name: String? = nil) {
+    public init(
+        iid: UInt64, type: String, value: CharacteristicValue?, metadata: CharacteristicMetadata, name: String? = nil
+    ) {
         self.iid = iid
         self.type = type
         self.value = value

@@ -43,7 +43,9 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
             return
         }
         guard let mapping = node.strictEntries else {
-            throw failure(.invalidValue, path.isEmpty ? nil : path, "expected a mapping of keys to values, got \(node.strictKindName)")
+            throw failure(
+                .invalidValue, path.isEmpty ? nil : path,
+                "expected a mapping of keys to values, got \(node.strictKindName)")
         }
         var seen = Set<String>()
         var entries: [(key: String, node: Node)] = []
@@ -83,7 +85,9 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
 
     public func string(_ key: String) throws(Failure) -> String? {
         guard let node = node(key) else { return nil }
-        guard let text = node.strictText else { throw error(key, "expected a single value, got \(node.strictKindName)") }
+        guard let text = node.strictText else {
+            throw error(key, "expected a single value, got \(node.strictKindName)")
+        }
         return text
     }
 
@@ -125,7 +129,9 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
 
     public func bool(_ key: String) throws(Failure) -> Bool? {
         guard let node = node(key) else { return nil }
-        guard let value = node.strictBool else { throw error(key, "expected true or false, got \(node.strictKindName)") }
+        guard let value = node.strictBool else {
+            throw error(key, "expected true or false, got \(node.strictKindName)")
+        }
         return value
     }
 
@@ -151,11 +157,14 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     public func strings(_ key: String, single: Bool = false) throws(Failure) -> [String]? {
         guard let node = node(key) else { return nil }
         if single, let text = node.strictText { return [text] }
-        guard let items = node.strictItems else { throw error(key, "expected a list of single values, got \(node.strictKindName)") }
+        guard let items = node.strictItems else {
+            throw error(key, "expected a list of single values, got \(node.strictKindName)")
+        }
         var out: [String] = []
         for (index, item) in items.enumerated() {
             guard let text = item.strictText else {
-                throw failure(.invalidValue, "\(keyPath(key))[\(index)]", "expected a single value, got \(item.strictKindName)")
+                throw failure(
+                    .invalidValue, "\(keyPath(key))[\(index)]", "expected a single value, got \(item.strictKindName)")
             }
             out.append(text)
         }

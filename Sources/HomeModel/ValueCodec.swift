@@ -20,36 +20,49 @@ public enum ValueCodec {
 
     /// Parses an MQTT text payload. Surrounding whitespace is ignored except for `string`
     /// characteristics, whose payload is taken as it is.
-    public static func parse(text: String, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+    public static func parse(text: String, metadata: CharacteristicMetadata, label: String) throws(ModelError)
+        -> CharacteristicValue
+    {
         if metadata.format == .string {
             return try validate(.string(text), metadata: metadata, label: label)
         }
         let word = text.trimmingCharacters(in: .whitespacesAndNewlines)
         if word.isEmpty {
-            throw ModelError(code: .empty, message: "\(label) needs a value, got an empty payload; \(allowed(metadata))")
+            throw ModelError(
+                code: .empty, message: "\(label) needs a value, got an empty payload; \(allowed(metadata))")
         }
         switch metadata.format {
         case .bool:
             let lower = word.lowercased()
             if trueWords.contains(lower) { return .bool(true) }
             if falseWords.contains(lower) { return .bool(false) }
-            throw ModelError(code: .invalidType, message: "\(label) must be true or false (or 1/0, on/off, yes/no), got '\(word)'")
+            throw ModelError(
+                code: .invalidType, message: "\(label) must be true or false (or 1/0, on/off, yes/no), got '\(word)'")
         case .uint8, .uint16, .uint32, .uint64, .int, .float:
             if let number = validValue(named: word, metadata: metadata) {
                 return try validate(.int(number), metadata: metadata, label: label)
             }
             if let i = Int64(word) { return try validate(.int(i), metadata: metadata, label: label) }
             if let u = UInt64(word) { return try validate(.uint(u), metadata: metadata, label: label) }
-            if let d = Double(word), d.isFinite, word.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }) {
+            if let d = Double(word), d.isFinite,
+                word.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) })
+            {
                 return try validate(.float(d), metadata: metadata, label: label)
             }
             if !metadata.validValues.isEmpty {
-                throw ModelError(code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got '\(word)'")
+                throw ModelError(
+                    code: .notAValidValue,
+                    message: "\(label) must be one of \(validValuesList(metadata)), got '\(word)'")
             }
-            throw ModelError(code: .invalidType, message: "\(label) must be \(metadata.format.isInteger ? "an integer" : "a number"), got '\(word)'")
+            throw ModelError(
+                code: .invalidType,
+                message: "\(label) must be \(metadata.format.isInteger ? "an integer" : "a number"), got '\(word)'")
         case .tlv8, .data:
             guard let data = Data(base64Encoded: word) else {
-                throw ModelError(code: .invalidType, message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got '\(word.prefix(40))'")
+                throw ModelError(
+                    code: .invalidType,
+                    message:
+                        "\(label) must be base64-encoded \(metadata.format.rawValue) data, got '\(word.prefix(40))'")
             }
             return try validate(.data(Array(data)), metadata: metadata, label: label)
         case .string:
@@ -59,7 +72,9 @@ public enum ValueCodec {
 
     /// Parses a JSON value (a `set` request's `value`). Strings are read like text payloads, so
     /// `"open"` and `"on"` work as well as `0` and `true`.
-    public static func parse(json: JSONValue, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+    public static func parse(json: JSONValue, metadata: CharacteristicMetadata, label: String) throws(ModelError)
+        -> CharacteristicValue
+    {
         switch json {
         case .null:
             throw ModelError(code: .empty, message: "\(label) needs a value, got null; \(allowed(metadata))")
@@ -77,13 +92,16 @@ public enum ValueCodec {
         case .double(let d):
             return try validate(.float(d), metadata: metadata, label: label)
         case .array, .object:
-            throw ModelError(code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(json.kindName)")
+            throw ModelError(
+                code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(json.kindName)")
         }
     }
 
     /// Checks a value against the metadata and returns it in the format's own case (`.bool` for
     /// bool, `.uint` for unsigned formats, `.int` for int, `.float`, `.string`, `.data`).
-    public static func validate(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+    public static func validate(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String)
+        throws(ModelError) -> CharacteristicValue
+    {
         switch metadata.format {
         case .bool:
             switch value {
@@ -100,7 +118,8 @@ public enum ValueCodec {
                 throw ModelError(code: .invalidType, message: "\(label) must be a number, got \(describe(value))")
             }
             guard d.isFinite else {
-                throw ModelError(code: .invalidType, message: "\(label) must be a finite number, got \(describe(value))")
+                throw ModelError(
+                    code: .invalidType, message: "\(label) must be a finite number, got \(describe(value))")
             }
             try checkNumber(d, metadata: metadata, label: label)
             return .float(d)
@@ -110,12 +129,15 @@ public enum ValueCodec {
             }
             let limit = metadata.maxLength ?? defaultMaxLength
             if s.count > limit {
-                throw ModelError(code: .tooLong, message: "\(label) must be at most \(limit) characters, got \(s.count)")
+                throw ModelError(
+                    code: .tooLong, message: "\(label) must be at most \(limit) characters, got \(s.count)")
             }
             return value
         case .tlv8, .data:
             guard case .data(let bytes) = value else {
-                throw ModelError(code: .invalidType, message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got \(describe(value))")
+                throw ModelError(
+                    code: .invalidType,
+                    message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got \(describe(value))")
             }
             if let limit = metadata.maxDataLength, bytes.count > limit {
                 throw ModelError(code: .tooLong, message: "\(label) must be at most \(limit) bytes, got \(bytes.count)")
@@ -127,7 +149,10 @@ public enum ValueCodec {
     public static func checkWritable(_ metadata: CharacteristicMetadata, label: String) throws(ModelError) {
         guard metadata.permissions.contains(.write) else {
             let perms = metadata.permissions.nameList
-            throw ModelError(code: .readOnly, message: "\(label) is read-only (permissions: \(perms.isEmpty ? "none" : perms.joined(separator: ", ")))")
+            throw ModelError(
+                code: .readOnly,
+                message:
+                    "\(label) is read-only (permissions: \(perms.isEmpty ? "none" : perms.joined(separator: ", ")))")
         }
     }
 
@@ -178,9 +203,10 @@ public enum ValueCodec {
         if let v = metadata.maxValue { o["max"] = number(v) }
         if let v = metadata.minStep { o["step"] = number(v) }
         if !metadata.validValues.isEmpty {
-            o["valid-values"] = .array(metadata.validValues.sorted { $0.key < $1.key }.map {
-                .object(["value": .int($0.key), "name": .string($0.value)])
-            })
+            o["valid-values"] = .array(
+                metadata.validValues.sorted { $0.key < $1.key }.map {
+                    .object(["value": .int($0.key), "name": .string($0.value)])
+                })
         }
         if metadata.format == .string { o["max-length"] = .int(Int64(metadata.maxLength ?? defaultMaxLength)) }
         if let v = metadata.maxDataLength { o["max-data-length"] = .int(Int64(v)) }
@@ -243,7 +269,8 @@ public enum ValueCodec {
     static func kindWanted(_ metadata: CharacteristicMetadata) -> String {
         switch metadata.format {
         case .bool: "true or false"
-        case .uint8, .uint16, .uint32, .uint64, .int: metadata.validValues.isEmpty ? "an integer" : "one of \(validValuesList(metadata))"
+        case .uint8, .uint16, .uint32, .uint64, .int:
+            metadata.validValues.isEmpty ? "an integer" : "one of \(validValuesList(metadata))"
         case .float: "a number"
         case .string: "a string"
         case .tlv8, .data: "base64-encoded data"
@@ -254,7 +281,9 @@ public enum ValueCodec {
         "expected \(kindWanted(metadata))"
     }
 
-    static func validateInteger(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String) throws(ModelError) -> CharacteristicValue {
+    static func validateInteger(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String)
+        throws(ModelError) -> CharacteristicValue
+    {
         // Held as sign + magnitude so every uint64 and int64 compares exactly.
         let negative: Bool
         let magnitude: UInt64
@@ -271,31 +300,37 @@ public enum ValueCodec {
             }
             negative = d < 0
             guard let m = UInt64(exactly: d.magnitude) else {
-                throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(describe(value))")
+                throw ModelError(
+                    code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(describe(value))")
             }
             magnitude = m
         default:
-            throw ModelError(code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(describe(value))")
+            throw ModelError(
+                code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(describe(value))")
         }
         let shown = negative ? "-\(magnitude)" : "\(magnitude)"
-        let (low, high): (Int64, UInt64) = switch metadata.format {
-        case .uint8: (0, UInt64(UInt8.max))
-        case .uint16: (0, UInt64(UInt16.max))
-        case .uint32: (0, UInt64(UInt32.max))
-        case .int: (Int64(Int32.min), UInt64(Int32.max))
-        default: (0, UInt64.max)
-        }
+        let (low, high): (Int64, UInt64) =
+            switch metadata.format {
+            case .uint8: (0, UInt64(UInt8.max))
+            case .uint16: (0, UInt64(UInt16.max))
+            case .uint32: (0, UInt64(UInt32.max))
+            case .int: (Int64(Int32.min), UInt64(Int32.max))
+            default: (0, UInt64.max)
+            }
         let fits = negative ? (low < 0 && magnitude <= low.magnitude) : magnitude <= high
         guard fits else {
             throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
         }
-        let result: CharacteristicValue = metadata.format == .int
+        let result: CharacteristicValue =
+            metadata.format == .int
             ? .int(negative ? -Int64(magnitude) : Int64(magnitude))
             : .uint(magnitude)
         let exact: Int64? = negative ? -Int64(magnitude) : Int64(exactly: magnitude)
         if !metadata.validValues.isEmpty {
             guard let key = exact, metadata.validValues[key] != nil else {
-                throw ModelError(code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
+                throw ModelError(
+                    code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)"
+                )
             }
         }
         let d = negative ? -Double(magnitude) : Double(magnitude)
@@ -318,7 +353,9 @@ public enum ValueCodec {
         }
     }
 
-    static func checkNumber(_ d: Double, metadata: CharacteristicMetadata, label: String, shown: String? = nil) throws(ModelError) {
+    static func checkNumber(_ d: Double, metadata: CharacteristicMetadata, label: String, shown: String? = nil)
+        throws(ModelError)
+    {
         let shown = shown ?? format(d)
         if let low = metadata.minValue, d < low {
             throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
@@ -328,7 +365,9 @@ public enum ValueCodec {
         }
         if metadata.format == .float, !metadata.validValues.isEmpty {
             guard let key = Int64(exactly: d), metadata.validValues[key] != nil else {
-                throw ModelError(code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)")
+                throw ModelError(
+                    code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)"
+                )
             }
         }
         if let step = metadata.minStep, step > 0 {
@@ -337,7 +376,8 @@ public enum ValueCodec {
             // Float tolerance: 21.5 from -273.1 in steps of 0.1 is 2946.0000000000005 steps.
             if abs(steps - steps.rounded()) > max(1e-6, abs(steps) * 1e-9) {
                 let from = metadata.minValue.map { " from \(format($0))" } ?? ""
-                throw ModelError(code: .notAStep, message: "\(label) must be in steps of \(format(step))\(from), got \(shown)")
+                throw ModelError(
+                    code: .notAStep, message: "\(label) must be in steps of \(format(step))\(from), got \(shown)")
             }
         }
     }

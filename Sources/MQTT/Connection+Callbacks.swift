@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // libmosquitto's C callbacks, on the network thread: connect, disconnect, publish, message,
@@ -118,7 +118,8 @@ extension Connection {
             qos: MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce, retain: message.retain)
         if let properties {
             var expiry: UInt32 = 0
-            if mosquitto_property_read_int32(properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), &expiry, false)
+            if mosquitto_property_read_int32(
+                properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), &expiry, false)
                 != nil
             {
                 copied.properties.messageExpiry = expiry

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // What other threads ask of a connection: stop, wait for the CONNACK or the end, publish,
@@ -43,7 +43,8 @@ extension Connection {
                 if let now { continuation.resume(returning: now) }
             }
         } onCancel: {
-            control.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: .failure(.cancelled))
+            control.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(
+                returning: .failure(.cancelled))
         }
     }
 
@@ -111,7 +112,9 @@ extension Connection {
     ) async -> Outcome {
         let limit = configuration.maxQueuedPublishes
         while true {
-            if let outcome = publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: properties) {
+            if let outcome = publishWithoutWaiting(
+                topic, payload: payload, qos: qos, retain: retain, properties: properties)
+            {
                 return outcome
             }
             let outcome = await suspend(.capacity) { state in
@@ -222,7 +225,8 @@ extension Connection {
         let copies = filters.map { strdup($0) }
         defer { copies.forEach { free($0) } }
         let rc = copies.withUnsafeBufferPointer { buffer in
-            mosquitto_subscribe_multiple(h, &mid, Int32(buffer.count), buffer.baseAddress, Int32(qos.rawValue), subscriptionOptions, nil)
+            mosquitto_subscribe_multiple(
+                h, &mid, Int32(buffer.count), buffer.baseAddress, Int32(qos.rawValue), subscriptionOptions, nil)
         }
         return (rc, mid)
     }

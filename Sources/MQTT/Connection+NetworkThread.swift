@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // The connection's network thread: the first connect, the loop, reconnects with backoff, and
@@ -68,7 +68,8 @@ extension Connection {
         errno = 0
         // Blocking TCP (and TLS) connect on this thread; the CONNECT properties are kept for reconnects.
         let rc = configuration.host.withCString { host in
-            mosquitto_connect_bind_v5(h, host, Int32(configuration.port), Int32(configuration.keepAlive), nil, properties)
+            mosquitto_connect_bind_v5(
+                h, host, Int32(configuration.port), Int32(configuration.keepAlive), nil, properties)
         }
         return (rc, errno)
     }

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // One libmosquitto session: its handle, the state its network thread shares with callers, and the

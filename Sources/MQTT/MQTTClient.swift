@@ -143,11 +143,13 @@ public final class MQTTClient: Sendable, Service {
     /// or cancellation, then disconnects. Graceful shutdown or cancellation also ends the retries at once.
     /// Throws when the broker refuses (credentials, TLS, configuration): that will not fix itself.
     public func run() async throws {
-        logger.info("connecting to the broker", metadata: [
-            "broker": "\(configuration.host):\(configuration.port)", "client-id": "\(configuration.clientID)",
-            "protocol": "\(configuration.protocolVersion)", "tls": "\(configuration.tls != nil)",
-            "session": "\(configuration.cleanStart ? "clean" : "persistent")",
-        ])
+        logger.info(
+            "connecting to the broker",
+            metadata: [
+                "broker": "\(configuration.host):\(configuration.port)", "client-id": "\(configuration.clientID)",
+                "protocol": "\(configuration.protocolVersion)", "tls": "\(configuration.tls != nil)",
+                "session": "\(configuration.cleanStart ? "clean" : "persistent")",
+            ])
         let connected: Bool
         do {
             connected = try await cancelWhenGracefulShutdown { try await self.connectRetrying() }
@@ -172,9 +174,12 @@ public final class MQTTClient: Sendable, Service {
             } catch {
                 if Task.isCancelled { return false }
                 guard error.isTransient else { throw error }
-                logger.warning("cannot reach the broker, retrying", metadata: [
-                    "broker": "\(configuration.host):\(configuration.port)", "error": "\(error)", "retry-in": "\(delay)s",
-                ])
+                logger.warning(
+                    "cannot reach the broker, retrying",
+                    metadata: [
+                        "broker": "\(configuration.host):\(configuration.port)", "error": "\(error)",
+                        "retry-in": "\(delay)s",
+                    ])
             }
             do {
                 try await Task.sleep(for: .seconds(delay))
@@ -207,7 +212,9 @@ public final class MQTTClient: Sendable, Service {
     public func publishWithoutWaiting(
         _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false
     ) throws(MQTTError) -> Bool {
-        guard let outcome = try connection(publishingTo: topic).publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: .init())
+        guard
+            let outcome = try connection(publishingTo: topic).publishWithoutWaiting(
+                topic, payload: payload, qos: qos, retain: retain, properties: .init())
         else { return false }
         try outcome.get()
         return true

@@ -1,6 +1,6 @@
 internal import CMosquitto
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every failure of the MQTT client: a stable machine `code`, the libmosquitto error number and/or
@@ -92,7 +92,7 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isTransient: Bool {
         switch code {
         case .connectionRefused, .unreachable, .dns, .connectionLost, .noConnection, .keepaliveTimeout,
-             .timeout, .io, .serverUnavailable, .serverBusy, .serverShuttingDown:
+            .timeout, .io, .serverUnavailable, .serverBusy, .serverShuttingDown:
             return true
         default:
             return false
@@ -118,7 +118,7 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         switch rc {
         case Int32(MOSQ_ERR_NOMEM.rawValue): code = .noMemory
         case Int32(MOSQ_ERR_PROTOCOL.rawValue), Int32(MOSQ_ERR_MALFORMED_PACKET.rawValue),
-             Int32(MOSQ_ERR_DUPLICATE_PROPERTY.rawValue):
+            Int32(MOSQ_ERR_DUPLICATE_PROPERTY.rawValue):
             code = .protocolError
         case Int32(MOSQ_ERR_INVAL.rawValue): code = .invalidArgument
         case Int32(MOSQ_ERR_NO_CONN.rawValue): code = .noConnection

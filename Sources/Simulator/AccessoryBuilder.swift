@@ -16,10 +16,14 @@ struct AccessoryBuilder {
         self.stem = stem
     }
 
-    static let accessoryKeys = ["name", "manufacturer", "model", "serial", "firmware", "hardware", "category", "room", "reachable", "services"]
+    static let accessoryKeys = [
+        "name", "manufacturer", "model", "serial", "firmware", "hardware", "category", "room", "reachable", "services",
+    ]
     static let serviceKeys = ["type", "name", "primary", "hidden", "behaviour", "characteristics", "custom"]
     static let overrideKeys = ["value", "min", "max", "step", "unit", "valid-values", "max-length", "permissions"]
-    static let customKeys = ["uuid", "name", "format", "unit", "min", "max", "step", "valid-values", "max-length", "permissions", "value"]
+    static let customKeys = [
+        "uuid", "name", "format", "unit", "min", "max", "step", "valid-values", "max-length", "permissions", "value",
+    ]
 
     mutating func buildFile(_ root: FileReader) throws(SimulatorError) -> AccessoryFileLoader.FileContents {
         try root.allowOnly(Self.accessoryKeys + ["bridged"])
@@ -36,10 +40,13 @@ struct AccessoryBuilder {
             names.append((accessory.name, map.keyPath("name")))
             accessories.append(accessory)
         }
-        return AccessoryFileLoader.FileContents(config: SimulatorConfiguration(accessories: accessories, behaviours: behaviours), authoredNames: names)
+        return AccessoryFileLoader.FileContents(
+            config: SimulatorConfiguration(accessories: accessories, behaviours: behaviours), authoredNames: names)
     }
 
-    mutating func buildAccessory(_ map: FileReader, id: String, aid: UInt64, isBridge: Bool) throws(SimulatorError) -> Accessory {
+    mutating func buildAccessory(_ map: FileReader, id: String, aid: UInt64, isBridge: Bool) throws(SimulatorError)
+        -> Accessory
+    {
         let name = try map.requiredString("name")
         let serialDefault = aid == 1 ? "SIM-\(stem)" : "SIM-\(stem)-\(aid)"
         var iid: UInt64 = 0
@@ -48,15 +55,19 @@ struct AccessoryBuilder {
         // Accessory information first, as HAP numbers it: service 1, characteristics 2….
         let infoIID = nextIID()
         var info: [Characteristic] = []
-        let infoValues: [(String, String?)] = [
-            ("14", nil),
-            ("20", try map.string("manufacturer") ?? "Simulated"),
-            ("21", try map.string("model") ?? "Simulated"),
-            ("23", name),
-            ("30", try map.string("serial") ?? serialDefault),
-            ("52", try map.string("firmware") ?? "1.0.0"),
-        ] + (try map.string("hardware").map { [("53", $0)] } ?? [])
-        let infoKeys = ["14": "", "20": "manufacturer", "21": "model", "23": "name", "30": "serial", "52": "firmware", "53": "hardware"]
+        let infoValues: [(String, String?)] =
+            [
+                ("14", nil),
+                ("20", try map.string("manufacturer") ?? "Simulated"),
+                ("21", try map.string("model") ?? "Simulated"),
+                ("23", name),
+                ("30", try map.string("serial") ?? serialDefault),
+                ("52", try map.string("firmware") ?? "1.0.0"),
+            ] + (try map.string("hardware").map { [("53", $0)] } ?? [])
+        let infoKeys = [
+            "14": "", "20": "manufacturer", "21": "model", "23": "name", "30": "serial", "52": "firmware",
+            "53": "hardware",
+        ]
         for (short, text) in infoValues {
             guard let type = Catalog.characteristicType(uuid: short) else { continue }
             var value: CharacteristicValue?
@@ -84,13 +95,18 @@ struct AccessoryBuilder {
             services.append(service)
         }
         if services.count == 1 && !isBridge {
-            throw map.error("services", .missingKey, "an accessory needs at least one service (accessory-information is added automatically)")
+            throw map.error(
+                "services", .missingKey,
+                "an accessory needs at least one service (accessory-information is added automatically)")
         }
 
         let category: Int
         if let text = try map.string("category") {
             guard let number = Catalog.category(named: text) else {
-                throw map.error("category", .unknownType, "unknown category '\(text)'; use a name such as \(["lightbulb", "garage-door-opener", "sensor", "bridge"].joined(separator: ", ")) or a number 1–33")
+                throw map.error(
+                    "category", .unknownType,
+                    "unknown category '\(text)'; use a name such as \(["lightbulb", "garage-door-opener", "sensor", "bridge"].joined(separator: ", ")) or a number 1–33"
+                )
             }
             category = number
         } else {
@@ -109,20 +125,30 @@ struct AccessoryBuilder {
         )
     }
 
-    mutating func buildService(_ map: FileReader, accessoryName: String, accessoryID: String, nextIID: () -> UInt64) throws(SimulatorError) -> AccessoryService {
+    mutating func buildService(_ map: FileReader, accessoryName: String, accessoryID: String, nextIID: () -> UInt64)
+        throws(SimulatorError) -> AccessoryService
+    {
         try map.allowOnly(Self.serviceKeys)
         let typeText = try map.requiredString("type")
-        let standard = Catalog.serviceType(named: typeText) ?? (Self.looksLikeUUID(typeText) ? Catalog.serviceType(uuid: typeText) : nil)
+        let standard =
+            Catalog.serviceType(named: typeText)
+            ?? (Self.looksLikeUUID(typeText) ? Catalog.serviceType(uuid: typeText) : nil)
         let serviceUUID: String
         if let standard {
             serviceUUID = standard.uuid
         } else if Self.isFullUUID(typeText) {
             serviceUUID = typeText.uppercased()
         } else {
-            throw map.error("type", .unknownType, "unknown service type '\(typeText)'; use a catalog name (lightbulb, garage-door-opener, temperature-sensor, …), a HAP name or a UUID")
+            throw map.error(
+                "type", .unknownType,
+                "unknown service type '\(typeText)'; use a catalog name (lightbulb, garage-door-opener, temperature-sensor, …), a HAP name or a UUID"
+            )
         }
         if serviceUUID == StandardUUID.accessoryInformation {
-            throw map.error("type", .invalidValue, "accessory-information is added automatically; set name, manufacturer, model, serial and firmware at the top of the accessory")
+            throw map.error(
+                "type", .invalidValue,
+                "accessory-information is added automatically; set name, manufacturer, model, serial and firmware at the top of the accessory"
+            )
         }
         let serviceName = try map.string("name")
         let typeName = standard?.name ?? serviceUUID
@@ -132,9 +158,14 @@ struct AccessoryBuilder {
         var given: [(type: CharacteristicType, key: String, node: Node)] = []
         if let chars = try map.reader("characteristics") {
             for (key, node) in chars.entries {
-                let type = Catalog.characteristicType(named: key) ?? (Self.looksLikeUUID(key) ? Catalog.characteristicType(uuid: key) : nil)
+                let type =
+                    Catalog.characteristicType(named: key)
+                    ?? (Self.looksLikeUUID(key) ? Catalog.characteristicType(uuid: key) : nil)
                 guard let type else {
-                    throw chars.error(key, .unknownType, "unknown characteristic '\(key)'; use a catalog name (power-state, brightness, target-door-state, …), a HAP name or UUID, or declare it under 'custom'")
+                    throw chars.error(
+                        key, .unknownType,
+                        "unknown characteristic '\(key)'; use a catalog name (power-state, brightness, target-door-state, …), a HAP name or UUID, or declare it under 'custom'"
+                    )
                 }
                 if type.uuid == StandardUUID.name, serviceName != nil {
                     throw chars.error(key, .duplicateUUID, "the service's Name comes from its 'name' key")
@@ -154,8 +185,14 @@ struct AccessoryBuilder {
             let hit = given.first { $0.type.uuid == uuid }
             order.append((type, hit?.key, hit?.node))
         }
-        let allowsName = standard.map { $0.requiredCharacteristics.contains(StandardUUID.name) || $0.optionalCharacteristics.contains(StandardUUID.name) } ?? true
-        if let serviceName, allowsName, !required.contains(StandardUUID.name), let nameType = Catalog.characteristicType(uuid: StandardUUID.name) {
+        let allowsName =
+            standard.map {
+                $0.requiredCharacteristics.contains(StandardUUID.name)
+                    || $0.optionalCharacteristics.contains(StandardUUID.name)
+            } ?? true
+        if let serviceName, allowsName, !required.contains(StandardUUID.name),
+            let nameType = Catalog.characteristicType(uuid: StandardUUID.name)
+        {
             order.append((nameType, nil, .scalar(.init(serviceName))))
         }
         for item in given where !required.contains(item.type.uuid) {
@@ -175,7 +212,8 @@ struct AccessoryBuilder {
             if value == nil {
                 value = Self.defaultValue(for: metadata, type: entry.type.uuid, name: serviceName ?? accessoryName)
             }
-            characteristics.append(Characteristic(iid: nextIID(), type: entry.type.uuid, value: value, metadata: metadata))
+            characteristics.append(
+                Characteristic(iid: nextIID(), type: entry.type.uuid, value: value, metadata: metadata))
         }
 
         for item in try map.list("custom") ?? [] {

@@ -87,7 +87,9 @@ public enum AccessoryFileLoader {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
-            throw SimulatorError(file: directory.relativePath, code: .io, message: "cannot list the directory: \(error.localizedDescription)")
+            throw SimulatorError(
+                file: directory.relativePath, code: .io,
+                message: "cannot list the directory: \(error.localizedDescription)")
         }
         let files = names.sorted()
             .filter { fileExtensions.contains(($0 as NSString).pathExtension.lowercased()) }
@@ -114,15 +116,17 @@ public enum AccessoryFileLoader {
             let loaded = try outcome.get()
             for accessory in loaded.config.accessories {
                 if let other = idSources[accessory.id] {
-                    throw SimulatorError(file: file, code: .duplicateID,
-                                         message: "accessory id \(accessory.id) is also made by \(other); rename one of the files")
+                    throw SimulatorError(
+                        file: file, code: .duplicateID,
+                        message: "accessory id \(accessory.id) is also made by \(other); rename one of the files")
                 }
                 idSources[accessory.id] = file
             }
             for (name, key) in loaded.authoredNames {
                 if let other = names[name.lowercased()] {
-                    throw SimulatorError(file: file, key: key, code: .duplicateName,
-                                         message: "an accessory named '\(name)' is already defined in \(other)")
+                    throw SimulatorError(
+                        file: file, key: key, code: .duplicateName,
+                        message: "an accessory named '\(name)' is already defined in \(other)")
                 }
                 names[name.lowercased()] = file
             }
@@ -142,7 +146,8 @@ public enum AccessoryFileLoader {
         }
         let stem = url.deletingPathExtension().lastPathComponent
         if url.pathExtension.lowercased() == "json" {
-            return FileContents(config: try DumpImporter.load(bytes: Array(text.utf8), file: file, stem: stem), authoredNames: [])
+            return FileContents(
+                config: try DumpImporter.load(bytes: Array(text.utf8), file: file, stem: stem), authoredNames: [])
         }
         return try parseFile(yaml: text, file: file, stem: stem, baseDirectory: url.deletingLastPathComponent())
     }
@@ -155,34 +160,47 @@ public enum AccessoryFileLoader {
     }
 
     /// Parses one YAML accessory file.
-    public static func parse(yaml: String, file: String, stem: String, baseDirectory: URL? = nil) throws(SimulatorError) -> SimulatorConfiguration {
+    public static func parse(yaml: String, file: String, stem: String, baseDirectory: URL? = nil) throws(SimulatorError)
+        -> SimulatorConfiguration
+    {
         try parseFile(yaml: yaml, file: file, stem: stem, baseDirectory: baseDirectory).config
     }
 
-    static func parseFile(yaml: String, file: String, stem: String, baseDirectory: URL?) throws(SimulatorError) -> FileContents {
+    static func parseFile(yaml: String, file: String, stem: String, baseDirectory: URL?) throws(SimulatorError)
+        -> FileContents
+    {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
         } catch {
             // Yams puts the position and problem on the first two lines, then a snippet.
-            let lines = String(describing: error).split(separator: "\n").prefix(2).map { $0.trimmingCharacters(in: .whitespaces) }
-            throw SimulatorError(file: file, code: .yamlSyntax, message: "not valid YAML: \(lines.joined(separator: " "))")
+            let lines = String(describing: error).split(separator: "\n").prefix(2).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            throw SimulatorError(
+                file: file, code: .yamlSyntax, message: "not valid YAML: \(lines.joined(separator: " "))")
         }
         guard let root else {
-            throw SimulatorError(file: file, code: .missingKey, message: "the file is empty; it needs at least 'name' and 'services'")
+            throw SimulatorError(
+                file: file, code: .missingKey, message: "the file is empty; it needs at least 'name' and 'services'")
         }
         let map = try FileReader(root, path: "", failure: SimulatorError.reading(file))
         if map.has("import") {
-            return FileContents(config: try importDump(map, stem: stem, baseDirectory: baseDirectory), authoredNames: [])
+            return FileContents(
+                config: try importDump(map, stem: stem, baseDirectory: baseDirectory), authoredNames: [])
         }
         var builder = AccessoryBuilder(file: file, stem: stem)
         return try builder.buildFile(map)
     }
 
-    static func importDump(_ map: FileReader, stem: String, baseDirectory: URL?) throws(SimulatorError) -> SimulatorConfiguration {
+    static func importDump(_ map: FileReader, stem: String, baseDirectory: URL?) throws(SimulatorError)
+        -> SimulatorConfiguration
+    {
         try map.allowOnly(["import", "room", "rooms", "category", "reachable"])
         let path = try map.requiredString("import")
-        let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : (baseDirectory ?? URL(fileURLWithPath: ".")).appendingPathComponent(path)
+        let url =
+            path.hasPrefix("/")
+            ? URL(fileURLWithPath: path) : (baseDirectory ?? URL(fileURLWithPath: ".")).appendingPathComponent(path)
         let bytes: [UInt8]
         do {
             bytes = Array(try Data(contentsOf: url))
@@ -195,7 +213,10 @@ public enum AccessoryFileLoader {
         if let roomMap = try map.reader("rooms") {
             for (key, node) in roomMap.entries {
                 guard let aid = UInt64(key), config.accessories.contains(where: { $0.aid == aid }) else {
-                    throw roomMap.error(key, .unknownAccessory, "the dump has no accessory with aid \(key); aids: \(config.accessories.map { String($0.aid) }.joined(separator: ", "))")
+                    throw roomMap.error(
+                        key, .unknownAccessory,
+                        "the dump has no accessory with aid \(key); aids: \(config.accessories.map { String($0.aid) }.joined(separator: ", "))"
+                    )
                 }
                 guard let name = node.scalar?.string else {
                     throw roomMap.error(key, .invalidValue, "expected a room name")

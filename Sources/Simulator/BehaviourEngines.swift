@@ -10,7 +10,9 @@ func makeEngine(_ kind: BehaviourKind) -> (any BehaviourEngine)? {
     case .thermostat(let step, let every): ThermostatEngine(step: step, every: every)
     case .outlet: OutletEngine()
     case .drift(let characteristic, let step, let every, let min, let max):
-        DriftEngine(type: StandardUUID.longForm(characteristic), step: step, every: every, configuredMin: min, configuredMax: max)
+        DriftEngine(
+            type: StandardUUID.longForm(characteristic), step: step, every: every, configuredMin: min,
+            configuredMax: max)
     case .script(let characteristic, let steps, let repeats):
         ScriptEngine(type: StandardUUID.longForm(characteristic), steps: steps, repeats: repeats)
     }
@@ -56,7 +58,9 @@ struct GarageDoorEngine: BehaviourEngine {
     }
 
     mutating func didWrite(_ type: String, _ ctx: inout BehaviourContext) {
-        guard type == HAPType.targetDoorState, !obstructed, let target = ctx.number(HAPType.targetDoorState) else { return }
+        guard type == HAPType.targetDoorState, !obstructed, let target = ctx.number(HAPType.targetDoorState) else {
+            return
+        }
         move(toward: target == Double(Door.open) ? 1 : 0, &ctx)
     }
 
@@ -130,7 +134,9 @@ struct ThermostatEngine: BehaviourEngine {
     mutating func start(_ ctx: inout BehaviourContext) { evaluate(&ctx) }
 
     mutating func didWrite(_ type: String, _ ctx: inout BehaviourContext) {
-        if type == HAPType.targetTemperature || type == HAPType.targetHeatingCooling || type == HAPType.currentTemperature {
+        if type == HAPType.targetTemperature || type == HAPType.targetHeatingCooling
+            || type == HAPType.currentTemperature
+        {
             evaluate(&ctx)
         }
     }
@@ -138,8 +144,9 @@ struct ThermostatEngine: BehaviourEngine {
     /// +1 heating, -1 cooling, 0 idle.
     func direction(_ ctx: BehaviourContext) -> Double {
         guard let mode = ctx.number(HAPType.targetHeatingCooling),
-              let current = ctx.number(HAPType.currentTemperature),
-              let target = ctx.number(HAPType.targetTemperature) else { return 0 }
+            let current = ctx.number(HAPType.currentTemperature),
+            let target = ctx.number(HAPType.targetTemperature)
+        else { return 0 }
         let tolerance = step / 2
         if (mode == Mode.heat || mode == Mode.auto), current < target - tolerance { return 1 }
         if (mode == Mode.cool || mode == Mode.auto), current > target + tolerance { return -1 }
@@ -161,7 +168,9 @@ struct ThermostatEngine: BehaviourEngine {
     mutating func fire(tag: Int, _ ctx: inout BehaviourContext) {
         ticking = false
         let d = direction(ctx)
-        if d != 0, let current = ctx.number(HAPType.currentTemperature), let target = ctx.number(HAPType.targetTemperature) {
+        if d != 0, let current = ctx.number(HAPType.currentTemperature),
+            let target = ctx.number(HAPType.targetTemperature)
+        {
             let next = d > 0 ? min(target, current + step) : max(target, current - step)
             ctx.setNumber(HAPType.currentTemperature, next)
         }
@@ -174,7 +183,8 @@ struct ThermostatEngine: BehaviourEngine {
 struct OutletEngine: BehaviourEngine {
     mutating func didWrite(_ type: String, _ ctx: inout BehaviourContext) {
         guard type == HAPType.on, let on = ctx.value(HAPType.on)?.boolValue,
-              let inUse = ctx.characteristic(HAPType.outletInUse), !inUse.metadata.permissions.contains(.write) else { return }
+            let inUse = ctx.characteristic(HAPType.outletInUse), !inUse.metadata.permissions.contains(.write)
+        else { return }
         ctx.set(HAPType.outletInUse, .bool(on))
     }
 }

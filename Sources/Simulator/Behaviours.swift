@@ -129,7 +129,9 @@ struct BehaviourContext {
         set(type, Self.value(x, for: c.metadata))
     }
 
-    mutating func schedule(tag: Int = 0, after seconds: Double) { timerOps.append(.schedule(tag: tag, after: max(0, seconds))) }
+    mutating func schedule(tag: Int = 0, after seconds: Double) {
+        timerOps.append(.schedule(tag: tag, after: max(0, seconds)))
+    }
     mutating func cancel(tag: Int = 0) { timerOps.append(.cancel(tag: tag)) }
 
     /// A number as a value of the characteristic's format, clamped to its range. Rounded to
@@ -138,7 +140,9 @@ struct BehaviourContext {
         var v = x
         if let lo = metadata.minValue { v = Swift.max(v, lo) }
         if let hi = metadata.maxValue { v = Swift.min(v, hi) }
-        if let bounds = metadata.format.integerBounds { v = Swift.min(Swift.max(v.rounded(), bounds.lowerBound), bounds.upperBound) }
+        if let bounds = metadata.format.integerBounds {
+            v = Swift.min(Swift.max(v.rounded(), bounds.lowerBound), bounds.upperBound)
+        }
         switch metadata.format {
         case .bool: return .bool(v != 0)
         case .uint8, .uint16, .uint32, .uint64: return .uint(UInt64(exactly: v) ?? 0)

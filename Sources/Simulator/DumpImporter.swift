@@ -15,7 +15,9 @@ enum DumpImporter {
             json = try JSONValue(parsing: bytes)
             accessories = try HAPAccessoryJSON.parse(bytes, idPrefix: "sim:\(stem)")
         } catch {
-            throw SimulatorError(file: file, code: error.code == .badJSON || error.code == .invalidJSON ? .invalidJSON : .invalidDump, message: error.message)
+            throw SimulatorError(
+                file: file, code: error.code == .badJSON || error.code == .invalidJSON ? .invalidJSON : .invalidDump,
+                message: error.message)
         }
         let missingFormat = characteristicsWithoutFormat(json)
         for ai in accessories.indices {
@@ -23,7 +25,8 @@ enum DumpImporter {
             for si in accessories[ai].services.indices {
                 for ci in accessories[ai].services[si].characteristics.indices {
                     let c = accessories[ai].services[si].characteristics[ci]
-                    accessories[ai].services[si].characteristics[ci] = complete(c, formatWasMissing: missingFormat.contains(Key(aid: aid, iid: c.iid)))
+                    accessories[ai].services[si].characteristics[ci] = complete(
+                        c, formatWasMissing: missingFormat.contains(Key(aid: aid, iid: c.iid)))
                 }
             }
             if accessories[ai].category == 1 {

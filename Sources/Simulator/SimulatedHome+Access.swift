@@ -59,7 +59,9 @@ extension SimulatedHome {
         process(until: now)
     }
 
-    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress: AccessoryError] {
+    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress:
+        AccessoryError]
+    {
         catchUp()
         var failures: [CharacteristicAddress: AccessoryError] = [:]
         for address in addresses {
@@ -90,7 +92,9 @@ extension SimulatedHome {
     func index(of accessoryID: String) -> Int? {
         if positions == nil {
             var made: [String: Int] = [:]
-            for (index, accessory) in accessoryList.enumerated() where made[accessory.id] == nil { made[accessory.id] = index }
+            for (index, accessory) in accessoryList.enumerated() where made[accessory.id] == nil {
+                made[accessory.id] = index
+            }
             positions = made
         }
         return positions?[accessoryID]

@@ -105,7 +105,8 @@ extension SimulatedHome {
             positions = nil
         }
         for service in accessory.services {
-            let kinds = Self.kinds(for: service, accessoryID: accessory.id, explicit: behaviours, automatic: automaticBehaviours)
+            let kinds = Self.kinds(
+                for: service, accessoryID: accessory.id, explicit: behaviours, automatic: automaticBehaviours)
             for (index, kind) in kinds.enumerated() {
                 guard let engine = makeEngine(kind) else { continue }
                 let key = EngineKey(accessoryID: accessory.id, serviceIID: service.iid, index: index)
@@ -138,7 +139,8 @@ extension SimulatedHome {
     public func rename(accessoryID: String, to name: String) -> Bool {
         guard let ai = index(of: accessoryID) else { return false }
         accessoryList[ai].name = name
-        for si in accessoryList[ai].services.indices where accessoryList[ai].services[si].type == StandardUUID.accessoryInformation {
+        for si in accessoryList[ai].services.indices
+        where accessoryList[ai].services[si].type == StandardUUID.accessoryInformation {
             for ci in accessoryList[ai].services[si].characteristics.indices
             where accessoryList[ai].services[si].characteristics[ci].type == StandardUUID.name {
                 accessoryList[ai].services[si].characteristics[ci].value = .string(name)

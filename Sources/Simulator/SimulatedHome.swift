@@ -87,12 +87,14 @@ public actor SimulatedHome: AccessorySource {
         // services × behaviours.
         var explicit: [ServiceKey: [ServiceBehaviour]] = [:]
         for behaviour in behaviours {
-            explicit[ServiceKey(accessoryID: behaviour.accessoryID, serviceIID: behaviour.serviceIID), default: []].append(behaviour)
+            explicit[ServiceKey(accessoryID: behaviour.accessoryID, serviceIID: behaviour.serviceIID), default: []]
+                .append(behaviour)
         }
         for (ai, accessory) in accessories.enumerated() {
             for (si, service) in accessory.services.enumerated() {
                 let mine = explicit[ServiceKey(accessoryID: accessory.id, serviceIID: service.iid)] ?? []
-                let kinds = Self.kinds(for: service, accessoryID: accessory.id, explicit: mine, automatic: automaticBehaviours)
+                let kinds = Self.kinds(
+                    for: service, accessoryID: accessory.id, explicit: mine, automatic: automaticBehaviours)
                 for (index, kind) in kinds.enumerated() {
                     guard var engine = makeEngine(kind) else { continue }
                     let key = EngineKey(accessoryID: accessory.id, serviceIID: service.iid, index: index)
@@ -123,7 +125,9 @@ public actor SimulatedHome: AccessorySource {
         var serviceIID: UInt64
     }
 
-    static func kinds(for service: AccessoryService, accessoryID: String, explicit: [ServiceBehaviour], automatic: Bool) -> [BehaviourKind] {
+    static func kinds(for service: AccessoryService, accessoryID: String, explicit: [ServiceBehaviour], automatic: Bool)
+        -> [BehaviourKind]
+    {
         let mine = explicit.filter { $0.accessoryID == accessoryID && $0.serviceIID == service.iid }.map(\.kind)
         if mine.contains(where: \.isDevice) || !automatic { return mine }
         return [ServiceBehaviour.automatic(forServiceType: service.type)] + mine
@@ -160,8 +164,11 @@ public actor SimulatedHome: AccessorySource {
     /// Runs due steps in time order (ties in the order they were scheduled), so the same
     /// writes and the same `advance` calls always give the same events.
     func process(until target: Double) {
-        while let next = pending.indices.min(by: { (pending[$0].due, pending[$0].sequence) < (pending[$1].due, pending[$1].sequence) }),
-              pending[next].due <= target + 1e-9 {
+        while let next = pending.indices.min(by: {
+            (pending[$0].due, pending[$0].sequence) < (pending[$1].due, pending[$1].sequence)
+        }),
+            pending[next].due <= target + 1e-9
+        {
             let step = pending.remove(at: next)
             now = max(now, step.due)
             runEngine(step.key) { engine, ctx in engine.fire(tag: step.tag, &ctx) }
@@ -181,14 +188,16 @@ public actor SimulatedHome: AccessorySource {
 
     func runEngine(_ key: EngineKey, _ body: (inout any BehaviourEngine, inout BehaviourContext) -> Void) {
         guard var engine = engines[key],
-              let ai = index(of: key.accessoryID),
-              let si = accessoryList[ai].services.firstIndex(where: { $0.iid == key.serviceIID }) else { return }
+            let ai = index(of: key.accessoryID),
+            let si = accessoryList[ai].services.firstIndex(where: { $0.iid == key.serviceIID })
+        else { return }
         var ctx = BehaviourContext(now: now, service: accessoryList[ai].services[si])
         body(&engine, &ctx)
         engines[key] = engine
         for iid in ctx.changed {
             guard let ci = accessoryList[ai].services[si].characteristics.firstIndex(where: { $0.iid == iid }),
-                  let value = ctx.service.characteristic(iid: iid)?.value else { continue }
+                let value = ctx.service.characteristic(iid: iid)?.value
+            else { continue }
             store(value, ai, si, ci)
         }
         for op in ctx.timerOps {
@@ -209,7 +218,8 @@ public actor SimulatedHome: AccessorySource {
     func store(_ value: CharacteristicValue, _ ai: Int, _ si: Int, _ ci: Int, reportAlways: Bool = false) {
         let old = accessoryList[ai].services[si].characteristics[ci].value
         accessoryList[ai].services[si].characteristics[ci].value = value
-        let address = CharacteristicAddress(accessoryID: accessoryList[ai].id, iid: accessoryList[ai].services[si].characteristics[ci].iid)
+        let address = CharacteristicAddress(
+            accessoryID: accessoryList[ai].id, iid: accessoryList[ai].services[si].characteristics[ci].iid)
         if reportAlways || (old != value && notifying.contains(address) && accessoryList[ai].isReachable) {
             hub.yield(.valueUpdated(address, value))
         }

@@ -91,17 +91,21 @@ struct GatewayChild: AsyncParsableCommand {
         bootstrapLogging(level: .warning)
         var config = try GatewayConfig.load(file: config)
         let logger = Logger(label: "homemqtt")
-        config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
+        config.mqtt.will = MQTTWill(
+            topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce,
+            retain: true)
         guard case .simulator(let directory) = config.sources.first else {
             throw BenchError("the bench's gateway runs a simulator source only")
         }
         let source = try SimulatedHome.load(directory: URL(fileURLWithPath: directory))
         let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: true)
         let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
-        let gateway = try Gateway(config: config, source: source, database: database, mqtt: mqtt,
-                                  scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)), logger: logger)
-        let group = ServiceGroup(configuration: .init(
-            services: gateway.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let gateway = try Gateway(
+            config: config, source: source, database: database, mqtt: mqtt,
+            scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)), logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: gateway.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch is CancellationError {

@@ -7,7 +7,8 @@ import Harness
 /// the same against the same accessory with the same pairing, one after the other.
 enum HAPScenario {
     static let name = "4 HAP"
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let aiohomekitPython = root.appendingPathComponent(".venv-bench/bin/python")
     static let aiohomekitScript = root.appendingPathComponent("Scripts/bench-aiohomekit.py")
 
@@ -35,10 +36,15 @@ enum HAPScenario {
         }
     }
 
-    static func measure(peer: HAPPeer, state: TemporaryDirectory, verifies: Int, operations: Int) async throws -> [Row] {
-        let controller = HAPController(store: HAPPairingStore(directory: URL(fileURLWithPath: state.file("pairings"))), logger: quietLogger)
-        let pairing = try await controller.pair(host: "127.0.0.1", port: peer.port, setupCode: HAPPeer.defaultSetupCode, name: "Bench Peer")
-        let brightness = Catalog.characteristicType(named: "brightness").map { StandardUUID.longForm($0.uuid).lowercased() }
+    static func measure(peer: HAPPeer, state: TemporaryDirectory, verifies: Int, operations: Int) async throws -> [Row]
+    {
+        let controller = HAPController(
+            store: HAPPairingStore(directory: URL(fileURLWithPath: state.file("pairings"))), logger: quietLogger)
+        let pairing = try await controller.pair(
+            host: "127.0.0.1", port: peer.port, setupCode: HAPPeer.defaultSetupCode, name: "Bench Peer")
+        let brightness = Catalog.characteristicType(named: "brightness").map {
+            StandardUUID.longForm($0.uuid).lowercased()
+        }
         var target: HAPCharacteristicID?
         for accessory in try await controller.accessories(of: pairing) {
             for service in accessory.services {
@@ -64,7 +70,9 @@ enum HAPScenario {
             let start = ContinuousClock.now
             let answer = try await connection.readCharacteristics([target])
             ours.read.append(elapsed(start))
-            guard case .success = answer[target] else { throw BenchError("read of \(target) failed: \(String(describing: answer[target]))") }
+            guard case .success = answer[target] else {
+                throw BenchError("read of \(target) failed: \(String(describing: answer[target]))")
+            }
         }
         let readFloor = try await peerHandling(peer)
         for n in 0..<operations {
@@ -79,13 +87,17 @@ enum HAPScenario {
         var rows: [Row] = []
         let theirs: Samples
         let version: String
-        switch try await aiohomekit(pairing: pairing, port: peer.port, target: target, state: state, verifies: verifies, operations: operations) {
+        switch try await aiohomekit(
+            pairing: pairing, port: peer.port, target: target, state: state, verifies: verifies, operations: operations)
+        {
         case .success(let (samples, v)):
             theirs = samples
             version = v
         case .failure(let reason):
             return [
-                Row(name, "pair-verify median", ours: Format.micros(Stats.median(ours.verify)), met: "blocked: \(reason)"),
+                Row(
+                    name, "pair-verify median", ours: Format.micros(Stats.median(ours.verify)),
+                    met: "blocked: \(reason)"),
                 Row(name, "read median", ours: Format.micros(Stats.median(ours.read)), met: "blocked"),
                 Row(name, "write median", ours: Format.micros(Stats.median(ours.write)), met: "blocked"),
             ]
@@ -97,9 +109,11 @@ enum HAPScenario {
         ] {
             _ = count
             let ratio = Stats.median(mine) / Stats.median(other)
-            rows.append(Row(name, metric, ours: Format.micros(Stats.median(mine)),
-                            baseline: "aiohomekit \(version) " + Format.micros(Stats.median(other)),
-                            ratio: Format.ratio(ratio), target: "≤ 0.50×", met: Format.met(ratio <= 0.5)))
+            rows.append(
+                Row(
+                    name, metric, ours: Format.micros(Stats.median(mine)),
+                    baseline: "aiohomekit \(version) " + Format.micros(Stats.median(other)),
+                    ratio: Format.ratio(ratio), target: "≤ 0.50×", met: Format.met(ratio <= 0.5)))
         }
         // The floor: what the accessory itself spends on each request. A client's latency
         // includes it whatever the client does, so a ratio below floor ÷ aiohomekit cannot be had.
@@ -112,10 +126,13 @@ enum HAPScenario {
             ("write (median of \(writeFloor.count))", writeFloor.median, theirs.write),
         ] {
             let share = floor / Stats.median(other)
-            rows.append(Row(name, "floor: HAP-python's own handling of each \(metric)",
-                            ours: Format.micros(floor),
-                            baseline: "aiohomekit \(version) " + Format.micros(Stats.median(other)),
-                            ratio: Format.ratio(share), target: "< 0.50× for ≤ 0.50× to be reachable", met: Format.met(share < 0.5)))
+            rows.append(
+                Row(
+                    name, "floor: HAP-python's own handling of each \(metric)",
+                    ours: Format.micros(floor),
+                    baseline: "aiohomekit \(version) " + Format.micros(Stats.median(other)),
+                    ratio: Format.ratio(share), target: "< 0.50× for ≤ 0.50× to be reachable",
+                    met: Format.met(share < 0.5)))
         }
         return rows
     }
@@ -125,7 +142,8 @@ enum HAPScenario {
     static func peerHandling(_ peer: HAPPeer) async throws -> (count: Int, median: Double, total: Double) {
         let answer = try await peer.command("timings").split(separator: " ")
         guard answer.count == 4, answer[0] == "TIMINGS", let count = Int(answer[1]),
-              let median = Double(answer[2]), let total = Double(answer[3]) else {
+            let median = Double(answer[2]), let total = Double(answer[3])
+        else {
             throw BenchError("the HAP peer answered `timings` with \(answer.joined(separator: " "))")
         }
         return (count, median / 1e6, total / 1e6)
@@ -134,10 +152,14 @@ enum HAPScenario {
     enum Outcome { case success((Samples, String)), failure(String) }
 
     /// Runs Scripts/bench-aiohomekit.py with our pairing handed over in aiohomekit's format.
-    static func aiohomekit(pairing: HAPPairing, port: Int, target: HAPCharacteristicID, state: TemporaryDirectory,
-                           verifies: Int, operations: Int) async throws -> Outcome {
+    static func aiohomekit(
+        pairing: HAPPairing, port: Int, target: HAPCharacteristicID, state: TemporaryDirectory,
+        verifies: Int, operations: Int
+    ) async throws -> Outcome {
         guard FileManager.default.isExecutableFile(atPath: aiohomekitPython.path) else {
-            return .failure("no aiohomekit venv at \(aiohomekitPython.path) (python3 -m venv .venv-bench && .venv-bench/bin/pip install aiohomekit==4.0.1)")
+            return .failure(
+                "no aiohomekit venv at \(aiohomekitPython.path) (python3 -m venv .venv-bench && .venv-bench/bin/pip install aiohomekit==4.0.1)"
+            )
         }
         let data: [String: Any] = [
             "AccessoryPairingID": pairing.accessoryPairingID, "AccessoryLTPK": pairing.accessoryLTPK,
@@ -147,14 +169,16 @@ enum HAPScenario {
         ]
         let file = state.file("aiohomekit-pairing.json")
         try JSONSerialization.data(withJSONObject: data).write(to: URL(fileURLWithPath: file))
-        let result = try await runProcess(aiohomekitPython.path, [
-            aiohomekitScript.path, file, "--aid", String(target.aid), "--iid", String(target.iid),
-            "--verifies", String(verifies), "--reads", String(operations), "--writes", String(operations),
-        ], timeout: 600)
+        let result = try await runProcess(
+            aiohomekitPython.path,
+            [
+                aiohomekitScript.path, file, "--aid", String(target.aid), "--iid", String(target.iid),
+                "--verifies", String(verifies), "--reads", String(operations), "--writes", String(operations),
+            ], timeout: 600)
         guard result.status == 0,
-              let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any],
-              let verify = object["verify"] as? [Double], let read = object["read"] as? [Double],
-              let write = object["write"] as? [Double]
+            let object = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any],
+            let verify = object["verify"] as? [Double], let read = object["read"] as? [Double],
+            let write = object["write"] as? [Double]
         else {
             return .failure("aiohomekit run failed (exit \(result.status)): \(result.standardError.suffix(400))")
         }

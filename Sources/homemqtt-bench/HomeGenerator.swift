@@ -36,26 +36,27 @@ enum HomeGenerator {
         for index in 1...max(accessories, 1) {
             let number = String(repeating: "0", count: digits - String(index).count) + String(index)
             var text = """
-            name: Bench Light \(number)
-            manufacturer: HomeMQTT Bench
-            model: BL-\(services)
-            serial: BENCH-\(number)
-            firmware: 1.0.0
-            room: Room \((index - 1) % max(rooms, 1) + 1)
-            services:
-
-            """
-            for service in 1...max(services, 1) {
-                text += """
-                  - type: lightbulb
-                    name: Lamp \(service)
-                    behaviour: none
-                    characteristics:
-                      \(shape.yaml)
+                name: Bench Light \(number)
+                manufacturer: HomeMQTT Bench
+                model: BL-\(services)
+                serial: BENCH-\(number)
+                firmware: 1.0.0
+                room: Room \((index - 1) % max(rooms, 1) + 1)
+                services:
 
                 """
+            for service in 1...max(services, 1) {
+                text += """
+                      - type: lightbulb
+                        name: Lamp \(service)
+                        behaviour: none
+                        characteristics:
+                          \(shape.yaml)
+
+                    """
             }
-            try text.write(to: directory.appendingPathComponent("light-\(number).yml"), atomically: false, encoding: .utf8)
+            try text.write(
+                to: directory.appendingPathComponent("light-\(number).yml"), atomically: false, encoding: .utf8)
         }
     }
 

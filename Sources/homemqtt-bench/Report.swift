@@ -14,8 +14,10 @@ struct Row: Sendable {
     var target: String
     var met: String
 
-    init(_ scenario: String, _ metric: String, ours: String, baseline: String = "—", ratio: String = "—",
-         target: String = "—", met: String = "—") {
+    init(
+        _ scenario: String, _ metric: String, ours: String, baseline: String = "—", ratio: String = "—",
+        target: String = "—", met: String = "—"
+    ) {
         self.scenario = scenario
         self.metric = metric
         self.ours = ours
@@ -38,10 +40,15 @@ enum Report {
         let cells = [header] + rows.map { [$0.scenario, $0.metric, $0.ours, $0.baseline, $0.ratio, $0.target, $0.met] }
         let widths = header.indices.map { column in cells.map { $0[column].count }.max() ?? 0 }
         func line(_ values: [String]) -> String {
-            "| " + values.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            "| "
+                + values.enumerated().map {
+                    $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0)
+                }
                 .joined(separator: " | ") + " |"
         }
-        var out = [line(cells[0]), "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"]
+        var out = [
+            line(cells[0]), "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|",
+        ]
         out += cells.dropFirst().map(line)
         return out.joined(separator: "\n")
     }
@@ -50,10 +57,12 @@ enum Report {
     static func machine() -> String {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+        let model =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
             .flatMap { $0.split(separator: ":", maxSplits: 1).last }
             .map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
-        let memory = ((try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? "").split(separator: "\n")
+        let memory =
+            ((try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? "").split(separator: "\n")
             .first { $0.hasPrefix("MemTotal:") }
             .flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Double($0) }
             .map { String(format: "%.0f GB RAM", $0 / 1_048_576) } ?? "unknown RAM"

@@ -25,22 +25,28 @@ enum RoundTripScenario {
                 throw error
             }
             await gateway.stop()
-            let baseline = try await echoRoundTrips(broker: broker, qos: gateway.config.qos, count: writes, warmup: warmup)
+            let baseline = try await echoRoundTrips(
+                broker: broker, qos: gateway.config.qos, count: writes, warmup: warmup)
 
             let p50 = Stats.percentile(ours, 50), p99 = Stats.percentile(ours, 99)
             let b50 = Stats.percentile(baseline, 50), b99 = Stats.percentile(baseline, 99)
             let added = p50 - b50
             return [
-                Row(name, "p50 of \(writes) sequential writes (\(accessories)-accessory home)", ours: Format.micros(p50),
+                Row(
+                    name, "p50 of \(writes) sequential writes (\(accessories)-accessory home)",
+                    ours: Format.micros(p50),
                     baseline: "echo client " + Format.micros(b50), ratio: Format.ratio(p50 / b50),
                     target: "adds ≤ 50 µs (adds \(Format.micros(added)))", met: Format.met(added <= 50e-6)),
-                Row(name, "p99 of \(writes) sequential writes", ours: Format.micros(p99),
+                Row(
+                    name, "p99 of \(writes) sequential writes", ours: Format.micros(p99),
                     baseline: "echo client " + Format.micros(b99), ratio: Format.ratio(p99 / b99)),
             ]
         }
     }
 
-    static func gatewayRoundTrips(_ gateway: InProcessGateway, broker: MosquittoBroker, count: Int, warmup: Int) async throws -> [Double] {
+    static func gatewayRoundTrips(_ gateway: InProcessGateway, broker: MosquittoBroker, count: Int, warmup: Int)
+        async throws -> [Double]
+    {
         let brightness = Catalog.characteristicType(named: "brightness")?.uuid
         let accessories = await gateway.home.accessories()
         var address: CharacteristicAddress?
@@ -56,11 +62,13 @@ enum RoundTripScenario {
         guard let address, let node = await gateway.gateway.tree.characteristic(address) else {
             throw BenchError("the generated home has no brightness in the gateway's tree")
         }
-        return try await measure(broker: broker, qos: gateway.config.qos, request: node.topic + "/set",
-                                 answer: node.topic + "/state", count: count, warmup: warmup)
+        return try await measure(
+            broker: broker, qos: gateway.config.qos, request: node.topic + "/set",
+            answer: node.topic + "/state", count: count, warmup: warmup)
     }
 
-    static func echoRoundTrips(broker: MosquittoBroker, qos: MQTTQoS, count: Int, warmup: Int) async throws -> [Double] {
+    static func echoRoundTrips(broker: MosquittoBroker, qos: MQTTQoS, count: Int, warmup: Int) async throws -> [Double]
+    {
         var configuration = broker.clientConfiguration(clientID: "bench-echo")
         GatewayConfig.applyGatewayOptions(&configuration)
         let echo = MQTTClient(configuration: configuration, logger: quietLogger)
@@ -73,8 +81,9 @@ enum RoundTripScenario {
             }
         }
         do {
-            let samples = try await measure(broker: broker, qos: qos, request: "bench/echo/request",
-                                            answer: "bench/echo/answer", count: count, warmup: warmup)
+            let samples = try await measure(
+                broker: broker, qos: qos, request: "bench/echo/request",
+                answer: "bench/echo/answer", count: count, warmup: warmup)
             await echo.disconnect()
             await responder.value
             return samples
@@ -88,8 +97,11 @@ enum RoundTripScenario {
     /// Publishes a value to `request` and waits until `answer` carries it, `count` times after
     /// `warmup` unrecorded rounds. Values cycle through 1…40, so consecutive ones always differ
     /// (the gateway publishes a state only when it changes) and none is the starting 50.
-    static func measure(broker: MosquittoBroker, qos: MQTTQoS, request: String, answer: String, count: Int, warmup: Int) async throws -> [Double] {
-        let client = MQTTClient(configuration: broker.clientConfiguration(clientID: "bench-round-trip"), logger: quietLogger)
+    static func measure(broker: MosquittoBroker, qos: MQTTQoS, request: String, answer: String, count: Int, warmup: Int)
+        async throws -> [Double]
+    {
+        let client = MQTTClient(
+            configuration: broker.clientConfiguration(clientID: "bench-round-trip"), logger: quietLogger)
         let stream = client.messages()
         try await client.connect()
         try await client.subscribe(answer, qos: .atLeastOnce)

@@ -33,35 +33,50 @@ enum StartupScenario {
         for m in results {
             let checked = m.accessories == largest && scale == .full
             let ratio = m.seconds / m.baselineSeconds
-            rows.append(Row(name, "\(m.accessories) acc × \(m.characteristics / max(m.accessories, 1)) char: time to `online` (\(m.retained) retained msgs)",
-                            ours: Format.seconds(m.seconds), baseline: "bare publisher " + Format.seconds(m.baselineSeconds),
-                            ratio: Format.ratio(ratio), target: checked ? "≤ 3 s" : "—",
-                            met: checked ? Format.met(m.seconds <= 3) : "—"))
-            rows.append(Row(name, "\(m.accessories) acc: floor, the same messages at QoS 0 from our MQTT module alone",
-                            ours: Format.seconds(m.floorSeconds), baseline: "bare publisher " + Format.seconds(m.baselineSeconds),
-                            ratio: Format.ratio(m.floorSeconds / m.baselineSeconds),
-                            target: checked ? "≤ 3 s for the target to be reachable" : "—",
-                            met: checked ? Format.met(m.floorSeconds <= 3) : "—"))
-            rows.append(Row(name, "\(m.accessories) acc: peak RSS (VmHWM) of the gateway process", ours: Format.megabytes(m.peakKB),
-                            target: checked ? "≤ 300 MB" : "—", met: checked ? Format.met(m.peakKB <= 300 * 1024) : "—"))
+            rows.append(
+                Row(
+                    name,
+                    "\(m.accessories) acc × \(m.characteristics / max(m.accessories, 1)) char: time to `online` (\(m.retained) retained msgs)",
+                    ours: Format.seconds(m.seconds), baseline: "bare publisher " + Format.seconds(m.baselineSeconds),
+                    ratio: Format.ratio(ratio), target: checked ? "≤ 3 s" : "—",
+                    met: checked ? Format.met(m.seconds <= 3) : "—"))
+            rows.append(
+                Row(
+                    name, "\(m.accessories) acc: floor, the same messages at QoS 0 from our MQTT module alone",
+                    ours: Format.seconds(m.floorSeconds),
+                    baseline: "bare publisher " + Format.seconds(m.baselineSeconds),
+                    ratio: Format.ratio(m.floorSeconds / m.baselineSeconds),
+                    target: checked ? "≤ 3 s for the target to be reachable" : "—",
+                    met: checked ? Format.met(m.floorSeconds <= 3) : "—"))
+            rows.append(
+                Row(
+                    name, "\(m.accessories) acc: peak RSS (VmHWM) of the gateway process",
+                    ours: Format.megabytes(m.peakKB),
+                    target: checked ? "≤ 300 MB" : "—", met: checked ? Format.met(m.peakKB <= 300 * 1024) : "—"))
         }
         let time = Stats.linearFit(results.map { (Double($0.characteristics), $0.seconds) })
         let memory = Stats.linearFit(results.map { (Double($0.characteristics), Double($0.peakKB) * 1024) })
         let baseline = Stats.linearFit(results.map { (Double($0.characteristics), $0.baselineSeconds) })
         let linear = linearity(results)
-        rows.append(Row(name, "slope per characteristic, time (linear fit; intercept \(Format.seconds(time.intercept)))",
-                        ours: Format.micros(time.slope), baseline: "bare publisher " + Format.micros(baseline.slope),
-                        ratio: Format.ratio(time.slope / baseline.slope),
-                        target: "linear", met: linear))
-        rows.append(Row(name, "slope per characteristic, peak RSS (intercept \(Format.megabytes(Int(memory.intercept / 1024))))",
-                        ours: String(format: "%.2f KB", memory.slope / 1024)))
+        rows.append(
+            Row(
+                name, "slope per characteristic, time (linear fit; intercept \(Format.seconds(time.intercept)))",
+                ours: Format.micros(time.slope), baseline: "bare publisher " + Format.micros(baseline.slope),
+                ratio: Format.ratio(time.slope / baseline.slope),
+                target: "linear", met: linear))
+        rows.append(
+            Row(
+                name,
+                "slope per characteristic, peak RSS (intercept \(Format.megabytes(Int(memory.intercept / 1024))))",
+                ours: String(format: "%.2f KB", memory.slope / 1024)))
         return rows
     }
 
     /// "yes" when time per characteristic at the largest size is within 1.5× of the smallest
     /// (fixed costs — process start, connect — make the small sizes look dearer, not cheaper).
     static func linearity(_ results: [Measurement]) -> String {
-        guard let first = results.first, let last = results.last, first.characteristics > 0, last.characteristics > 0 else { return "—" }
+        guard let first = results.first, let last = results.last, first.characteristics > 0, last.characteristics > 0
+        else { return "—" }
         let small = first.seconds / Double(first.characteristics)
         let large = last.seconds / Double(last.characteristics)
         return Format.met(large <= small * 1.5) + String(format: " (%.1f → %.1f µs/char)", small * 1e6, large * 1e6)
@@ -88,7 +103,9 @@ enum StartupScenario {
             log-level: warning
 
             """.write(toFile: config, atomically: false, encoding: .utf8)
-            let subscriber = try await CountingSubscriber.start(broker: broker, filter: "home/#", statusTopic: "home/$gateway/status") {
+            let subscriber = try await CountingSubscriber.start(
+                broker: broker, filter: "home/#", statusTopic: "home/$gateway/status"
+            ) {
                 $0.topic != "home/$gateway/status"
             }
             subscriber.reset(recording: true)
@@ -96,7 +113,9 @@ enum StartupScenario {
             let child = try ChildProcess(try executablePath(), ["gateway-child", "--config", config])
             do {
                 let online = try await subscriber.waitOnline(timeout: 600, what: "the gateway process to say online") {
-                    child.isRunning ? nil : "the gateway process exited (\(child.exitStatus ?? -1)): \(child.standardError.suffix(600))"
+                    child.isRunning
+                        ? nil
+                        : "the gateway process exited (\(child.exitStatus ?? -1)): \(child.standardError.suffix(600))"
                 }
                 let peak = peakRSS(pid: child.pid) ?? 0
                 await child.terminate(grace: 10)
@@ -114,12 +133,15 @@ enum StartupScenario {
         }
         let baseline = try await withBroker { broker in try await bare(messages, broker: broker) }
         let floor = try await withBroker { broker in try await bare(messages, broker: broker, qos: .atMostOnce) }
-        return Measurement(accessories: accessories, characteristics: expected, seconds: seconds, peakKB: peak,
-                           baselineSeconds: baseline, floorSeconds: floor, retained: messages.count)
+        return Measurement(
+            accessories: accessories, characteristics: expected, seconds: seconds, peakKB: peak,
+            baselineSeconds: baseline, floorSeconds: floor, retained: messages.count)
     }
 
     /// The same retained messages from our MQTT module alone, until a subscriber has them all.
-    static func bare(_ messages: [MQTTMessage], broker: MosquittoBroker, qos: MQTTQoS = .atLeastOnce) async throws -> Double {
+    static func bare(_ messages: [MQTTMessage], broker: MosquittoBroker, qos: MQTTQoS = .atLeastOnce) async throws
+        -> Double
+    {
         let subscriber = try await CountingSubscriber.start(broker: broker, filter: "home/#")
         var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
         GatewayConfig.applyGatewayOptions(&configuration)
@@ -129,7 +151,8 @@ enum StartupScenario {
         for message in messages {
             try await publisher.publish(message.topic, payload: message.payload, qos: qos, retain: true)
         }
-        let last = try await subscriber.waitFor(count: messages.count, timeout: 600, what: "the bare publisher's retained tree")
+        let last = try await subscriber.waitFor(
+            count: messages.count, timeout: 600, what: "the bare publisher's retained tree")
         await publisher.disconnect()
         await subscriber.stop()
         return elapsed(start, last)
@@ -145,7 +168,9 @@ enum StartupScenario {
 
     static func executablePath() throws -> String {
         let path = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        guard FileManager.default.isExecutableFile(atPath: path) else { throw BenchError("cannot find the bench's own executable") }
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw BenchError("cannot find the bench's own executable")
+        }
         return path
     }
 }

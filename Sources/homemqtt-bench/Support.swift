@@ -98,7 +98,9 @@ final class CountingSubscriber: Sendable {
     }
 
     func reset(recording: Bool = false) {
-        tally.state.withLock { $0 = Tally.State(); $0.recording = recording }
+        tally.state.withLock {
+            $0 = Tally.State(); $0.recording = recording
+        }
     }
 
     var count: Int { tally.state.withLock { $0.count } }
@@ -119,7 +121,9 @@ final class CountingSubscriber: Sendable {
     }
 
     /// Waits for `online` on the status topic; returns when it arrived.
-    func waitOnline(timeout: Double, what: String, failIf: () -> String? = { nil }) async throws -> ContinuousClock.Instant {
+    func waitOnline(timeout: Double, what: String, failIf: () -> String? = { nil }) async throws
+        -> ContinuousClock.Instant
+    {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while true {
             if let at = tally.state.withLock({ $0.onlineAt }) { return at }
@@ -147,8 +151,10 @@ final class InProcessGateway: Sendable {
     let state: TemporaryDirectory
     let config: GatewayConfig
 
-    private init(gateway: Gateway, home: SimulatedHome, group: ServiceGroup, runner: Task<Void, any Error>,
-                 state: TemporaryDirectory, config: GatewayConfig) {
+    private init(
+        gateway: Gateway, home: SimulatedHome, group: ServiceGroup, runner: Task<Void, any Error>,
+        state: TemporaryDirectory, config: GatewayConfig
+    ) {
         self.gateway = gateway
         self.home = home
         self.group = group
@@ -164,18 +170,23 @@ final class InProcessGateway: Sendable {
         config.mqtt = broker.clientConfiguration(clientID: "homemqtt-bench-gateway")
         GatewayConfig.applyGatewayOptions(&config.mqtt)
         config.mqtt.connectTimeout = 10
-        config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
+        config.mqtt.will = MQTTWill(
+            topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce,
+            retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
         let mqtt = MQTTClient(configuration: config.mqtt, logger: quietLogger)
-        let gateway = try Gateway(config: config, source: home, database: database, mqtt: mqtt,
-                                  scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), logger: quietLogger)
-        let status = try await CountingSubscriber.start(broker: broker, filter: "\(config.baseTopic)/$gateway/status",
-                                                        statusTopic: "\(config.baseTopic)/$gateway/status")
+        let gateway = try Gateway(
+            config: config, source: home, database: database, mqtt: mqtt,
+            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), logger: quietLogger)
+        let status = try await CountingSubscriber.start(
+            broker: broker, filter: "\(config.baseTopic)/$gateway/status",
+            statusTopic: "\(config.baseTopic)/$gateway/status")
         let group = ServiceGroup(configuration: .init(services: gateway.services, logger: quietLogger))
         let runner = Task { try await group.run() }
-        let started = InProcessGateway(gateway: gateway, home: home, group: group, runner: runner, state: state, config: config)
+        let started = InProcessGateway(
+            gateway: gateway, home: home, group: group, runner: runner, state: state, config: config)
         do {
             _ = try await status.waitOnline(timeout: 120, what: "the gateway to say online") {
                 // A gateway that stopped will never say online.

@@ -12,7 +12,9 @@ enum ThroughputScenario {
     static func run(scale: Scale) async throws -> [Row] {
         let accessories = scale == .full ? 1000 : 10
         let rounds = scale == .full ? 10 : 2
-        return try await withBroker { broker in try await measure(broker: broker, accessories: accessories, rounds: rounds) }
+        return try await withBroker { broker in
+            try await measure(broker: broker, accessories: accessories, rounds: rounds)
+        }
     }
 
     static func measure(broker: MosquittoBroker, accessories: Int, rounds: Int) async throws -> [Row] {
@@ -71,7 +73,8 @@ enum ThroughputScenario {
 
         // mosquitto_pub -l: one line per message, all to one topic (it cannot vary the topic).
         let lines = files.file("payloads.txt")
-        try messages.map { $0.string }.joined(separator: "\n").appending("\n").write(toFile: lines, atomically: false, encoding: .utf8)
+        try messages.map { $0.string }.joined(separator: "\n").appending("\n").write(
+            toFile: lines, atomically: false, encoding: .utf8)
         subscriber.reset()
         let cliStart = ContinuousClock.now
         let arguments = (broker.clientArguments + ["-q", String(qos.rawValue), "-r", "-t", messages[0].topic, "-l"])
@@ -86,13 +89,21 @@ enum ThroughputScenario {
         await subscriber.stop()
 
         let bytes = messages.map { $0.topic.utf8.count + $0.payload.count }.reduce(0, +) / max(messages.count, 1)
-        let label = "\(accessories) acc × 10 char × \(rounds) rounds = \(total) msgs (QoS \(qos.rawValue), retained, ~\(bytes) B topic+payload)"
+        let label =
+            "\(accessories) acc × 10 char × \(rounds) rounds = \(total) msgs (QoS \(qos.rawValue), retained, ~\(bytes) B topic+payload)"
         return [
-            Row(name, "msg/s received; " + label, ours: Format.rate(ours), baseline: "bare publisher " + Format.rate(bare),
+            Row(
+                name, "msg/s received; " + label, ours: Format.rate(ours),
+                baseline: "bare publisher " + Format.rate(bare),
                 ratio: Format.ratio(ours / bare), target: "≥ 0.90×", met: Format.met(ours / bare >= 0.9)),
-            Row(name, "msg/s received, vs mosquitto_pub -l (one topic)", ours: Format.rate(ours),
-                baseline: "mosquitto_pub " + Format.rate(cliRate) + (cliCount < total ? " (\(cliCount) of \(total) in 30 s)" : ""), ratio: Format.ratio(ours / cliRate)),
-            Row(name, "source production rate during the run (setValue calls/s)", ours: Format.rate(Double(total) / produced)),
+            Row(
+                name, "msg/s received, vs mosquitto_pub -l (one topic)", ours: Format.rate(ours),
+                baseline: "mosquitto_pub " + Format.rate(cliRate)
+                    + (cliCount < total ? " (\(cliCount) of \(total) in 30 s)" : ""),
+                ratio: Format.ratio(ours / cliRate)),
+            Row(
+                name, "source production rate during the run (setValue calls/s)",
+                ours: Format.rate(Double(total) / produced)),
         ]
     }
 }

@@ -67,7 +67,9 @@ struct DiscoverCommand: AsyncParsableCommand {
         }
         for a in found {
             let category = Catalog.categories[a.category] ?? "other"
-            print("\(a.id)  \(a.name)  model \(a.model.isEmpty ? "—" : a.model)  category \(a.category) (\(category))  \(a.isPaired ? "paired" : "unpaired")  c#\(a.configurationNumber)  \(a.host):\(a.port)")
+            print(
+                "\(a.id)  \(a.name)  model \(a.model.isEmpty ? "—" : a.model)  category \(a.category) (\(category))  \(a.isPaired ? "paired" : "unpaired")  c#\(a.configurationNumber)  \(a.host):\(a.port)"
+            )
         }
     }
 }
@@ -76,7 +78,8 @@ struct PairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pair",
         abstract: "Pair with a HAP accessory and save the pairing in the state directory.",
-        discussion: "A running gateway serves the new accessory after a restart; the request home/$gateway/request/pair pairs through a running gateway instead."
+        discussion:
+            "A running gateway serves the new accessory after a restart; the request home/$gateway/request/pair pairs through a running gateway instead."
     )
 
     @OptionGroup var options: HAPCommandOptions
@@ -95,7 +98,8 @@ struct PairCommand: AsyncParsableCommand {
     func validate() throws {
         // The code is not repeated in the message: it is the accessory's secret.
         guard Self.isSetupCode(code) else {
-            throw ValidationError("--code must be the accessory's eight-digit setup code written XXX-XX-XXX (e.g. 031-45-154)")
+            throw ValidationError(
+                "--code must be the accessory's eight-digit setup code written XXX-XX-XXX (e.g. 031-45-154)")
         }
         guard (1...65535).contains(port) else {
             throw ValidationError("--port must be 1…65535, got \(port)")
@@ -156,7 +160,8 @@ struct UnpairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unpair",
         abstract: "Remove a pairing on the accessory and from the state directory.",
-        discussion: "A running gateway keeps the accessory until it restarts; home/$gateway/request/unpair unpairs through a running gateway instead."
+        discussion:
+            "A running gateway keeps the accessory until it restarts; home/$gateway/request/unpair unpairs through a running gateway instead."
     )
 
     @OptionGroup var options: HAPCommandOptions
@@ -167,8 +172,9 @@ struct UnpairCommand: AsyncParsableCommand {
         let controller = try options.controller()
         do {
             try await controller.unpair(id: id, force: force)
-        } catch where error.isTransient && !force {
-            throw HAPCommandOptions.fail("unpairing \(id) failed (\(error.code)): \(error.message); --force removes the local pairing anyway")
+        } catch  where error.isTransient && !force {
+            throw HAPCommandOptions.fail(
+                "unpairing \(id) failed (\(error.code)): \(error.message); --force removes the local pairing anyway")
         } catch {
             throw HAPCommandOptions.fail("unpairing \(id)", error)
         }

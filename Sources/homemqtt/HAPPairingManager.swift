@@ -35,8 +35,12 @@ struct HAPPairingManager: PairingManager {
         let pairingID = HAPSource.pairingID(forAccessoryID: id) ?? id
         do {
             try await controller.unpair(id: pairingID)
-        } catch where error.isTransient {
-            throw GatewayFailure(code: error.code, message: "\(error.message); to forget the pairing without telling the accessory, run `homemqtt unpair \(pairingID) --force`")
+        } catch  where error.isTransient {
+            throw GatewayFailure(
+                code: error.code,
+                message:
+                    "\(error.message); to forget the pairing without telling the accessory, run `homemqtt unpair \(pairingID) --force`"
+            )
         } catch {
             throw Self.failure(error)
         }

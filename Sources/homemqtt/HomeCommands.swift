@@ -45,14 +45,18 @@ enum HomeRequest {
             }
             await link.close()
             guard let response else {
-                fail("\(operation.op): no answer on \(link.responseTopic) within \(options.timeout) s; is the gateway for '\(config.baseTopic)' still running?")
+                fail(
+                    "\(operation.op): no answer on \(link.responseTopic) within \(options.timeout) s; is the gateway for '\(config.baseTopic)' still running?"
+                )
             }
             if response["status"] == .string("ok") {
                 print((response["data"] ?? .null).encoded(pretty: true))
                 return
             }
             let code = response["code"]?.stringValue ?? "error"
-            let message = response["message"]?.stringValue ?? (response.isEmpty ? "an empty answer" : JSONValue.object(response).encoded())
+            let message =
+                response["message"]?.stringValue
+                ?? (response.isEmpty ? "an empty answer" : JSONValue.object(response).encoded())
             fail("\(operation.op): \(code): \(message)")
         case .absent(let reason):
             if operation.needsGateway {
@@ -66,8 +70,10 @@ enum HomeRequest {
                 fail("\(operation.op): \(error.code): \(error.message)")
             }
             print(data.encoded(pretty: true))
-            FileHandle.standardError.write(Data(
-                "homemqtt: the gateway is not running (\(reason)); changed the home in \(config.stateDirectory) directly — its topics follow when it starts\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "homemqtt: the gateway is not running (\(reason)); changed the home in \(config.stateDirectory) directly — its topics follow when it starts\n"
+                        .utf8))
         }
     }
 
@@ -95,18 +101,21 @@ struct RoomCommand: AsyncParsableCommand {
     }
 
     struct Rename: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Rename a room; its accessories' topics follow.")
+        static let configuration = CommandConfiguration(
+            commandName: "rename", abstract: "Rename a room; its accessories' topics follow.")
         @OptionGroup var options: RequestOptions
         @Argument(help: "The room: id, name or topic slug.") var room: String
         @Argument(help: "Its new name.") var name: String
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "room/rename", fields: ["room": .string(room), "name": .string(name)]), options)
+            try await HomeRequest.run(
+                HomeOperation(op: "room/rename", fields: ["room": .string(room), "name": .string(name)]), options)
         }
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a room; its accessories go to the default room.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove a room; its accessories go to the default room.")
         @OptionGroup var options: RequestOptions
         @Argument(help: "The room: id, name or topic slug.") var room: String
 
@@ -122,7 +131,8 @@ struct AccessoryCommand: AsyncParsableCommand {
         subcommands: [Rename.self, Move.self, Remove.self, Identify.self])
 
     struct Rename: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Give an accessory a name (or, with --reset, its own name back).")
+        static let configuration = CommandConfiguration(
+            commandName: "rename", abstract: "Give an accessory a name (or, with --reset, its own name back).")
         @OptionGroup var options: RequestOptions
         @Argument(help: "The accessory: id, name or topic.") var accessory: String
         @Argument(help: "Its new name.") var name: String?
@@ -133,9 +143,12 @@ struct AccessoryCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "accessory/rename", fields: [
-                "accessory": .string(accessory), "name": name.map(JSONValue.string) ?? .null,
-            ]), options)
+            try await HomeRequest.run(
+                HomeOperation(
+                    op: "accessory/rename",
+                    fields: [
+                        "accessory": .string(accessory), "name": name.map(JSONValue.string) ?? .null,
+                    ]), options)
         }
     }
 
@@ -146,27 +159,34 @@ struct AccessoryCommand: AsyncParsableCommand {
         @Argument(help: "The room: id, name or topic slug.") var room: String
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "accessory/move", fields: ["accessory": .string(accessory), "room": .string(room)]), options)
+            try await HomeRequest.run(
+                HomeOperation(op: "accessory/move", fields: ["accessory": .string(accessory), "room": .string(room)]),
+                options)
         }
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove an accessory from the home (a paired one also loses its pairing).")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove an accessory from the home (a paired one also loses its pairing).")
         @OptionGroup var options: RequestOptions
         @Argument(help: "The accessory: id, name or topic.") var accessory: String
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "accessory/remove", fields: ["accessory": .string(accessory)]), options)
+            try await HomeRequest.run(
+                HomeOperation(op: "accessory/remove", fields: ["accessory": .string(accessory)]), options)
         }
     }
 
     struct Identify: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "identify", abstract: "Ask an accessory to identify itself (needs the running gateway).")
+        static let configuration = CommandConfiguration(
+            commandName: "identify", abstract: "Ask an accessory to identify itself (needs the running gateway).")
         @OptionGroup var options: RequestOptions
         @Argument(help: "The accessory: id, name or topic.") var accessory: String
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "accessory/identify", fields: ["accessory": .string(accessory)], needsGateway: true), options)
+            try await HomeRequest.run(
+                HomeOperation(op: "accessory/identify", fields: ["accessory": .string(accessory)], needsGateway: true),
+                options)
         }
     }
 }
@@ -176,7 +196,8 @@ struct ServiceCommand: AsyncParsableCommand {
         commandName: "service", abstract: "Rename a service of an accessory.", subcommands: [Rename.self])
 
     struct Rename: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Give a service a name (or, with --reset, its own name back).")
+        static let configuration = CommandConfiguration(
+            commandName: "rename", abstract: "Give a service a name (or, with --reset, its own name back).")
         @OptionGroup var options: RequestOptions
         @Argument(help: "The accessory: id, name or topic.") var accessory: String
         @Argument(help: "The service: topic slug, name or instance id.") var service: String
@@ -188,9 +209,13 @@ struct ServiceCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "service/rename", fields: [
-                "accessory": .string(accessory), "service": .string(service), "name": name.map(JSONValue.string) ?? .null,
-            ]), options)
+            try await HomeRequest.run(
+                HomeOperation(
+                    op: "service/rename",
+                    fields: [
+                        "accessory": .string(accessory), "service": .string(service),
+                        "name": name.map(JSONValue.string) ?? .null,
+                    ]), options)
         }
     }
 }
@@ -210,7 +235,8 @@ struct ScopeCommand: AsyncParsableCommand {
     }
 
     struct Replace: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "set", abstract: "Replace the scope with a JSON object as `scope get` prints it.")
+        static let configuration = CommandConfiguration(
+            commandName: "set", abstract: "Replace the scope with a JSON object as `scope get` prints it.")
         @OptionGroup var options: RequestOptions
         @Argument(help: "A JSON file, or - for standard input.") var file: String
 
@@ -231,7 +257,9 @@ struct ScopeCommand: AsyncParsableCommand {
                 HomeRequest.fail("scope/set: \(file == "-" ? "standard input" : file): invalid-json: \(error.message)")
             }
             guard case .object = scope else {
-                HomeRequest.fail("scope/set: \(file == "-" ? "standard input" : file): invalid-json: the scope is a JSON object, got \(scope.kindName)")
+                HomeRequest.fail(
+                    "scope/set: \(file == "-" ? "standard input" : file): invalid-json: the scope is a JSON object, got \(scope.kindName)"
+                )
             }
             try await HomeRequest.run(HomeOperation(op: "scope/set", fields: ["scope": scope]), options)
         }

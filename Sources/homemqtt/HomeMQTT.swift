@@ -8,8 +8,10 @@ struct HomeMQTT: AsyncParsableCommand {
         commandName: "homemqtt",
         abstract: "Puts a HomeKit home — rooms, accessories, services, characteristics — onto MQTT.",
         subcommands: [
-            RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self, PairCommand.self, PairingsCommand.self, UnpairCommand.self,
-            RoomCommand.self, AccessoryCommand.self, ServiceCommand.self, ScopeCommand.self, HealthCommand.self, RepublishCommand.self,
+            RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self,
+            PairCommand.self, PairingsCommand.self, UnpairCommand.self,
+            RoomCommand.self, AccessoryCommand.self, ServiceCommand.self, ScopeCommand.self, HealthCommand.self,
+            RepublishCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )
@@ -19,10 +21,12 @@ struct ConfigOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: "The gateway's YAML config file.")
     var config: String = "Config/gateway.yml"
 
-    @Option(help: ArgumentHelp(
-        "The state directory: home database, run-time scope, HAP pairings.",
-        discussion: "Overrides $STATE_DIRECTORY (set by systemd's StateDirectory=), which overrides the config's state-directory.",
-        valueName: "directory"))
+    @Option(
+        help: ArgumentHelp(
+            "The state directory: home database, run-time scope, HAP pairings.",
+            discussion:
+                "Overrides $STATE_DIRECTORY (set by systemd's StateDirectory=), which overrides the config's state-directory.",
+            valueName: "directory"))
     var stateDirectory: String?
 
     func validate() throws {

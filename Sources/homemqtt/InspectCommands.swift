@@ -34,7 +34,9 @@ struct Inspection {
         try await preview.adopt(accessories)
         home = await preview.home
         let removed = Set(home.removedAccessoryIDs)
-        tree = TopicTree(base: config.baseTopic, accessories: accessories.filter { !removed.contains($0.id) }, home: home, scope: scope)
+        tree = TopicTree(
+            base: config.baseTopic, accessories: accessories.filter { !removed.contains($0.id) }, home: home,
+            scope: scope)
         scopeWarnings = scope.unmatchedEntries(accessories: accessories, home: home)
     }
 }
@@ -90,7 +92,9 @@ struct CheckConfigCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("homemqtt: warning: \(options.config): \(warning)\n".utf8))
         }
         let config = inspection.config
-        print("ok: \(options.config): \(inspection.tree.accessories.count) accessories, \(inspection.tree.characteristicCount) characteristics in scope")
+        print(
+            "ok: \(options.config): \(inspection.tree.accessories.count) accessories, \(inspection.tree.characteristicCount) characteristics in scope"
+        )
         print("state directory: \(config.stateDirectory) (\(config.stateDirectorySource.rawValue))")
     }
 }

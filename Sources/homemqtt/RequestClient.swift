@@ -70,10 +70,12 @@ struct RequestClient {
         var payload = fields
         payload["id"] = .string(id)
         let responses = client.messages()
-        try await client.publish(requestTopic, payload: Array(JSONValue.object(payload).encoded().utf8), qos: .atLeastOnce, retain: false)
+        try await client.publish(
+            requestTopic, payload: Array(JSONValue.object(payload).encoded().utf8), qos: .atLeastOnce, retain: false)
         let answer = await Self.first(in: responses, timeout: timeout) { message in
             guard message.topic == responseTopic, !message.retain,
-                  let json = try? JSONValue(parsing: message.payload) else { return false }
+                let json = try? JSONValue(parsing: message.payload)
+            else { return false }
             return json["id"] == .string(id)
         }
         guard let answer else { return nil }

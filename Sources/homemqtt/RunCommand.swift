@@ -28,10 +28,15 @@ struct RunCommand: AsyncParsableCommand {
             throw Setup.failure(error)
         }
         let logger = Setup.logger(level: logLevel ?? config.logLevel)
-        config.mqtt.will = MQTTWill(topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
-        logger.info("homemqtt starting", metadata: [
-            "config": "\(config.file)", "state-directory": "\(config.stateDirectory)", "base": "\(config.baseTopic)",
-        ])
+        config.mqtt.will = MQTTWill(
+            topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce,
+            retain: true)
+        logger.info(
+            "homemqtt starting",
+            metadata: [
+                "config": "\(config.file)", "state-directory": "\(config.stateDirectory)",
+                "base": "\(config.baseTopic)",
+            ])
         do {
             let (source, hap) = try Setup.sources(config, logger: logger, deferred: true)
             let database = try Setup.openDatabase(config, exclusive: true)

@@ -24,7 +24,7 @@ enum Setup {
     static func failure(_ error: any Error) -> ExitCode {
         let exit: ExitCode
         switch error {
-        case let code as ExitCode: return code  // already reported
+        case let code as ExitCode: return code // already reported
         case let error as CLIError: exit = ExitCode(error.code.rawValue)
         case is ConfigError: exit = ExitCode(CLIError.Code.config.rawValue)
         default: exit = ExitCode(CLIError.Code.failure.rawValue)
@@ -37,7 +37,9 @@ enum Setup {
 
     /// - Parameter deferred: load the simulator's files when its service runs (for `run`,
     ///   where SIGTERM must stop the load too) rather than now.
-    static func makeSources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws -> [any AccessorySource] {
+    static func makeSources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws
+        -> [any AccessorySource]
+    {
         var sources: [any AccessorySource] = []
         for source in config.sources {
             switch source {
@@ -51,16 +53,19 @@ enum Setup {
                     }
                     continue
                 }
-                sources.append(DeferredSource(name: "simulator") { hub in
-                    logger.info("loading accessory files", metadata: ["directory": "\(directory)"])
-                    do {
-                        return try SimulatedHome.load(directory: url, hub: hub)
-                    } catch {
-                        throw CLIError("\(error)", code: .config)
-                    }
-                })
+                sources.append(
+                    DeferredSource(name: "simulator") { hub in
+                        logger.info("loading accessory files", metadata: ["directory": "\(directory)"])
+                        do {
+                            return try SimulatedHome.load(directory: url, hub: hub)
+                        } catch {
+                            throw CLIError("\(error)", code: .config)
+                        }
+                    })
             case .hap(let pollInterval):
-                sources.append(HAPSource(store: pairingStore(config), logger: logger, pollInterval: pollInterval ?? config.pollInterval))
+                sources.append(
+                    HAPSource(
+                        store: pairingStore(config), logger: logger, pollInterval: pollInterval ?? config.pollInterval))
             }
         }
         return sources
@@ -71,7 +76,9 @@ enum Setup {
     }
 
     /// The gateway's source, and the HAP source among its parts (for pairing while running).
-    static func sources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws -> (source: any AccessorySource, hap: HAPSource?) {
+    static func sources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws -> (
+        source: any AccessorySource, hap: HAPSource?
+    ) {
         let sources = try makeSources(config, logger: logger, deferred: deferred)
         let hap = sources.lazy.compactMap { $0 as? HAPSource }.first
         return (sources.count == 1 ? sources[0] : CompositeSource(sources), hap)

@@ -18,7 +18,9 @@ enum TreeText {
             for node in tree.accessories {
                 byCategory[Catalog.categories[node.accessory.category] ?? "other", default: []].append(node)
             }
-            groups = byCategory.sorted { $0.key < $1.key }.map { ($0.key, $0.value.sorted { $0.displayName < $1.displayName }) }
+            groups = byCategory.sorted { $0.key < $1.key }.map {
+                ($0.key, $0.value.sorted { $0.displayName < $1.displayName })
+            }
         }
         var out = "\(inspection.home.name) (\(tree.base))\n"
         for (title, nodes) in groups {
@@ -27,13 +29,19 @@ enum TreeText {
             for node in nodes {
                 let a = node.accessory
                 let where_ = grouping == .category ? ", \(node.room.name)" : ""
-                out += "  \(node.displayName) — \(a.manufacturer) \(a.model)\(where_)\(a.isReachable ? "" : " [unreachable]")  \(node.topic)\n"
+                out +=
+                    "  \(node.displayName) — \(a.manufacturer) \(a.model)\(where_)\(a.isReachable ? "" : " [unreachable]")  \(node.topic)\n"
                 for service in node.services {
                     out += "    \(service.displayName) [\(service.typeName)]\n"
                     for c in service.characteristics {
                         let permissions = c.characteristic.metadata.permissions
-                        let access = (permissions.contains(.read) ? "r" : "-") + (permissions.contains(.write) && !c.isReadOnlyScope ? "w" : "-") + (permissions.contains(.notify) ? "n" : "-")
-                        let value = c.characteristic.value.map { ValueCodec.text($0, format: c.characteristic.metadata.format) } ?? "—"
+                        let access =
+                            (permissions.contains(.read) ? "r" : "-")
+                            + (permissions.contains(.write) && !c.isReadOnlyScope ? "w" : "-")
+                            + (permissions.contains(.notify) ? "n" : "-")
+                        let value =
+                            c.characteristic.value.map { ValueCodec.text($0, format: c.characteristic.metadata.format) }
+                            ?? "—"
                         out += "      \(c.slug) = \(value) (\(access))\n"
                     }
                 }
@@ -49,7 +57,8 @@ enum TreeText {
     static func topics(_ inspection: Inspection) -> String {
         let tree = inspection.tree
         let base = tree.base
-        var out = "pub \(base)/$gateway/status\npub \(base)/$gateway/tree\npub \(base)/$gateway/event\npub \(base)/$gateway/error\n"
+        var out =
+            "pub \(base)/$gateway/status\npub \(base)/$gateway/tree\npub \(base)/$gateway/event\npub \(base)/$gateway/error\n"
         out += "sub \(base)/$gateway/request/<op>\npub \(base)/$gateway/response/<op>\n"
         for node in tree.accessories {
             out += "pub \(node.topic)/$info\npub \(node.topic)/$availability\nsub \(node.topic)/$identify\n"

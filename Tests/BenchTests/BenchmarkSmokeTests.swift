@@ -13,7 +13,8 @@ final class BenchmarkSmokeTests: XCTestCase {
         XCTAssertEqual(result.status, 0, "stdout:\n\(result.standardOutput)\nstderr:\n\(result.standardError)")
 
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
-        let header = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("| scenario") }, "no table in:\n\(result.standardOutput)")
+        let header = try XCTUnwrap(
+            lines.firstIndex { $0.hasPrefix("| scenario") }, "no table in:\n\(result.standardOutput)")
         XCTAssertEqual(cells(lines[header]), ["scenario", "metric", "HomeMQTT", "baseline", "ratio", "target", "met?"])
         let rows = lines[(header + 2)...].filter { $0.hasPrefix("|") }.map(cells)
         for row in rows {
@@ -21,7 +22,8 @@ final class BenchmarkSmokeTests: XCTestCase {
             XCTAssertNotEqual(row.last, "FAILED", "a scenario failed: \(row)")
         }
         for scenario in Self.scenarios {
-            XCTAssertTrue(rows.contains { $0.first == scenario }, "no row for '\(scenario)' in:\n\(result.standardOutput)")
+            XCTAssertTrue(
+                rows.contains { $0.first == scenario }, "no row for '\(scenario)' in:\n\(result.standardOutput)")
         }
         // The MQTT scenarios always have their baseline beside the figure.
         for row in rows where row.first?.hasPrefix("4") == false && row[4] != "—" {
@@ -44,7 +46,8 @@ final class BenchmarkSmokeTests: XCTestCase {
     }
 
     private func builtProductPath(_ name: String) -> String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(name).path
     }
 }

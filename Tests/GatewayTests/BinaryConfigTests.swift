@@ -31,7 +31,10 @@ final class BinaryConfigTests: XCTestCase {
             (blank, "\(blank): the file is empty"),
             (directory.path, "\(directory.path): is a directory, not a config file"),
             (missing, "\(missing): no such file"),
-            (badKey, "\(badKey): colour: unknown key; allowed here: broker, base-topic, state-directory, poll-interval, request-timeout, scope, sources, homeassistant, log-level"),
+            (
+                badKey,
+                "\(badKey): colour: unknown key; allowed here: broker, base-topic, state-directory, poll-interval, request-timeout, scope, sources, homeassistant, log-level"
+            ),
         ]
         for (path, expected) in cases {
             // check-config and run: the same line, the same code (run stops before any broker).
@@ -61,8 +64,10 @@ final class BinaryConfigTests: XCTestCase {
         chmod(runnable, 0o755)
         for command in ["check-config", "run"] {
             let arguments = [command, "--config", path]
-            let result = geteuid() == 0
-                ? try await runProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", runnable] + arguments)
+            let result =
+                geteuid() == 0
+                ? try await runProcess(
+                    "setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", runnable] + arguments)
                 : try await homemqtt(arguments)
             assertConfigFailure(result, "\(path): permission denied", command)
         }
@@ -73,11 +78,13 @@ final class BinaryConfigTests: XCTestCase {
     func testYAMLSyntaxErrorIsOneLineWithItsPosition() async throws {
         let directory = try TemporaryDirectory(prefix: "homemqtt-badconfig")
         let path = directory.file("gateway.yml")
-        try "broker:\n  url: mqtt://homemqtt:S3cretPW@127.0.0.1:1883\n  client-id: [unclosed\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "broker:\n  url: mqtt://homemqtt:S3cretPW@127.0.0.1:1883\n  client-id: [unclosed\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
         let result = try await homemqtt(["check-config", "--config", path])
         XCTAssertEqual(result.status, 2, result.standardError)
         XCTAssertEqual(result.standardError.filter { $0 == "\n" }.count, 1, result.standardError)
-        XCTAssertTrue(result.standardError.hasPrefix("homemqtt: \(path): not valid YAML at line "), result.standardError)
+        XCTAssertTrue(
+            result.standardError.hasPrefix("homemqtt: \(path): not valid YAML at line "), result.standardError)
         XCTAssertFalse(result.standardError.contains("S3cretPW"), result.standardError)
     }
 }
@@ -91,11 +98,17 @@ extension BinaryConfigTests {
         try "broker:\n  url: \(url)\n".write(toFile: path, atomically: true, encoding: .utf8)
         for command in ["check-config", "run"] {
             let result = try await homemqtt([command, "--config", path])
-            assertConfigFailure(result, "\(path): broker.url: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range", command)
+            assertConfigFailure(
+                result, "\(path): broker.url: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range",
+                command)
         }
         try "base-topic: home\n".write(toFile: path, atomically: true, encoding: .utf8)
-        let fromEnvironment = try await homemqtt(["check-config", "--config", path], environment: ["HOMEMQTT_BROKER_URL": url])
-        assertConfigFailure(fromEnvironment, "\(path): HOMEMQTT_BROKER_URL: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range", "environment")
+        let fromEnvironment = try await homemqtt(
+            ["check-config", "--config", path], environment: ["HOMEMQTT_BROKER_URL": url])
+        assertConfigFailure(
+            fromEnvironment,
+            "\(path): HOMEMQTT_BROKER_URL: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range",
+            "environment")
     }
 }
 
@@ -107,21 +120,24 @@ final class ScopeWarningTests: XCTestCase {
         func check(_ scope: String) async throws -> ProcessResult {
             let config = dir.file("gateway.yml")
             try """
-                state-directory: state
-                sources: [{ type: simulator, directory: "\(accessories)" }]
-                scope:
-                \(scope)
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+            state-directory: state
+            sources: [{ type: simulator, directory: "\(accessories)" }]
+            scope:
+            \(scope)
+            """.write(toFile: config, atomically: true, encoding: .utf8)
             return try await runProcess(BinaryEndToEndTests.binary, ["check-config", "--config", config])
         }
         let split = try await check("  manufacturers: { deny: [Kilgo Devices, Inc.] }\n  rooms: { deny: [Attic] }")
         XCTAssertEqual(split.status, 0, split.standardError)
-        XCTAssertTrue(split.standardError.contains("scope.manufacturers.deny: 'Kilgo Devices' matches no accessory's manufacturer"), split.standardError)
+        XCTAssertTrue(
+            split.standardError.contains(
+                "scope.manufacturers.deny: 'Kilgo Devices' matches no accessory's manufacturer"), split.standardError)
         XCTAssertTrue(split.standardError.contains("scope.manufacturers.deny: 'Inc.' matches no"), split.standardError)
         XCTAssertTrue(split.standardError.contains("scope.rooms.deny: 'Attic' matches no room"), split.standardError)
         XCTAssertTrue(split.standardOutput.contains("13 accessories"), split.standardOutput)
 
-        let quoted = try await check("  manufacturers: { deny: [\"Kilgo Devices, Inc.\"] }\n  rooms: { deny: [Garage] }")
+        let quoted = try await check(
+            "  manufacturers: { deny: [\"Kilgo Devices, Inc.\"] }\n  rooms: { deny: [Garage] }")
         XCTAssertEqual(quoted.status, 0, quoted.standardError)
         XCTAssertFalse(quoted.standardError.contains("matches no"), quoted.standardError)
         XCTAssertTrue(quoted.standardOutput.contains("12 accessories"), quoted.standardOutput)

@@ -11,7 +11,8 @@ final class BinaryEndToEndTests: XCTestCase {
 
     /// `homemqtt` beside the test bundle (both are in the build's products directory).
     static var binary: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
         // On macOS the test binary is inside an .xctest bundle.
         while directory.path.contains(".xctest") { directory = directory.deletingLastPathComponent() }
@@ -49,12 +50,14 @@ final class BinaryEndToEndTests: XCTestCase {
         try await Self.homemqtt(arguments, setup, timeout: timeout)
     }
 
-    static func homemqtt(_ arguments: [String], _ setup: E2EConfig, timeout: Double = 20) async throws -> ProcessResult {
+    static func homemqtt(_ arguments: [String], _ setup: E2EConfig, timeout: Double = 20) async throws -> ProcessResult
+    {
         try await runProcess(binary, arguments + ["--config", setup.configPath], timeout: timeout)
     }
 
     func startGateway(_ setup: E2EConfig, broker: MosquittoBroker) async throws -> ChildProcess {
-        let watcher = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "status-\(UUID().uuidString.prefix(6))")
+        let watcher = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/status", clientID: "status-\(UUID().uuidString.prefix(6))")
         let gateway = try ChildProcess(Self.binary, ["run", "--config", setup.configPath])
         do {
             try await watcher.waitForMessage("the gateway online", timeout: 20) { message in
@@ -94,28 +97,43 @@ final class BinaryEndToEndTests: XCTestCase {
         ] {
             let lines = afterStart.split(separator: "\n").filter { $0.hasSuffix(phase) || $0.contains("] \(phase)") }
             XCTAssertEqual(lines.count, 1, "'\(phase)' logged \(lines.count) times:\n\(afterStart)")
-            for figure in figures { XCTAssertTrue(lines.first?.contains(figure) ?? false, "'\(phase)' without \(figure): \(lines)") }
+            for figure in figures {
+                XCTAssertTrue(lines.first?.contains(figure) ?? false, "'\(phase)' without \(figure): \(lines)")
+            }
         }
         XCTAssertFalse(afterStart.contains("S3cretPW"), "the password in the log:\n\(afterStart)")
         // The figure it gives is what the broker holds.
         let online = afterStart.split(separator: "\n").first { $0.contains("gateway online") } ?? ""
-        let logged = online.split(separator: " ").first { $0.hasPrefix("retained-topics=") }.map { Int($0.dropFirst("retained-topics=".count)) } ?? nil
+        let logged =
+            online.split(separator: " ").first { $0.hasPrefix("retained-topics=") }.map {
+                Int($0.dropFirst("retained-topics=".count))
+            } ?? nil
         let heldTopics = try await retained(broker)
         let held = heldTopics.count
-        print("figure: start-up log says retained-topics=\(logged ?? -1); the broker holds \(held) retained topics under home/")
+        print(
+            "figure: start-up log says retained-topics=\(logged ?? -1); the broker holds \(held) retained topics under home/"
+        )
         XCTAssertEqual(logged, held)
         // Sets and gets: answered, and not one more line at info.
         for value in 1...20 {
-            try await runChecked("mosquitto_pub", ["-p", "\(broker.port)", "-t", "home/garage/garage-door-opener/garage-light/brightness/set", "-m", "\(value * 5)"])
+            try await runChecked(
+                "mosquitto_pub",
+                [
+                    "-p", "\(broker.port)", "-t", "home/garage/garage-door-opener/garage-light/brightness/set", "-m",
+                    "\(value * 5)",
+                ])
         }
-        let light = try await MQTTTestSubscriber.start(broker: broker, filter: "home/garage/garage-door-opener/garage-light/brightness/state", clientID: "light-watch")
+        let light = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/garage/garage-door-opener/garage-light/brightness/state",
+            clientID: "light-watch")
         try await light.waitForMessage("brightness 100", timeout: 10) { $0.string == "100" }
         await light.stop()
         XCTAssertEqual(gateway.standardError, afterStart, "logged per message")
     }
 
     func retained(_ broker: MosquittoBroker, settle: Double = 0.5) async throws -> [String: String] {
-        let reader = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#", clientID: "reader-\(UUID().uuidString.prefix(8))")
+        let reader = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/#", clientID: "reader-\(UUID().uuidString.prefix(8))")
         try await Task.sleep(for: .seconds(settle))
         await reader.stop()
         var out: [String: String] = [:]
@@ -145,11 +163,16 @@ final class BinaryEndToEndTests: XCTestCase {
         let sub = try ChildProcess("mosquitto_sub", broker.clientArguments + ["-v", "-t", filter])
         addTeardownBlock { await sub.terminate(grace: 1) }
         try await broker.waitForSubscription(to: filter)
-        try await runChecked("mosquitto_pub", broker.clientArguments + ["-t", "\(door)/target-door-state/set", "-m", #"{"value": "open", "id": "e2e"}"#])
+        try await runChecked(
+            "mosquitto_pub",
+            broker.clientArguments + ["-t", "\(door)/target-door-state/set", "-m", #"{"value": "open", "id": "e2e"}"#])
         try await waitUntil("the set answered on result", timeout: 10) {
-            sub.standardOutput.split(separator: "\n").contains { $0.hasPrefix("\(door)/target-door-state/result ") && $0.contains(#""id":"e2e""#) }
+            sub.standardOutput.split(separator: "\n").contains {
+                $0.hasPrefix("\(door)/target-door-state/result ") && $0.contains(#""id":"e2e""#)
+            }
         }
-        let result = try XCTUnwrap(sub.standardOutput.split(separator: "\n").first { $0.hasPrefix("\(door)/target-door-state/result ") })
+        let result = try XCTUnwrap(
+            sub.standardOutput.split(separator: "\n").first { $0.hasPrefix("\(door)/target-door-state/result ") })
         let answer = try JSONValue(parsing: String(result.dropFirst("\(door)/target-door-state/result ".count)))
         XCTAssertEqual(answer["status"], .string("ok"), "\(answer)")
         XCTAssertEqual(answer["value"], .int(0))
@@ -161,7 +184,9 @@ final class BinaryEndToEndTests: XCTestCase {
         gateway.signal(SIGTERM)
         let status = try await gateway.waitForExit(timeout: 15)
         XCTAssertEqual(status, 0, gateway.standardError)
-        XCTAssertFalse(gateway.standardError.contains("lost the broker"), "its own disconnect is no loss: \(gateway.standardError)")
+        XCTAssertFalse(
+            gateway.standardError.contains("lost the broker"), "its own disconnect is no loss: \(gateway.standardError)"
+        )
         let afterTerm = try await retained(broker)
         XCTAssertEqual(afterTerm["home/$gateway/status"], "offline")
 
@@ -169,7 +194,8 @@ final class BinaryEndToEndTests: XCTestCase {
         let again = try await startGateway(setup, broker: broker)
         let restarted = try await retained(broker)
         XCTAssertEqual(restarted["home/$gateway/status"], "online")
-        let watcher = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "will-watcher")
+        let watcher = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/status", clientID: "will-watcher")
         addTeardownBlock { await watcher.stop() }
         again.signal(SIGKILL)
         try await watcher.waitForMessage("the will", timeout: 10) { !$0.retain && $0.string == "offline" }
@@ -194,11 +220,15 @@ final class BinaryEndToEndTests: XCTestCase {
 
         // A bad accessory file: the file and the key are named.
         let accessories = try TemporaryDirectory(prefix: "homemqtt-e2e-accessories")
-        let garage = try String(contentsOf: repositoryRoot.appendingPathComponent("Config/accessories/garage.yml"), encoding: .utf8)
-        try (garage + "\nwattage: 40\n").write(toFile: accessories.file("garage.yml"), atomically: true, encoding: .utf8)
+        let garage = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("Config/accessories/garage.yml"), encoding: .utf8)
+        try (garage + "\nwattage: 40\n").write(
+            toFile: accessories.file("garage.yml"), atomically: true, encoding: .utf8)
         let badFiles = try E2EConfig(brokerURL: "mqtt://127.0.0.1:1")
         try String(contentsOfFile: badFiles.configPath, encoding: .utf8)
-            .replacingOccurrences(of: repositoryRoot.appendingPathComponent("Config/accessories").path, with: accessories.path)
+            .replacingOccurrences(
+                of: repositoryRoot.appendingPathComponent("Config/accessories").path, with: accessories.path
+            )
             .write(toFile: badFiles.configPath, atomically: true, encoding: .utf8)
         let badAccessory = try await homemqtt(["check-config"], badFiles)
         XCTAssertNotEqual(badAccessory.status, 0)
@@ -210,14 +240,19 @@ final class BinaryEndToEndTests: XCTestCase {
         XCTAssertEqual(tree.status, 0, tree.standardError)
         let lines = tree.standardOutput.split(separator: "\n").map(String.init)
         let garageLine = try XCTUnwrap(lines.firstIndex(of: "Garage"), tree.standardOutput)
-        XCTAssertTrue(lines[garageLine + 1].contains("Garage Door Opener") && lines[garageLine + 1].contains("home/garage/garage-door-opener"), tree.standardOutput)
+        XCTAssertTrue(
+            lines[garageLine + 1].contains("Garage Door Opener")
+                && lines[garageLine + 1].contains("home/garage/garage-door-opener"), tree.standardOutput)
         XCTAssertTrue(lines.contains { $0.contains("target-door-state = 1") }, tree.standardOutput)
 
         let byCategory = try await homemqtt(["tree", "--by", "category"], setup)
         XCTAssertEqual(byCategory.status, 0, byCategory.standardError)
         let categoryLines = byCategory.standardOutput.split(separator: "\n").map(String.init)
-        let doorHeader = try XCTUnwrap(categoryLines.firstIndex { !$0.hasPrefix(" ") && $0.contains("garage") }, byCategory.standardOutput)
-        XCTAssertTrue(categoryLines[doorHeader + 1].contains("Garage Door Opener") && categoryLines[doorHeader + 1].contains(", Garage "), byCategory.standardOutput)
+        let doorHeader = try XCTUnwrap(
+            categoryLines.firstIndex { !$0.hasPrefix(" ") && $0.contains("garage") }, byCategory.standardOutput)
+        XCTAssertTrue(
+            categoryLines[doorHeader + 1].contains("Garage Door Opener")
+                && categoryLines[doorHeader + 1].contains(", Garage "), byCategory.standardOutput)
         XCTAssertNotEqual(byCategory.standardOutput, tree.standardOutput)
 
         let topics = try await homemqtt(["topics"], setup)
@@ -225,7 +260,8 @@ final class BinaryEndToEndTests: XCTestCase {
         let topicLines = Set(topics.standardOutput.split(separator: "\n").map(String.init))
         XCTAssertTrue(topicLines.contains("pub \(door)/target-door-state/state"))
         XCTAssertTrue(topicLines.contains("sub \(door)/target-door-state/set"))
-        XCTAssertFalse(topicLines.contains("sub \(door)/current-door-state/set"), "a read-only characteristic has no set")
+        XCTAssertFalse(
+            topicLines.contains("sub \(door)/current-door-state/set"), "a read-only characteristic has no set")
         XCTAssertTrue(topicLines.contains("pub home/$gateway/status"))
     }
 
@@ -237,14 +273,17 @@ final class BinaryEndToEndTests: XCTestCase {
         let setup = try E2EConfig(brokerURL: broker.url)
         let gateway = try await startGateway(setup, broker: broker)
         addTeardownBlock { await gateway.terminate(grace: 2) }
-        let events = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/event", clientID: "events")
+        let events = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/event", clientID: "events")
         addTeardownBlock { await events.stop() }
 
         // Gateway up: through MQTT, with its events and topics.
         let added = try await homemqtt(["room", "add", "Workshop"], setup)
         XCTAssertEqual(added.status, 0, added.standardError)
         XCTAssertEqual(try JSONValue(parsing: added.standardOutput)["name"], .string("Workshop"))
-        try await events.waitForMessage("room-added") { $0.string.contains("room-added") && $0.string.contains("Workshop") }
+        try await events.waitForMessage("room-added") {
+            $0.string.contains("room-added") && $0.string.contains("Workshop")
+        }
 
         let moved = try await homemqtt(["accessory", "move", "Garage Door Opener", "Workshop"], setup)
         XCTAssertEqual(moved.status, 0, moved.standardError)
@@ -269,7 +308,9 @@ final class BinaryEndToEndTests: XCTestCase {
         // An error answer: non-zero, with the code and the message.
         let duplicate = try await homemqtt(["room", "add", "workshop"], setup)
         XCTAssertEqual(duplicate.status, 1)
-        XCTAssertTrue(duplicate.standardError.contains("duplicate-name") && duplicate.standardError.contains("Workshop"), duplicate.standardError)
+        XCTAssertTrue(
+            duplicate.standardError.contains("duplicate-name") && duplicate.standardError.contains("Workshop"),
+            duplicate.standardError)
         let unknown = try await homemqtt(["accessory", "rename", "No Such Lamp", "X"], setup)
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.standardError.contains("unknown-accessory"), unknown.standardError)
@@ -285,7 +326,8 @@ final class BinaryEndToEndTests: XCTestCase {
         let renamed = try await homemqtt(["accessory", "rename", "home/shed/garage-door-opener", "Big Door"], setup)
         XCTAssertEqual(renamed.status, 0, renamed.standardError)
         let scopeFile = setup.directory.file("scope.json")
-        try #"{"manufacturers": {"deny": ["Thermal Dynamics Co."]}}"#.write(toFile: scopeFile, atomically: true, encoding: .utf8)
+        try #"{"manufacturers": {"deny": ["Thermal Dynamics Co."]}}"#.write(
+            toFile: scopeFile, atomically: true, encoding: .utf8)
         let scoped = try await homemqtt(["scope", "set", scopeFile], setup)
         XCTAssertEqual(scoped.status, 0, scoped.standardError)
         // Commands run side by side take turns on the database: none is lost.
@@ -317,7 +359,8 @@ final class BinaryEndToEndTests: XCTestCase {
                 && !now.keys.contains { $0.hasPrefix("home/workshop/") }
         }
         let after = try await retained(broker)
-        XCTAssertFalse(after.keys.contains { $0.contains("thermostat") }, "the scope set offline applies: \(after.keys.sorted())")
+        XCTAssertFalse(
+            after.keys.contains { $0.contains("thermostat") }, "the scope set offline applies: \(after.keys.sorted())")
         let info = try JSONValue(parsing: XCTUnwrap(after["home/shed/big-door/$info"]))
         XCTAssertEqual(info["name"], .string("Big Door"))
         XCTAssertEqual(info["room"], .string("Shed"))
@@ -329,10 +372,14 @@ final class BinaryEndToEndTests: XCTestCase {
         let setup = try E2EConfig(brokerURL: "mqtt://127.0.0.1:\(try freePort())")
         let gateway = try ChildProcess(Self.binary, ["run", "--config", setup.configPath])
         addTeardownBlock { await gateway.terminate(grace: 2) }
-        try await waitUntil("the gateway took the lock") { FileManager.default.fileExists(atPath: setup.statePath + "/home.json") }
+        try await waitUntil("the gateway took the lock") {
+            FileManager.default.fileExists(atPath: setup.statePath + "/home.json")
+        }
         let refused = try await homemqtt(["room", "add", "Attic"], setup)
         XCTAssertEqual(refused.status, 1)
-        XCTAssertTrue(refused.standardError.contains("locked") && refused.standardError.contains("another homemqtt process"), refused.standardError)
+        XCTAssertTrue(
+            refused.standardError.contains("locked") && refused.standardError.contains("another homemqtt process"),
+            refused.standardError)
         XCTAssertTrue(gateway.isRunning, "the gateway keeps retrying its broker")
         let home = try String(contentsOfFile: setup.statePath + "/home.json", encoding: .utf8)
         XCTAssertFalse(home.contains("Attic"))

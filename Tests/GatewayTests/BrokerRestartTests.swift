@@ -68,7 +68,9 @@ final class BrokerRestartTests: XCTestCase {
         try? await waitUntil("an answer to each of \(sent) sets", timeout: 90) { answered().count >= sent }
         let missing = Set(1...sent).subtracting(answered())
         let duplicates = answers.elements.count - answered().count
-        print("figure: \(restarts) broker restarts under \(sent) QoS 1 sets with ids (50/s): \(answered().count) answered, \(missing.count) unanswered, \(duplicates) answered twice")
+        print(
+            "figure: \(restarts) broker restarts under \(sent) QoS 1 sets with ids (50/s): \(answered().count) answered, \(missing.count) unanswered, \(duplicates) answered twice"
+        )
         XCTAssertTrue(missing.isEmpty, "\(missing.count) of \(sent) sets unanswered: \(missing.sorted().prefix(20))")
         XCTAssertGreaterThan(sent, 300, "the stream of sets ran through the restarts")
     }
@@ -81,10 +83,13 @@ final class BrokerRestartTests: XCTestCase {
         XCTAssertTrue(clean.mqtt.cleanStart)
         // The URL from the environment replaces the broker, not the session setting.
         let day = try GatewayConfig.parse(
-            "broker:\n  session-expiry: 86400\n", file: "gateway.yml", environment: ["HOMEMQTT_BROKER_URL": "mqtt://10.0.0.2:1884"])
+            "broker:\n  session-expiry: 86400\n", file: "gateway.yml",
+            environment: ["HOMEMQTT_BROKER_URL": "mqtt://10.0.0.2:1884"])
         XCTAssertEqual(day.mqtt.sessionExpiry, 86400)
         XCTAssertFalse(day.mqtt.cleanStart)
-        XCTAssertThrowsError(try GatewayConfig.parse("broker:\n  session-expiry: -5\n", file: "gateway.yml", environment: [:])) { error in
+        XCTAssertThrowsError(
+            try GatewayConfig.parse("broker:\n  session-expiry: -5\n", file: "gateway.yml", environment: [:])
+        ) { error in
             XCTAssertTrue("\(error)".contains("broker.session-expiry"), "\(error)")
         }
     }

@@ -15,7 +15,8 @@ final class CompositeSourceTests: XCTestCase {
 
         let power = CharacteristicAddress(accessoryID: "two:lamp", iid: 11)
         var events = both.events().makeAsyncIterator()
-        let failures = await both.setNotifications(enabled: true, for: [power, CharacteristicAddress(accessoryID: "nowhere", iid: 1)])
+        let failures = await both.setNotifications(
+            enabled: true, for: [power, CharacteristicAddress(accessoryID: "nowhere", iid: 1)])
         XCTAssertEqual(Array(failures.keys), [CharacteristicAddress(accessoryID: "nowhere", iid: 1)])
         try await both.write(power, value: .bool(true))
         let secondValue = await second.value(power)

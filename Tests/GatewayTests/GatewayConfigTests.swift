@@ -19,13 +19,17 @@ final class GatewayConfigLoadTests: XCTestCase {
         let blank = directory.file("blank.yml")
         try " \n\t\n".write(toFile: blank, atomically: true, encoding: .utf8)
         let latin1 = directory.file("latin1.yml")
-        try Data([0x62, 0x61, 0x73, 0x65, 0x2D, 0x74, 0x6F, 0x70, 0x69, 0x63, 0x3A, 0x20, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: latin1))
+        try Data([0x62, 0x61, 0x73, 0x65, 0x2D, 0x74, 0x6F, 0x70, 0x69, 0x63, 0x3A, 0x20, 0xE9, 0x0A]).write(
+            to: URL(fileURLWithPath: latin1))
         let cases: [(String, ConfigError.Code, String)] = [
             ("/dev/null", .empty, "/dev/null: the file is empty"),
             (blank, .empty, "\(blank): the file is empty"),
             (directory.path, .isDirectory, "\(directory.path): is a directory, not a config file"),
             (directory.file("missing.yml"), .notFound, "\(directory.file("missing.yml")): no such file"),
-            (directory.file("missing/gateway.yml"), .notFound, "\(directory.file("missing/gateway.yml")): no such file"),
+            (
+                directory.file("missing/gateway.yml"), .notFound,
+                "\(directory.file("missing/gateway.yml")): no such file"
+            ),
             (latin1, .unreadable, "\(latin1): is not UTF-8 text"),
         ]
         for (path, code, text) in cases {
@@ -70,17 +74,17 @@ final class BrokerURLMaskingTests: XCTestCase {
 
     func testMalformedURLsNeverShowThePassword() {
         let urls = [
-            "mqtt://homemqtt:S3cretPW@127.0.0.1:99999",        // port out of range
-            "http://homemqtt:S3cretPW@127.0.0.1:1883",         // unsupported scheme
-            "mqtt://homemqtt:S3cretPW@:1883",                  // no host
-            "mqtt://homemqtt:S3cretPW@127.0.0.1:1883/home",    // a path
-            "homemqtt:S3cretPW@127.0.0.1",                     // no scheme
-            "mqtt://homemqtt:S3cretPW@127.0.0.1:port",         // not a port
-            "mqtt://homemqtt:S3cretPW@[127.0.0.1:1883",        // not a URL at all
-            "mqtt://homemqtt:S3cret%ZZPW@127.0.0.1:99999",     // bad percent-encoding
-            "mqtt://homemqtt:S3cret@PW@127.0.0.1:99999",       // an unencoded @ in the password
-            "mqtt://homemqtt:S3cret/PW@127.0.0.1:1883",        // an unencoded / in the password
-            "mqtt://homemqtt:S3cret%2FPW@127.0.0.1:99999",     // percent-encoded
+            "mqtt://homemqtt:S3cretPW@127.0.0.1:99999", // port out of range
+            "http://homemqtt:S3cretPW@127.0.0.1:1883", // unsupported scheme
+            "mqtt://homemqtt:S3cretPW@:1883", // no host
+            "mqtt://homemqtt:S3cretPW@127.0.0.1:1883/home", // a path
+            "homemqtt:S3cretPW@127.0.0.1", // no scheme
+            "mqtt://homemqtt:S3cretPW@127.0.0.1:port", // not a port
+            "mqtt://homemqtt:S3cretPW@[127.0.0.1:1883", // not a URL at all
+            "mqtt://homemqtt:S3cret%ZZPW@127.0.0.1:99999", // bad percent-encoding
+            "mqtt://homemqtt:S3cret@PW@127.0.0.1:99999", // an unencoded @ in the password
+            "mqtt://homemqtt:S3cret/PW@127.0.0.1:1883", // an unencoded / in the password
+            "mqtt://homemqtt:S3cret%2FPW@127.0.0.1:99999", // percent-encoded
         ]
         for url in urls {
             let secrets = ["S3cretPW", "S3cret%ZZPW", "S3cret@PW", "S3cret/PW", "S3cret%2FPW", "PW@"]
@@ -91,13 +95,16 @@ final class BrokerURLMaskingTests: XCTestCase {
                 ("base-topic: home\n", ["HOMEMQTT_BROKER_URL": url], "HOMEMQTT_BROKER_URL"),
             ]
             for (text, environment, key) in sources {
-                XCTAssertThrowsError(try GatewayConfig.parse(text, file: "gw.yml", environment: environment), url) { error in
+                XCTAssertThrowsError(try GatewayConfig.parse(text, file: "gw.yml", environment: environment), url) {
+                    error in
                     guard let error = error as? ConfigError else { return XCTFail("\(error)") }
                     XCTAssertEqual(error.key, key, url)
                     for secret in secrets {
                         XCTAssertFalse(error.description.contains(secret), "\(url) → \(error.description)")
                     }
-                    XCTAssertTrue(error.description.contains("***") || !error.description.contains("homemqtt:"), error.description)
+                    XCTAssertTrue(
+                        error.description.contains("***") || !error.description.contains("homemqtt:"), error.description
+                    )
                 }
             }
         }
@@ -105,13 +112,17 @@ final class BrokerURLMaskingTests: XCTestCase {
 
     /// The message still says what is wrong, with the URL masked rather than left out.
     func testMessageKeepsTheMaskedURL() {
-        XCTAssertThrowsError(try GatewayConfig.parse("broker:\n  url: mqtt://homemqtt:S3cretPW@127.0.0.1:99999\n", file: "gw.yml")) { error in
-            XCTAssertEqual("\(error)", "gw.yml: broker.url: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range")
+        XCTAssertThrowsError(
+            try GatewayConfig.parse("broker:\n  url: mqtt://homemqtt:S3cretPW@127.0.0.1:99999\n", file: "gw.yml")
+        ) { error in
+            XCTAssertEqual(
+                "\(error)", "gw.yml: broker.url: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range")
         }
     }
 
     func testBrokerDisplayIsMasked() throws {
-        let config = try GatewayConfig.parse("broker:\n  url: mqtt://homemqtt:S3cret%40PW@broker.local:1884\n", file: "gw.yml")
+        let config = try GatewayConfig.parse(
+            "broker:\n  url: mqtt://homemqtt:S3cret%40PW@broker.local:1884\n", file: "gw.yml")
         XCTAssertEqual(config.mqtt.password, "S3cret@PW")
         XCTAssertEqual(config.brokerDisplay, "mqtt://homemqtt:***@broker.local:1884")
     }
@@ -128,8 +139,11 @@ final class BrokerURLMaskingTests: XCTestCase {
 
 /// The state directory: `--state-directory` > `$STATE_DIRECTORY` > `state-directory` > default.
 final class StateDirectoryResolutionTests: XCTestCase {
-    func resolve(_ text: String, _ environment: [String: String] = [:], option: String? = nil) throws -> (String, StateDirectorySource) {
-        let config = try GatewayConfig.parse(text, file: "/etc/homemqtt/gateway.yml", environment: environment, stateDirectory: option)
+    func resolve(_ text: String, _ environment: [String: String] = [:], option: String? = nil) throws -> (
+        String, StateDirectorySource
+    ) {
+        let config = try GatewayConfig.parse(
+            text, file: "/etc/homemqtt/gateway.yml", environment: environment, stateDirectory: option)
         return (config.stateDirectory, config.stateDirectorySource)
     }
 
@@ -142,15 +156,23 @@ final class StateDirectoryResolutionTests: XCTestCase {
         XCTAssertTrue(try resolve(keyed, systemd) == ("/var/lib/homemqtt", .environment))
         XCTAssertTrue(try resolve("base-topic: home\n", systemd) == ("/var/lib/homemqtt", .environment))
         XCTAssertTrue(try resolve(keyed, systemd, option: "/tmp/state") == ("/tmp/state", .option))
-        XCTAssertTrue(try resolve(keyed, option: "state") == ("state", .option), "an option is relative to the working directory, as typed")
+        XCTAssertTrue(
+            try resolve(keyed, option: "state") == ("state", .option),
+            "an option is relative to the working directory, as typed")
     }
 
     /// systemd joins one path per `StateDirectory=` entry with ':'; the first is the gateway's.
     func testEnvironmentTakesTheFirstOfSeveralPaths() throws {
-        XCTAssertTrue(try resolve("", ["STATE_DIRECTORY": "/var/lib/homemqtt:/var/lib/homemqtt-extra"]) == ("/var/lib/homemqtt", .environment))
-        XCTAssertTrue(try resolve("state-directory: s\n", ["STATE_DIRECTORY": ""]) == ("/etc/homemqtt/s", .config), "empty: unset")
+        XCTAssertTrue(
+            try resolve("", ["STATE_DIRECTORY": "/var/lib/homemqtt:/var/lib/homemqtt-extra"]) == (
+                "/var/lib/homemqtt", .environment
+            ))
+        XCTAssertTrue(
+            try resolve("state-directory: s\n", ["STATE_DIRECTORY": ""]) == ("/etc/homemqtt/s", .config), "empty: unset"
+        )
         XCTAssertTrue(try resolve("state-directory: s\n", ["STATE_DIRECTORY": ":"]) == ("/etc/homemqtt/s", .config))
-        XCTAssertTrue(try resolve("state-directory: s\n", ["STATE_DIRECTORY": "::/var/lib/a"]) == ("/var/lib/a", .environment))
+        XCTAssertTrue(
+            try resolve("state-directory: s\n", ["STATE_DIRECTORY": "::/var/lib/a"]) == ("/var/lib/a", .environment))
     }
 
     func testLoadTakesTheSameOverrides() throws {
@@ -158,7 +180,11 @@ final class StateDirectoryResolutionTests: XCTestCase {
         let path = directory.file("gateway.yml")
         try "state-directory: here\n".write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertEqual(try GatewayConfig.load(file: path, environment: [:]).stateDirectory, directory.file("here"))
-        XCTAssertEqual(try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"]).stateDirectory, "/var/lib/x")
-        XCTAssertEqual(try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"], stateDirectory: "/opt/y").stateDirectory, "/opt/y")
+        XCTAssertEqual(
+            try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"]).stateDirectory,
+            "/var/lib/x")
+        XCTAssertEqual(
+            try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"], stateDirectory: "/opt/y")
+                .stateDirectory, "/opt/y")
     }
 }

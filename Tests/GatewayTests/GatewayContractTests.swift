@@ -34,14 +34,22 @@ final class GatewayContractTests: XCTestCase {
         XCTAssertEqual(info["manufacturer"], .string("Kilgo Devices, Inc."))
         XCTAssertEqual(info["bridged"], .bool(false))
         let services = try XCTUnwrap(info["services"]?.arrayValue)
-        XCTAssertTrue(services.contains { $0["type-name"] == .string("accessory-information") && $0["user-interactive"] == .bool(false) })
-        XCTAssertTrue(services.contains { $0["type-name"] == .string("garage-door-opener") && $0["user-interactive"] == .bool(true) })
+        XCTAssertTrue(
+            services.contains {
+                $0["type-name"] == .string("accessory-information") && $0["user-interactive"] == .bool(false)
+            })
+        XCTAssertTrue(
+            services.contains {
+                $0["type-name"] == .string("garage-door-opener") && $0["user-interactive"] == .bool(true)
+            })
 
         let tree = try JSONValue(parsing: XCTUnwrap(retained["home/$gateway/tree"])).encoded()
         XCTAssertTrue(tree.contains("\(door)/target-door-state"), "tree lists every topic")
         // Bridged accessories say so and name their bridge.
-        let bridgedInfo = retained.filter { $0.key.hasSuffix("/$info") }.values.compactMap { try? JSONValue(parsing: $0) }
-            .filter { $0["bridged"] == .bool(true) }
+        let bridgedInfo = retained.filter { $0.key.hasSuffix("/$info") }.values.compactMap {
+            try? JSONValue(parsing: $0)
+        }
+        .filter { $0["bridged"] == .bool(true) }
         XCTAssertGreaterThanOrEqual(bridgedInfo.count, 2)
         XCTAssertTrue(bridgedInfo.allSatisfy { $0["bridge"]?.stringValue != nil })
     }
@@ -50,21 +58,24 @@ final class GatewayContractTests: XCTestCase {
         let gw = try await GatewayHarness.start()
         addTeardownBlock { await gw.stop() }
         // Plain valid-value name.
-        var answer = try await gw.request("\(door)/target-door-state/set", "open", answer: "\(door)/target-door-state/result")
+        var answer = try await gw.request(
+            "\(door)/target-door-state/set", "open", answer: "\(door)/target-door-state/result")
         XCTAssertEqual(answer["status"], .string("ok"))
         XCTAssertEqual(answer["op"], .string("set"))
         XCTAssertEqual(answer["value"], .int(0))
         XCTAssertEqual(answer["id"], .null)
         try await gw.next("\(door)/target-door-state/state") { $0 == "0" }
-        try await gw.next("\(door)/current-door-state/state") { $0 == "2" }   // opening
+        try await gw.next("\(door)/current-door-state/state") { $0 == "2" } // opening
         await gw.home.advance(by: 13)
-        try await gw.next("\(door)/current-door-state/state") { $0 == "0" }   // open
+        try await gw.next("\(door)/current-door-state/state") { $0 == "0" } // open
 
         // JSON with an id, valid-value name inside.
-        answer = try await gw.request("\(door)/target-door-state/set", #"{"value": "closed", "id": "close-1"}"#, answer: "\(door)/target-door-state/result")
+        answer = try await gw.request(
+            "\(door)/target-door-state/set", #"{"value": "closed", "id": "close-1"}"#,
+            answer: "\(door)/target-door-state/result")
         XCTAssertEqual(answer["status"], .string("ok"))
         XCTAssertEqual(answer["id"], .string("close-1"))
-        try await gw.next("\(door)/current-door-state/state") { $0 == "3" }   // closing
+        try await gw.next("\(door)/current-door-state/state") { $0 == "3" } // closing
 
         // Bool words and numbers.
         for (payload, expected) in [("on", "true"), ("0", "false"), ("YES", "true"), (#"{"value": false}"#, "false")] {
@@ -99,7 +110,8 @@ final class GatewayContractTests: XCTestCase {
             ("\(light)/fade-rate/set", "0.3", "not-a-step"),
         ]
         for (topic, payload, code) in cases {
-            let answer = try await gw.request(topic, payload, answer: topic.replacingOccurrences(of: "/set", with: "/result"))
+            let answer = try await gw.request(
+                topic, payload, answer: topic.replacingOccurrences(of: "/set", with: "/result"))
             XCTAssertEqual(answer["status"], .string("error"), "\(topic) \(payload)")
             XCTAssertEqual(answer["code"], .string(code), "\(topic) \(payload): \(answer)")
             XCTAssertFalse(answer["message"]?.stringValue?.isEmpty ?? true)
@@ -109,7 +121,9 @@ final class GatewayContractTests: XCTestCase {
         XCTAssertTrue(range["message"]?.stringValue?.contains("140") ?? false)
 
         // The read-only scope list.
-        let lockTree = try await gw.retainedOnBroker().keys.first { $0.hasSuffix("/lock-target-state/state") || $0.hasSuffix("/target-lock-mechanism-state/state") }
+        let lockTree = try await gw.retainedOnBroker().keys.first {
+            $0.hasSuffix("/lock-target-state/state") || $0.hasSuffix("/target-lock-mechanism-state/state")
+        }
         let lockTopic = try XCTUnwrap(lockTree).replacingOccurrences(of: "/state", with: "")
         let scoped = try await gw.request("\(lockTopic)/set", "1", answer: "\(lockTopic)/result")
         XCTAssertEqual(scoped["code"], .string("read-only-scope"))
@@ -153,10 +167,13 @@ final class GatewayContractTests: XCTestCase {
         addTeardownBlock { await gw.stop() }
         let id = try await gw.accessoryID(named: "Garage Door Opener")
         let accessories = await gw.home.accessories()
-        let brightnessIID = try XCTUnwrap(accessories.first { $0.id == id }?.services
-            .flatMap(\.characteristics).first { $0.type == Catalog.characteristicType(named: "brightness")?.uuid }?.iid)
+        let brightnessIID = try XCTUnwrap(
+            accessories.first { $0.id == id }?.services
+                .flatMap(\.characteristics).first { $0.type == Catalog.characteristicType(named: "brightness")?.uuid }?
+                .iid)
         // Change the value behind the gateway's back, with notifications off for it.
-        _ = await gw.home.setNotifications(enabled: false, for: [CharacteristicAddress(accessoryID: id, iid: brightnessIID)])
+        _ = await gw.home.setNotifications(
+            enabled: false, for: [CharacteristicAddress(accessoryID: id, iid: brightnessIID)])
         try await gw.home.setValue(CharacteristicAddress(accessoryID: id, iid: brightnessIID), .int(33))
         let answer = try await gw.request("\(light)/brightness/get", "", answer: "\(light)/brightness/result")
         XCTAssertEqual(answer["op"], .string("get"))
@@ -176,7 +193,8 @@ final class GatewayContractTests: XCTestCase {
         XCTAssertEqual(doorToggle["value"], .int(0), "a closed door toggles open")
 
         let accessoryTopic = "home/garage/garage-door-opener"
-        let identified = try await gw.request("\(accessoryTopic)/$identify", #"{"id": "blink"}"#, answer: "\(accessoryTopic)/$result")
+        let identified = try await gw.request(
+            "\(accessoryTopic)/$identify", #"{"id": "blink"}"#, answer: "\(accessoryTopic)/$result")
         XCTAssertEqual(identified["status"], .string("ok"))
         XCTAssertEqual(identified["id"], .string("blink"))
         let identifyRequests = await gw.home.identifyRequests()
@@ -211,10 +229,17 @@ final class GatewayContractTests: XCTestCase {
         XCTAssertFalse(retained.keys.contains { $0.contains("thermostat") })
 
         // Leaving scope at run time turns notifications off again.
-        let reply = try await gw.request("home/$gateway/request/scope/set", #"{"scope": {"characteristic-types": {"deny": ["power-state", "brightness"]}}}"#, answer: "home/$gateway/response/scope/set")
+        let reply = try await gw.request(
+            "home/$gateway/request/scope/set",
+            #"{"scope": {"characteristic-types": {"deny": ["power-state", "brightness"]}}}"#,
+            answer: "home/$gateway/response/scope/set")
         XCTAssertEqual(reply["status"], .string("ok"), "\(reply)")
-        try await waitUntil("power-state notifications off") { await !gw.home.notificationsEnabled().contains(enabledPower) }
-        try await waitUntil("thermostat notifications on") { await gw.home.notificationsEnabled().contains { $0.accessoryID == thermostat.id } }
+        try await waitUntil("power-state notifications off") {
+            await !gw.home.notificationsEnabled().contains(enabledPower)
+        }
+        try await waitUntil("thermostat notifications on") {
+            await gw.home.notificationsEnabled().contains { $0.accessoryID == thermostat.id }
+        }
     }
 
     func testCharacteristicsThatCannotNotifyArePolled() async throws {
@@ -223,8 +248,9 @@ final class GatewayContractTests: XCTestCase {
         let id = try await gw.accessoryID(named: "Garage Door Opener")
         let accessories = await gw.home.accessories()
         // The light's Name characteristic is readable but has no notify permission.
-        let name = try XCTUnwrap(accessories.first { $0.id == id }?.services.first { $0.name == "Garage Light" }?
-            .characteristics.first { $0.type == Catalog.characteristicType(named: "name")?.uuid })
+        let name = try XCTUnwrap(
+            accessories.first { $0.id == id }?.services.first { $0.name == "Garage Light" }?
+                .characteristics.first { $0.type == Catalog.characteristicType(named: "name")?.uuid })
         XCTAssertFalse(name.metadata.permissions.contains(.notify))
         let notifying = await gw.home.notificationsEnabled()
         XCTAssertFalse(notifying.contains(CharacteristicAddress(accessoryID: id, iid: name.iid)))
@@ -247,7 +273,8 @@ final class GatewayContractTests: XCTestCase {
     func testARetainedSetLeftBeforeStartIsNotApplied() async throws {
         let light = self.light
         let gw = try await GatewayHarness.start(before: { _, publisher in
-            try await publisher.publish("\(light)/power-state/set", payload: Array("on".utf8), qos: .atLeastOnce, retain: true)
+            try await publisher.publish(
+                "\(light)/power-state/set", payload: Array("on".utf8), qos: .atLeastOnce, retain: true)
         })
         addTeardownBlock { await gw.stop() }
         try await gw.next("\(light)/power-state/result") { $0.contains("retained") }
@@ -258,8 +285,11 @@ final class GatewayContractTests: XCTestCase {
 
     func testStaleRetainedTopicsFromAnEarlierRunAreCleared() async throws {
         let gw = try await GatewayHarness.start(before: { _, publisher in
-            try await publisher.publish("home/attic/old-lamp/lightbulb/power-state/state", payload: Array("true".utf8), qos: .atLeastOnce, retain: true)
-            try await publisher.publish("home/attic/old-lamp/$info", payload: Array("{}".utf8), qos: .atLeastOnce, retain: true)
+            try await publisher.publish(
+                "home/attic/old-lamp/lightbulb/power-state/state", payload: Array("true".utf8), qos: .atLeastOnce,
+                retain: true)
+            try await publisher.publish(
+                "home/attic/old-lamp/$info", payload: Array("{}".utf8), qos: .atLeastOnce, retain: true)
         })
         addTeardownBlock { await gw.stop() }
         try await waitUntil("ghosts cleared") {
@@ -298,7 +328,9 @@ final class GatewayContractTests: XCTestCase {
 
     /// After a change, a fresh subscriber sees exactly the gateway's tree: nothing under the
     /// old prefix, and every retained topic it sees is one the gateway holds.
-    func assertNoGhosts(_ gw: GatewayHarness, gone prefix: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+    func assertNoGhosts(_ gw: GatewayHarness, gone prefix: String, file: StaticString = #filePath, line: UInt = #line)
+        async throws
+    {
         try await waitUntil("old topics under \(prefix) cleared") {
             let retained = try await gw.retainedOnBroker(settle: 0.3)
             return !retained.keys.contains { $0.hasPrefix(prefix) }
@@ -361,18 +393,23 @@ final class GatewayContractTests: XCTestCase {
         let gw = try await GatewayHarness.start()
         addTeardownBlock { await gw.stop() }
         let count = 10_000
-        let counter = try await MQTTTestSubscriber.start(broker: gw.broker, filter: "home/+/+/+/+/result", clientID: "burst-counter")
+        let counter = try await MQTTTestSubscriber.start(
+            broker: gw.broker, filter: "home/+/+/+/+/result", clientID: "burst-counter")
         addTeardownBlock { await counter.stop() }
-        let targets = ["\(light)/brightness/set", "\(light)/power-state/set", "home/bedroom/bedroom-lamp/bedroom-lamp/brightness/set"]
+        let targets = [
+            "\(light)/brightness/set", "\(light)/power-state/set",
+            "home/bedroom/bedroom-lamp/bedroom-lamp/brightness/set",
+        ]
         for i in 0..<count {
             let topic = targets[i % targets.count]
-            let payload: String = switch i % 5 {
-            case 0: "\(i % 101)"                      // valid brightness / invalid bool for power-state
-            case 1: "{\"value\": \(i % 200), \"id\": \(i)}"
-            case 2: "not json {"
-            case 3: ""
-            default: "on"
-            }
+            let payload: String =
+                switch i % 5 {
+                case 0: "\(i % 101)" // valid brightness / invalid bool for power-state
+                case 1: "{\"value\": \(i % 200), \"id\": \(i)}"
+                case 2: "not json {"
+                case 3: ""
+                default: "on"
+                }
             try await gw.publisher.publish(topic, payload: Array(payload.utf8), qos: .atLeastOnce)
         }
         let results = try await counter.waitForMessages(count: count, timeout: 120)

@@ -9,7 +9,8 @@ import TestSupport
 import XCTest
 
 /// The repository's root, from this file's place in it.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// A gateway running in this process on the shipped simulated home (with a manual clock),
 /// against a real mosquitto, with a subscriber on the whole base topic.
@@ -36,11 +37,13 @@ final class GatewayHarness: @unchecked Sendable {
             broker = try await MosquittoBroker.start()
         }
         let state = try TemporaryDirectory(prefix: "homemqtt-gw-state")
-        let home = try SimulatedHome.load(directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
+        let home = try SimulatedHome.load(
+            directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
         config.mqtt = broker.clientConfiguration(clientID: "gateway-under-test")
         GatewayConfig.applyGatewayOptions(&config.mqtt)
-        config.mqtt.will = MQTTWill(topic: "home/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
+        config.mqtt.will = MQTTWill(
+            topic: "home/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
         config.requestTimeout = 2
@@ -49,26 +52,31 @@ final class GatewayHarness: @unchecked Sendable {
         var logger = Logger(label: "test.gateway")
         logger.logLevel = .warning
         let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
-        let gateway = try Gateway(config: config, source: home, database: database, mqtt: mqtt,
-                                  scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
-                                  // Far below the shipped home's few hundred retained topics, so
-                                  // that every test starts through the paced first publication.
-                                  publicationBacklog: 16, logger: logger)
+        let gateway = try Gateway(
+            config: config, source: home, database: database, mqtt: mqtt,
+            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
+            // Far below the shipped home's few hundred retained topics, so
+            // that every test starts through the paced first publication.
+            publicationBacklog: 16, logger: logger)
         let publisher = MQTTClient(configuration: broker.clientConfiguration(clientID: "test-publisher"))
         try await publisher.connect()
         try await before(broker, publisher)
-        let observer = try await MQTTTestSubscriber.start(broker: broker, filter: "\(config.baseTopic)/#", clientID: "test-observer")
+        let observer = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "\(config.baseTopic)/#", clientID: "test-observer")
         let group = ServiceGroup(configuration: .init(services: gateway.services, logger: logger))
         let runner = Task { try await group.run() }
-        let harness = GatewayHarness(broker: broker, home: home, database: database, gateway: gateway, group: group,
-                                     runner: runner, observer: observer, publisher: publisher, state: state)
+        let harness = GatewayHarness(
+            broker: broker, home: home, database: database, gateway: gateway, group: group,
+            runner: runner, observer: observer, publisher: publisher, state: state)
         let statusTopic = "\(config.baseTopic)/$gateway/status"
         try await observer.waitForMessage("gateway online", where: { $0.topic == statusTopic && $0.string == "online" })
         return harness
     }
 
-    private init(broker: MosquittoBroker, home: SimulatedHome, database: HomeDatabase, gateway: Gateway, group: ServiceGroup,
-                 runner: Task<Void, any Error>, observer: MQTTTestSubscriber, publisher: MQTTClient, state: TemporaryDirectory) {
+    private init(
+        broker: MosquittoBroker, home: SimulatedHome, database: HomeDatabase, gateway: Gateway, group: ServiceGroup,
+        runner: Task<Void, any Error>, observer: MQTTTestSubscriber, publisher: MQTTClient, state: TemporaryDirectory
+    ) {
         self.broker = broker
         self.home = home
         self.database = database
@@ -94,7 +102,9 @@ final class GatewayHarness: @unchecked Sendable {
 
     /// The next message on `topic` after now whose payload satisfies `predicate`.
     @discardableResult
-    func next(_ topic: String, timeout: Double = 10, where predicate: @escaping @Sendable (String) -> Bool = { _ in true }) async throws -> MQTTMessage {
+    func next(
+        _ topic: String, timeout: Double = 10, where predicate: @escaping @Sendable (String) -> Bool = { _ in true }
+    ) async throws -> MQTTMessage {
         try await observer.waitForMessage(topic, timeout: timeout) { $0.topic == topic && predicate($0.string) }
     }
 
@@ -108,7 +118,8 @@ final class GatewayHarness: @unchecked Sendable {
 
     /// Every retained topic the broker holds under `filter` now, read by a fresh subscriber.
     func retainedOnBroker(_ filter: String = "home/#", settle: Double = 0.5) async throws -> [String: String] {
-        let fresh = try await MQTTTestSubscriber.start(broker: broker, filter: filter, clientID: "retained-reader-\(UUID().uuidString.prefix(8))")
+        let fresh = try await MQTTTestSubscriber.start(
+            broker: broker, filter: filter, clientID: "retained-reader-\(UUID().uuidString.prefix(8))")
         try await Task.sleep(for: .seconds(settle))
         await fresh.stop()
         var out: [String: String] = [:]

@@ -22,7 +22,9 @@ final class HAPEndToEndTests: XCTestCase {
 
         var configPath: String { directory.file("gateway.yml") }
         var stateDirectory: String { directory.file("state") }
-        var store: HAPPairingStore { HAPPairingStore(directory: URL(fileURLWithPath: stateDirectory).appendingPathComponent("pairings")) }
+        var store: HAPPairingStore {
+            HAPPairingStore(directory: URL(fileURLWithPath: stateDirectory).appendingPathComponent("pairings"))
+        }
 
         init(broker: MosquittoBroker, directory: TemporaryDirectory, peer: HAPPeer, peerState: String) {
             self.broker = broker
@@ -77,8 +79,12 @@ final class HAPEndToEndTests: XCTestCase {
 
     /// The `homemqtt` executable SwiftPM built next to this test binary.
     func homemqtt() throws -> String {
-        let running = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        for directory in [URL(fileURLWithPath: running).deletingLastPathComponent(), Bundle.main.bundleURL.deletingLastPathComponent()] {
+        let running =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        for directory in [
+            URL(fileURLWithPath: running).deletingLastPathComponent(),
+            Bundle.main.bundleURL.deletingLastPathComponent(),
+        ] {
             let candidate = directory.appendingPathComponent("homemqtt").path
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
@@ -87,12 +93,15 @@ final class HAPEndToEndTests: XCTestCase {
 
     /// Starts `homemqtt run` and waits until it says online with the observer subscribed.
     func startGateway(_ rig: Rig) async throws -> MQTTTestSubscriber {
-        let observer = try await MQTTTestSubscriber.start(broker: rig.broker, filter: "home/#", clientID: "hap-e2e-observer")
+        let observer = try await MQTTTestSubscriber.start(
+            broker: rig.broker, filter: "home/#", clientID: "hap-e2e-observer")
         rig.observer = observer
         let gateway = try ChildProcess(try homemqtt(), ["run", "--config", rig.configPath])
         rig.gateway = gateway
         do {
-            try await observer.waitForMessage("the gateway online", timeout: 20) { $0.topic == "home/$gateway/status" && $0.string == "online" }
+            try await observer.waitForMessage("the gateway online", timeout: 20) {
+                $0.topic == "home/$gateway/status" && $0.string == "online"
+            }
         } catch {
             XCTFail("gateway stderr: \(gateway.standardError)")
             throw error
@@ -108,20 +117,25 @@ final class HAPEndToEndTests: XCTestCase {
     func pairWithCLI(_ rig: Rig) async throws -> ProcessResult {
         var last: ProcessResult?
         for _ in 0..<4 {
-            let result = try await runProcess(try homemqtt(), [
-                "pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", String(rig.peer.port),
-                "--code", setupCode, "--name", "Peer Bridge",
-            ], timeout: 60)
+            let result = try await runProcess(
+                try homemqtt(),
+                [
+                    "pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", String(rig.peer.port),
+                    "--code", setupCode, "--name", "Peer Bridge",
+                ], timeout: 60)
             if result.status == 0 { return result }
             last = result
-            guard result.standardError.contains("(wrong-setup-code)") || result.standardError.contains("(bad-signature)") else { break }
+            guard
+                result.standardError.contains("(wrong-setup-code)") || result.standardError.contains("(bad-signature)")
+            else { break }
         }
         XCTFail("homemqtt pair failed: \(last?.standardError ?? "")")
         throw ProcessError("pairing failed")
     }
 
     /// The characteristic of `type` (short UUID) of the peer accessory named `name`.
-    func peerCharacteristic(_ rig: Rig, accessory name: String, type: String) async throws -> (aid: UInt64, iid: UInt64) {
+    func peerCharacteristic(_ rig: Rig, accessory name: String, type: String) async throws -> (aid: UInt64, iid: UInt64)
+    {
         let pairing = try XCTUnwrap(try rig.store.all().first)
         let accessories = try await HAPController(store: rig.store).accessories(of: pairing)
         let accessory = try XCTUnwrap(accessories.first { $0.name == name }, "no accessory \(name)")
@@ -145,7 +159,8 @@ final class HAPEndToEndTests: XCTestCase {
 
     /// Every retained topic the broker holds under `filter`, read by a fresh subscriber.
     func retained(_ rig: Rig, _ filter: String) async throws -> [String: String] {
-        let fresh = try await MQTTTestSubscriber.start(broker: rig.broker, filter: filter, clientID: "hap-e2e-retained-\(UUID().uuidString.prefix(8))")
+        let fresh = try await MQTTTestSubscriber.start(
+            broker: rig.broker, filter: filter, clientID: "hap-e2e-retained-\(UUID().uuidString.prefix(8))")
         try await Task.sleep(for: .milliseconds(500))
         await fresh.stop()
         var out: [String: String] = [:]
@@ -158,7 +173,9 @@ final class HAPEndToEndTests: XCTestCase {
     }
 
     /// Publishes a gateway request and returns its response object.
-    func request(_ rig: Rig, _ observer: MQTTTestSubscriber, _ op: String, _ fields: [String: JSONValue], timeout: Double = 30) async throws -> JSONValue {
+    func request(
+        _ rig: Rig, _ observer: MQTTTestSubscriber, _ op: String, _ fields: [String: JSONValue], timeout: Double = 30
+    ) async throws -> JSONValue {
         let id = UUID().uuidString
         var object = fields
         object["id"] = .string(id)
@@ -178,34 +195,45 @@ final class HAPEndToEndTests: XCTestCase {
 
         // A malformed code never reaches the accessory; the message says what a code looks like
         // and does not repeat the code.
-        let malformed = try await runProcess(homemqtt, ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", port, "--code", "12-345"])
+        let malformed = try await runProcess(
+            homemqtt, ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", port, "--code", "12-345"])
         XCTAssertNotEqual(malformed.status, 0)
         XCTAssertTrue(malformed.standardError.contains("XXX-XX-XXX"), malformed.standardError)
         XCTAssertFalse(malformed.standardError.contains("12-345"), malformed.standardError)
 
         // A wrong code: non-zero exit, one line naming the problem, nothing saved.
-        let wrong = try await runProcess(homemqtt, ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", port, "--code", wrongCode], timeout: 60)
+        let wrong = try await runProcess(
+            homemqtt, ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", port, "--code", wrongCode],
+            timeout: 60)
         XCTAssertNotEqual(wrong.status, 0)
-        XCTAssertTrue(wrong.standardError.contains("wrong-setup-code") && wrong.standardError.contains("setup code"), wrong.standardError)
+        XCTAssertTrue(
+            wrong.standardError.contains("wrong-setup-code") && wrong.standardError.contains("setup code"),
+            wrong.standardError)
         XCTAssertFalse(wrong.standardError.contains(wrongCode), wrong.standardError)
         XCTAssertEqual(try rig.store.all().count, 0)
 
         // Nothing listens: unreachable, named as such.
         let closedPort = String(try freePort())
-        let unreachable = try await runProcess(homemqtt, ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", closedPort, "--code", setupCode], timeout: 60)
+        let unreachable = try await runProcess(
+            homemqtt,
+            ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", closedPort, "--code", setupCode],
+            timeout: 60)
         XCTAssertNotEqual(unreachable.status, 0)
         XCTAssertTrue(unreachable.standardError.contains("unreachable"), unreachable.standardError)
 
         // The right code: the pairing id and the bridge's five accessories.
         let paired = try await pairWithCLI(rig)
         let pairing = try XCTUnwrap(try rig.store.all().first)
-        XCTAssertTrue(paired.standardOutput.contains("pairing id: \(pairing.accessoryPairingID)"), paired.standardOutput)
+        XCTAssertTrue(
+            paired.standardOutput.contains("pairing id: \(pairing.accessoryPairingID)"), paired.standardOutput)
         XCTAssertTrue(paired.standardOutput.contains("accessories: 5"), paired.standardOutput)
         let peerPairings = try await rig.peer.command("pairings")
         XCTAssertEqual(peerPairings, "PAIRINGS 1")
 
         // Pairing again: the accessory is taken.
-        let again = try await runProcess(homemqtt, ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", port, "--code", setupCode], timeout: 60)
+        let again = try await runProcess(
+            homemqtt, ["pair", "--config", rig.configPath, "--host", "127.0.0.1", "--port", port, "--code", setupCode],
+            timeout: 60)
         XCTAssertNotEqual(again.status, 0)
         XCTAssertTrue(again.standardError.contains("already-paired"), again.standardError)
 
@@ -236,15 +264,21 @@ final class HAPEndToEndTests: XCTestCase {
         observer.clear()
         let answer = try await rig.peer.command("set \(brightness.aid) \(brightness.iid) 33")
         XCTAssertEqual(answer, "OK")
-        try await observer.waitForMessage("brightness 33 on state", timeout: 15) { $0.topic == stateTopic && $0.string == "33" }
+        try await observer.waitForMessage("brightness 33 on state", timeout: 15) {
+            $0.topic == stateTopic && $0.string == "33"
+        }
 
         // The accessory goes away and comes back on the same address.
         observer.clear()
         await rig.peer.stop()
-        try await observer.waitForMessage("offline", timeout: 15) { $0.topic == "\(accessory)/$availability" && $0.string == "offline" }
+        try await observer.waitForMessage("offline", timeout: 15) {
+            $0.topic == "\(accessory)/$availability" && $0.string == "offline"
+        }
         observer.clear()
         rig.peer = try await HAPPeer.start(port: rig.peer.port, state: rig.peerState)
-        try await observer.waitForMessage("online again", timeout: 20) { $0.topic == "\(accessory)/$availability" && $0.string == "online" }
+        try await observer.waitForMessage("online again", timeout: 20) {
+            $0.topic == "\(accessory)/$availability" && $0.string == "online"
+        }
         let retainedAvailability = try await retained(rig, "\(accessory)/$availability")
         XCTAssertEqual(retainedAvailability["\(accessory)/$availability"], "online")
 
@@ -268,7 +302,9 @@ final class HAPEndToEndTests: XCTestCase {
         }
 
         // A wrong setup code.
-        let wrong = try await request(rig, observer, "pair", ["host": .string("127.0.0.1"), "port": .int(Int64(rig.peer.port)), "code": .string(wrongCode)])
+        let wrong = try await request(
+            rig, observer, "pair",
+            ["host": .string("127.0.0.1"), "port": .int(Int64(rig.peer.port)), "code": .string(wrongCode)])
         XCTAssertEqual(wrong["status"], .string("error"), wrong.encoded())
         XCTAssertEqual(wrong["code"], .string("wrong-setup-code"), wrong.encoded())
 
@@ -277,7 +313,9 @@ final class HAPEndToEndTests: XCTestCase {
         let stateTopic = try await waitForBrightnessState(observer)
         let accessory = Self.accessoryTopic(of: stateTopic)
         try await observer.waitForMessage("accessory-added", timeout: 10) {
-            guard $0.topic == "home/$gateway/event", let event = try? JSONValue(parsing: $0.payload) else { return false }
+            guard $0.topic == "home/$gateway/event", let event = try? JSONValue(parsing: $0.payload) else {
+                return false
+            }
             return event["event"] == .string("accessory-added") && event["accessory"]?["name"] == .string("Peer Light")
         }
         XCTAssertEqual(try rig.store.all().map(\.accessoryPairingID), [pairingID])
@@ -289,10 +327,15 @@ final class HAPEndToEndTests: XCTestCase {
         let unpaired = try await request(rig, observer, "unpair", ["pairing": .string(pairingID)])
         XCTAssertEqual(unpaired["status"], .string("ok"), unpaired.encoded())
         try await observer.waitForMessage("accessory-removed", timeout: 10) {
-            guard $0.topic == "home/$gateway/event", let event = try? JSONValue(parsing: $0.payload) else { return false }
-            return event["event"] == .string("accessory-removed") && event["accessory"]?["name"] == .string("Peer Light")
+            guard $0.topic == "home/$gateway/event", let event = try? JSONValue(parsing: $0.payload) else {
+                return false
+            }
+            return event["event"] == .string("accessory-removed")
+                && event["accessory"]?["name"] == .string("Peer Light")
         }
-        try await observer.waitForMessage("the state cleared", timeout: 10) { $0.topic == stateTopic && $0.payload.isEmpty }
+        try await observer.waitForMessage("the state cleared", timeout: 10) {
+            $0.topic == stateTopic && $0.payload.isEmpty
+        }
         let afterUnpair = try await retained(rig, "\(accessory)/#")
         XCTAssertEqual(afterUnpair, [:])
         XCTAssertEqual(try rig.store.all().count, 0)
@@ -306,7 +349,9 @@ final class HAPEndToEndTests: XCTestCase {
         observer.clear()
         let removed = try await request(rig, observer, "accessory/remove", ["accessory": .string("Peer Light")])
         XCTAssertEqual(removed["status"], .string("ok"), removed.encoded())
-        try await observer.waitForMessage("the state cleared", timeout: 10) { $0.topic == stateTopic && $0.payload.isEmpty }
+        try await observer.waitForMessage("the state cleared", timeout: 10) {
+            $0.topic == stateTopic && $0.payload.isEmpty
+        }
         let afterRemove = try await retained(rig, "\(accessory)/#")
         XCTAssertEqual(afterRemove, [:])
         XCTAssertEqual(try rig.store.all().count, 1)
@@ -331,9 +376,12 @@ final class HAPEndToEndTests: XCTestCase {
         var last: JSONValue = .null
         for _ in 0..<4 {
             observer.clear()
-            let response = try await request(rig, observer, "pair", [
-                "host": .string("127.0.0.1"), "port": .int(Int64(rig.peer.port)), "code": .string(setupCode), "name": .string("Peer Bridge"),
-            ])
+            let response = try await request(
+                rig, observer, "pair",
+                [
+                    "host": .string("127.0.0.1"), "port": .int(Int64(rig.peer.port)), "code": .string(setupCode),
+                    "name": .string("Peer Bridge"),
+                ])
             if response["status"] == .string("ok") {
                 let data = try XCTUnwrap(response["data"])
                 XCTAssertEqual(data["accessories"]?.arrayValue?.count, 5, data.encoded())

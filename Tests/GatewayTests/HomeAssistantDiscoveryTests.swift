@@ -6,8 +6,10 @@ import HomeModel
 private enum HAFixture {
     struct Missing: Error { var name: String }
 
-    static func characteristic(_ name: String, _ iid: UInt64, permissions: CharacteristicPermissions? = nil,
-                               min: Double? = nil, max: Double? = nil) throws -> Characteristic {
+    static func characteristic(
+        _ name: String, _ iid: UInt64, permissions: CharacteristicPermissions? = nil,
+        min: Double? = nil, max: Double? = nil
+    ) throws -> Characteristic {
         guard let type = Catalog.characteristicType(named: name) else { throw Missing(name: name) }
         var metadata = type.metadata
         if let permissions { metadata.permissions = permissions }
@@ -16,125 +18,184 @@ private enum HAFixture {
         return Characteristic(iid: iid, type: type.uuid, value: nil, metadata: metadata)
     }
 
-    static func service(_ name: String, _ iid: UInt64, named: String? = nil, _ characteristics: [Characteristic]) throws -> AccessoryService {
+    static func service(_ name: String, _ iid: UInt64, named: String? = nil, _ characteristics: [Characteristic]) throws
+        -> AccessoryService
+    {
         guard let type = Catalog.serviceType(named: name) else { throw Missing(name: name) }
         return AccessoryService(iid: iid, type: type.uuid, name: named, characteristics: characteristics)
     }
 
     static func information(_ name: String) throws -> AccessoryService {
-        try service("accessory-information", 1, [
-            characteristic("identify", 2), characteristic("manufacturer", 3), characteristic("model", 4),
-            characteristic("name", 5), characteristic("serial-number", 6), characteristic("firmware-version", 7),
-        ])
+        try service(
+            "accessory-information", 1,
+            [
+                characteristic("identify", 2), characteristic("manufacturer", 3), characteristic("model", 4),
+                characteristic("name", 5), characteristic("serial-number", 6), characteristic("firmware-version", 7),
+            ])
     }
 
-    static func accessory(_ id: String, _ name: String, bridge: String? = nil, room: String? = nil, _ services: [AccessoryService]) throws -> Accessory {
-        Accessory(id: id, aid: bridge == nil ? 1 : 2, name: name, manufacturer: "Kilgo", model: "K-\(name.count)",
-                  serialNumber: "SN-\(id)", firmwareRevision: "1.2.3", bridgeID: bridge,
-                  services: [try information(name)] + services, suggestedRoom: room)
+    static func accessory(
+        _ id: String, _ name: String, bridge: String? = nil, room: String? = nil, _ services: [AccessoryService]
+    ) throws -> Accessory {
+        Accessory(
+            id: id, aid: bridge == nil ? 1 : 2, name: name, manufacturer: "Kilgo", model: "K-\(name.count)",
+            serialNumber: "SN-\(id)", firmwareRevision: "1.2.3", bridgeID: bridge,
+            services: [try information(name)] + services, suggestedRoom: room)
     }
 
     static func garage() throws -> Accessory {
-        try accessory("sim-garage", "Garage Door Opener", [
-            service("garage-door-opener", 10, named: "Garage Door", [
-                characteristic("current-door-state", 11), characteristic("target-door-state", 12),
-                characteristic("obstruction-detected", 13), characteristic("name", 14),
-            ]),
-            service("lightbulb", 20, named: "Garage Light", [
-                characteristic("power-state", 21), characteristic("brightness", 22, min: 10, max: 100),
-            ]),
-        ])
+        try accessory(
+            "sim-garage", "Garage Door Opener",
+            [
+                service(
+                    "garage-door-opener", 10, named: "Garage Door",
+                    [
+                        characteristic("current-door-state", 11), characteristic("target-door-state", 12),
+                        characteristic("obstruction-detected", 13), characteristic("name", 14),
+                    ]),
+                service(
+                    "lightbulb", 20, named: "Garage Light",
+                    [
+                        characteristic("power-state", 21), characteristic("brightness", 22, min: 10, max: 100),
+                    ]),
+            ])
     }
 
     static func lamp() throws -> Accessory {
-        try accessory("sim-lamp", "Reading Lamp", [
-            service("lightbulb", 10, [
-                characteristic("power-state", 11), characteristic("brightness", 12), characteristic("hue", 13),
-                characteristic("saturation", 14), characteristic("color-temperature", 15),
-            ]),
-        ])
+        try accessory(
+            "sim-lamp", "Reading Lamp",
+            [
+                service(
+                    "lightbulb", 10,
+                    [
+                        characteristic("power-state", 11), characteristic("brightness", 12), characteristic("hue", 13),
+                        characteristic("saturation", 14), characteristic("color-temperature", 15),
+                    ])
+            ])
     }
 
     static func lock() throws -> Accessory {
-        try accessory("sim-lock", "Front Door Lock", [
-            service("lock-mechanism", 10, [
-                characteristic("lock-current-state", 11), characteristic("lock-target-state", 12),
-            ]),
-        ])
+        try accessory(
+            "sim-lock", "Front Door Lock",
+            [
+                service(
+                    "lock-mechanism", 10,
+                    [
+                        characteristic("lock-current-state", 11), characteristic("lock-target-state", 12),
+                    ])
+            ])
     }
 
     static func thermostat() throws -> Accessory {
-        try accessory("sim-thermostat", "Hall Thermostat", [
-            service("thermostat", 10, [
-                characteristic("current-heating-cooling-state", 11), characteristic("target-heating-cooling-state", 12),
-                characteristic("current-temperature", 13), characteristic("target-temperature", 14),
-                characteristic("temperature-display-units", 15), characteristic("current-relative-humidity", 16),
-                characteristic("heating-threshold-temperature", 17), characteristic("cooling-threshold-temperature", 18),
-            ]),
-        ])
+        try accessory(
+            "sim-thermostat", "Hall Thermostat",
+            [
+                service(
+                    "thermostat", 10,
+                    [
+                        characteristic("current-heating-cooling-state", 11),
+                        characteristic("target-heating-cooling-state", 12),
+                        characteristic("current-temperature", 13), characteristic("target-temperature", 14),
+                        characteristic("temperature-display-units", 15),
+                        characteristic("current-relative-humidity", 16),
+                        characteristic("heating-threshold-temperature", 17),
+                        characteristic("cooling-threshold-temperature", 18),
+                    ])
+            ])
     }
 
     static func fans() throws -> [Accessory] {
         [
-            try accessory("sim-fan", "Ceiling Fan", [
-                service("fan", 10, [
-                    characteristic("power-state", 11), characteristic("rotation-speed", 12),
-                    characteristic("rotation-direction", 13),
+            try accessory(
+                "sim-fan", "Ceiling Fan",
+                [
+                    service(
+                        "fan", 10,
+                        [
+                            characteristic("power-state", 11), characteristic("rotation-speed", 12),
+                            characteristic("rotation-direction", 13),
+                        ])
                 ]),
-            ]),
-            try accessory("sim-fan2", "Tower Fan", [
-                service("fanv2", 10, [
-                    characteristic("active", 11), characteristic("rotation-speed", 12), characteristic("swing-mode", 13),
-                    characteristic("current-fan-state", 14), characteristic("target-fan-state", 15),
+            try accessory(
+                "sim-fan2", "Tower Fan",
+                [
+                    service(
+                        "fanv2", 10,
+                        [
+                            characteristic("active", 11), characteristic("rotation-speed", 12),
+                            characteristic("swing-mode", 13),
+                            characteristic("current-fan-state", 14), characteristic("target-fan-state", 15),
+                        ])
                 ]),
-            ]),
         ]
     }
 
     static func blinds() throws -> Accessory {
-        try accessory("sim-blinds", "Living Room Blinds", [
-            service("window-covering", 10, [
-                characteristic("current-position", 11), characteristic("target-position", 12),
-                characteristic("position-state", 13), characteristic("hold-position", 14),
-                characteristic("current-horizontal-tilt-angle", 15), characteristic("target-horizontal-tilt-angle", 16),
-                characteristic("obstruction-detected", 17),
-            ]),
-        ])
+        try accessory(
+            "sim-blinds", "Living Room Blinds",
+            [
+                service(
+                    "window-covering", 10,
+                    [
+                        characteristic("current-position", 11), characteristic("target-position", 12),
+                        characteristic("position-state", 13), characteristic("hold-position", 14),
+                        characteristic("current-horizontal-tilt-angle", 15),
+                        characteristic("target-horizontal-tilt-angle", 16),
+                        characteristic("obstruction-detected", 17),
+                    ])
+            ])
     }
 
     static func sensors() throws -> Accessory {
-        try accessory("sim-sensors", "Hall Sensor", [
-            service("temperature-sensor", 10, [characteristic("current-temperature", 11), characteristic("status-active", 12)]),
-            service("humidity-sensor", 20, [characteristic("current-relative-humidity", 21)]),
-            service("light-sensor", 30, [characteristic("current-ambient-light-level", 31)]),
-            service("contact-sensor", 40, [characteristic("contact-sensor-state", 41), characteristic("status-tampered", 42)]),
-            service("motion-sensor", 50, [characteristic("motion-detected", 51)]),
-            service("occupancy-sensor", 60, [characteristic("occupancy-detected", 61)]),
-            service("leak-sensor", 70, [characteristic("leak-detected", 71), characteristic("status-fault", 72)]),
-            service("smoke-sensor", 80, [characteristic("smoke-detected", 81)]),
-            service("carbon-dioxide-sensor", 90, [characteristic("carbon-dioxide-detected", 91), characteristic("carbon-dioxide-level", 92)]),
-            service("air-quality-sensor", 100, [characteristic("air-quality", 101), characteristic("pm2-5-density", 102)]),
-            service("battery", 110, [
-                characteristic("battery-level", 111), characteristic("charging-state", 112), characteristic("status-low-battery", 113),
-            ]),
-        ])
+        try accessory(
+            "sim-sensors", "Hall Sensor",
+            [
+                service(
+                    "temperature-sensor", 10,
+                    [characteristic("current-temperature", 11), characteristic("status-active", 12)]),
+                service("humidity-sensor", 20, [characteristic("current-relative-humidity", 21)]),
+                service("light-sensor", 30, [characteristic("current-ambient-light-level", 31)]),
+                service(
+                    "contact-sensor", 40,
+                    [characteristic("contact-sensor-state", 41), characteristic("status-tampered", 42)]),
+                service("motion-sensor", 50, [characteristic("motion-detected", 51)]),
+                service("occupancy-sensor", 60, [characteristic("occupancy-detected", 61)]),
+                service("leak-sensor", 70, [characteristic("leak-detected", 71), characteristic("status-fault", 72)]),
+                service("smoke-sensor", 80, [characteristic("smoke-detected", 81)]),
+                service(
+                    "carbon-dioxide-sensor", 90,
+                    [characteristic("carbon-dioxide-detected", 91), characteristic("carbon-dioxide-level", 92)]),
+                service(
+                    "air-quality-sensor", 100,
+                    [characteristic("air-quality", 101), characteristic("pm2-5-density", 102)]),
+                service(
+                    "battery", 110,
+                    [
+                        characteristic("battery-level", 111), characteristic("charging-state", 112),
+                        characteristic("status-low-battery", 113),
+                    ]),
+            ])
     }
 
     static func switches() throws -> [Accessory] {
         [
             try accessory("sim-switch", "Porch Switch", [service("switch", 10, [characteristic("power-state", 11)])]),
-            try accessory("sim-outlet", "Desk Outlet", [
-                service("outlet", 10, [characteristic("power-state", 11), characteristic("outlet-in-use", 12)]),
-            ]),
+            try accessory(
+                "sim-outlet", "Desk Outlet",
+                [
+                    service("outlet", 10, [characteristic("power-state", 11), characteristic("outlet-in-use", 12)])
+                ]),
         ]
     }
 
     static func bridged() throws -> [Accessory] {
         [
             try accessory("hue-bridge", "Hue Bridge", []),
-            try accessory("hue-bridge:2", "Hue Go", bridge: "hue-bridge", [
-                service("lightbulb", 10, [characteristic("power-state", 11), characteristic("brightness", 12)]),
-            ]),
+            try accessory(
+                "hue-bridge:2", "Hue Go", bridge: "hue-bridge",
+                [
+                    service("lightbulb", 10, [characteristic("power-state", 11), characteristic("brightness", 12)])
+                ]),
         ]
     }
 
@@ -142,22 +203,38 @@ private enum HAFixture {
     /// permissions decide.
     static func custom() throws -> Accessory {
         func custom(_ n: Int, _ iid: UInt64, _ metadata: CharacteristicMetadata, _ name: String) -> Characteristic {
-            Characteristic(iid: iid, type: "0000000\(n)-1111-2222-3333-444455556666", value: nil, metadata: metadata, name: name)
+            Characteristic(
+                iid: iid, type: "0000000\(n)-1111-2222-3333-444455556666", value: nil, metadata: metadata, name: name)
         }
         let rw: CharacteristicPermissions = [.read, .write, .notify]
-        return try accessory("sim-custom", "Gadget", [
-            AccessoryService(iid: 10, type: "AAAAAAAA-1111-2222-3333-444455556666", name: "Gadget Settings", characteristics: [
-                custom(1, 11, CharacteristicMetadata(format: .bool, permissions: rw), "Night Mode"),
-                custom(2, 12, CharacteristicMetadata(format: .bool, permissions: [.read, .notify]), "Overheated"),
-                custom(3, 13, CharacteristicMetadata(format: .uint8, validValues: [0: "low", 1: "medium", 2: "high"], permissions: rw), "Level"),
-                custom(4, 14, CharacteristicMetadata(format: .float, unit: "celsius", minValue: 5, maxValue: 30, minStep: 0.5, permissions: rw), "Setpoint"),
-                custom(5, 15, CharacteristicMetadata(format: .string, maxLength: 32, permissions: rw), "Label"),
-                custom(6, 16, CharacteristicMetadata(format: .string, permissions: [.read]), "Status Text"),
-                custom(7, 17, CharacteristicMetadata(format: .bool, permissions: [.write]), "Reset"),
-                custom(8, 18, CharacteristicMetadata(format: .uint32, unit: "seconds", permissions: [.read]), "Uptime"),
-                custom(9, 19, CharacteristicMetadata(format: .tlv8, permissions: [.read]), "Blob"),
-            ]),
-        ])
+        return try accessory(
+            "sim-custom", "Gadget",
+            [
+                AccessoryService(
+                    iid: 10, type: "AAAAAAAA-1111-2222-3333-444455556666", name: "Gadget Settings",
+                    characteristics: [
+                        custom(1, 11, CharacteristicMetadata(format: .bool, permissions: rw), "Night Mode"),
+                        custom(
+                            2, 12, CharacteristicMetadata(format: .bool, permissions: [.read, .notify]), "Overheated"),
+                        custom(
+                            3, 13,
+                            CharacteristicMetadata(
+                                format: .uint8, validValues: [0: "low", 1: "medium", 2: "high"], permissions: rw),
+                            "Level"),
+                        custom(
+                            4, 14,
+                            CharacteristicMetadata(
+                                format: .float, unit: "celsius", minValue: 5, maxValue: 30, minStep: 0.5,
+                                permissions: rw), "Setpoint"),
+                        custom(5, 15, CharacteristicMetadata(format: .string, maxLength: 32, permissions: rw), "Label"),
+                        custom(6, 16, CharacteristicMetadata(format: .string, permissions: [.read]), "Status Text"),
+                        custom(7, 17, CharacteristicMetadata(format: .bool, permissions: [.write]), "Reset"),
+                        custom(
+                            8, 18, CharacteristicMetadata(format: .uint32, unit: "seconds", permissions: [.read]),
+                            "Uptime"),
+                        custom(9, 19, CharacteristicMetadata(format: .tlv8, permissions: [.read]), "Blob"),
+                    ])
+            ])
     }
 
     static func everything() throws -> [Accessory] {
@@ -169,7 +246,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
     let prefix = "homeassistant"
     let status = "home/$gateway/status"
 
-    private func makeTree(_ accessories: [Accessory], home: Home = Home(), scope: ScopeConfig = ScopeConfig()) throws -> TopicTree {
+    private func makeTree(_ accessories: [Accessory], home: Home = Home(), scope: ScopeConfig = ScopeConfig()) throws
+        -> TopicTree
+    {
         TopicTree(base: "home", accessories: accessories, home: home, scope: try ScopeFilter(scope))
     }
 
@@ -178,7 +257,8 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
     }
 
     private func device(_ configs: [String: JSONValue], _ accessoryID: String) throws -> JSONValue {
-        let topic = HomeAssistantDiscovery.configTopic(prefix: prefix, nodeID: HomeAssistantDiscovery.nodeID(accessoryID: accessoryID))
+        let topic = HomeAssistantDiscovery.configTopic(
+            prefix: prefix, nodeID: HomeAssistantDiscovery.nodeID(accessoryID: accessoryID))
         return try XCTUnwrap(configs[topic], "no config for \(accessoryID) on \(topic)")
     }
 
@@ -187,13 +267,17 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         return try map.mapValues { try XCTUnwrap($0.objectValue) }
     }
 
-    private func only(_ document: JSONValue, platform: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String: JSONValue] {
+    private func only(_ document: JSONValue, platform: String, file: StaticString = #filePath, line: UInt = #line)
+        throws -> [String: JSONValue]
+    {
         let matches = try components(document).values.filter { $0["platform"]?.stringValue == platform }
         XCTAssertEqual(matches.count, 1, "\(platform) components", file: file, line: line)
         return try XCTUnwrap(matches.first, file: file, line: line)
     }
 
-    private func entity(_ document: JSONValue, stateOf topic: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String: JSONValue] {
+    private func entity(
+        _ document: JSONValue, stateOf topic: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> [String: JSONValue] {
         let matches = try components(document).values.filter { $0["state_topic"]?.stringValue == topic + "/state" }
         XCTAssertEqual(matches.count, 1, "entities on \(topic)/state", file: file, line: line)
         return try XCTUnwrap(matches.first, file: file, line: line)
@@ -212,7 +296,8 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(all.count, 13, "one device per accessory with entities: \(all.keys.sorted())")
         for (topic, document) in all {
             let object = try XCTUnwrap(document.objectValue)
-            XCTAssertEqual(Set(object.keys), ["device", "origin", "availability", "availability_mode", "components"], topic)
+            XCTAssertEqual(
+                Set(object.keys), ["device", "origin", "availability", "availability_mode", "components"], topic)
             XCTAssertEqual(document["origin"]?["name"], "HomeMQTT")
             XCTAssertTrue(HASchema.fits(try XCTUnwrap(document["availability"]), .availabilityList), topic)
             let device = try XCTUnwrap(document["device"]?.objectValue)
@@ -221,11 +306,13 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
             // The discovery topic's ids may only hold [a-zA-Z0-9_-].
             let parts = topic.split(separator: "/")
             XCTAssertEqual(parts.count, 4, topic)
-            XCTAssertTrue(parts[2].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }, topic)
+            XCTAssertTrue(
+                parts[2].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }, topic)
             let map = try components(document)
             XCTAssertFalse(map.isEmpty, topic)
             for (key, component) in map {
-                XCTAssertTrue(key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }, key)
+                XCTAssertTrue(
+                    key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }, key)
                 XCTAssertEqual(HASchema.problems(component), [], "\(topic) \(key)")
             }
         }
@@ -251,24 +338,36 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
                     let isCommand = option.contains("command") || option == "set_position_topic"
                     let suffix = isCommand ? "/set" : "/state"
                     XCTAssertTrue(topic.hasSuffix(suffix), "\(key).\(option) = \(topic)")
-                    let node = try XCTUnwrap(tree.characteristic(topic: String(topic.dropLast(suffix.count))), "\(key).\(option): \(topic) is no characteristic")
+                    let node = try XCTUnwrap(
+                        tree.characteristic(topic: String(topic.dropLast(suffix.count))),
+                        "\(key).\(option): \(topic) is no characteristic")
                     if isCommand {
                         XCTAssertTrue(node.characteristic.metadata.permissions.contains(.write), "\(key).\(option)")
                         for payload in try commandPayloads(platform: platform, option: option, component) {
-                            let text = try commandTemplate(option, component).map { try XCTUnwrap(HATemplate.render($0, value: payload)) } ?? payload
-                            XCTAssertNoThrow(try ValueCodec.parse(text: text, metadata: node.characteristic.metadata, label: node.typeName),
-                                             "\(key).\(option): Home Assistant sends '\(payload)' → '\(text)'")
+                            let text =
+                                try commandTemplate(option, component).map {
+                                    try XCTUnwrap(HATemplate.render($0, value: payload))
+                                } ?? payload
+                            XCTAssertNoThrow(
+                                try ValueCodec.parse(
+                                    text: text, metadata: node.characteristic.metadata, label: node.typeName),
+                                "\(key).\(option): Home Assistant sends '\(payload)' → '\(text)'")
                             checkedCommands += 1
                         }
                     } else {
                         for payload in statePayloads(node) {
-                            let rendered = try stateTemplate(platform: platform, option: option, component)
+                            let rendered =
+                                try stateTemplate(platform: platform, option: option, component)
                                 .map { try HATemplate.render($0, value: payload) } ?? payload
                             let accepted = try XCTUnwrap(rendered, "\(key).\(option): template fails on '\(payload)'")
                             let unknownAllowed = [("air-quality", "0"), ("current-lock-mechanism-state", "3")]
                                 .contains { $0 == (node.typeName, payload) }
-                            XCTAssertTrue(acceptsState(platform: platform, option: option, component, accepted, unknownAllowed: unknownAllowed),
-                                          "\(key).\(option): the gateway publishes '\(payload)', Home Assistant gets '\(accepted)'")
+                            XCTAssertTrue(
+                                acceptsState(
+                                    platform: platform, option: option, component, accepted,
+                                    unknownAllowed: unknownAllowed),
+                                "\(key).\(option): the gateway publishes '\(payload)', Home Assistant gets '\(accepted)'"
+                            )
                             checkedStates += 1
                         }
                     }
@@ -287,9 +386,11 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         switch option {
         case "command_topic":
             switch platform {
-            case "light", "switch", "fan": return [try XCTUnwrap(c["payload_on"]?.stringValue), try XCTUnwrap(c["payload_off"]?.stringValue)]
+            case "light", "switch", "fan":
+                return [try XCTUnwrap(c["payload_on"]?.stringValue), try XCTUnwrap(c["payload_off"]?.stringValue)]
             case "cover": return ["payload_open", "payload_close"].compactMap { c[$0]?.stringValue }
-            case "lock": return [try XCTUnwrap(c["payload_lock"]?.stringValue), try XCTUnwrap(c["payload_unlock"]?.stringValue)]
+            case "lock":
+                return [try XCTUnwrap(c["payload_lock"]?.stringValue), try XCTUnwrap(c["payload_unlock"]?.stringValue)]
             case "select": return try XCTUnwrap(c["options"]?.arrayValue).compactMap(\.stringValue)
             case "number":
                 // Integral values go out as integers, others as floats.
@@ -300,7 +401,8 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
             }
         case "brightness_command_topic": return ["1", String(try int("brightness_scale"))]
         case "color_temp_command_topic": return [String(try int("min_mireds")), String(try int("max_mireds"))]
-        case "percentage_command_topic": return [String(try int("speed_range_min")), String(try int("speed_range_max"))]
+        case "percentage_command_topic":
+            return [String(try int("speed_range_min")), String(try int("speed_range_max"))]
         case "set_position_topic": return [String(try int("position_closed")), String(try int("position_open"))]
         case "tilt_command_topic": return [String(try int("tilt_min")), String(try int("tilt_max"))]
         case "mode_command_topic": return try XCTUnwrap(c["modes"]?.arrayValue).compactMap(\.stringValue)
@@ -309,10 +411,14 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
             return platform == "climate" && option == "temperature_command_topic"
                 ? [python(try number("min_temp")), python(try number("max_temp"))]
                 : ["21.5", "22.0"]
-        case "target_humidity_command_topic": return [python(try number("min_humidity")), python(try number("max_humidity"))]
+        case "target_humidity_command_topic":
+            return [python(try number("min_humidity")), python(try number("max_humidity"))]
         case "direction_command_topic": return ["forward", "reverse"]
         case "oscillation_command_topic":
-            return [try XCTUnwrap(c["payload_oscillation_on"]?.stringValue), try XCTUnwrap(c["payload_oscillation_off"]?.stringValue)]
+            return [
+                try XCTUnwrap(c["payload_oscillation_on"]?.stringValue),
+                try XCTUnwrap(c["payload_oscillation_off"]?.stringValue),
+            ]
         default:
             XCTFail("unknown command option \(option)")
             return []
@@ -325,16 +431,17 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
     }
 
     private func stateTemplate(platform: String, option: String, _ c: [String: JSONValue]) -> String? {
-        let key: String = switch option {
-        case "state_topic": (platform == "light" || platform == "fan") ? "state_value_template" : "value_template"
-        case "position_topic": "position_template"
-        case "tilt_status_topic": "tilt_status_template"
-        case "mode_state_topic": "mode_state_template"
-        case "action_topic": "action_template"
-        case "current_temperature_topic": "current_temperature_template"
-        case "current_humidity_topic": "current_humidity_template"
-        default: option.replacingOccurrences(of: "_state_topic", with: "_value_template")
-        }
+        let key: String =
+            switch option {
+            case "state_topic": (platform == "light" || platform == "fan") ? "state_value_template" : "value_template"
+            case "position_topic": "position_template"
+            case "tilt_status_topic": "tilt_status_template"
+            case "mode_state_topic": "mode_state_template"
+            case "action_topic": "action_template"
+            case "current_temperature_topic": "current_temperature_template"
+            case "current_humidity_topic": "current_humidity_template"
+            default: option.replacingOccurrences(of: "_state_topic", with: "_value_template")
+            }
         // Climate names its state templates `<x>_state_template`.
         return c[key]?.stringValue ?? c[option.replacingOccurrences(of: "_topic", with: "_template")]?.stringValue
     }
@@ -345,7 +452,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         let format = metadata.format
         if format == .bool { return ["true", "false"] }
         if !metadata.validValues.isEmpty {
-            return metadata.validValues.keys.sorted().map { ValueCodec.text(format == .int ? .int($0) : .uint(UInt64($0)), format: format) }
+            return metadata.validValues.keys.sorted().map {
+                ValueCodec.text(format == .int ? .int($0) : .uint(UInt64($0)), format: format)
+            }
         }
         if format.isNumeric {
             let low = metadata.minValue ?? 0
@@ -362,7 +471,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         return ["some text"]
     }
 
-    private func acceptsState(platform: String, option: String, _ c: [String: JSONValue], _ v: String, unknownAllowed: Bool) -> Bool {
+    private func acceptsState(
+        platform: String, option: String, _ c: [String: JSONValue], _ v: String, unknownAllowed: Bool
+    ) -> Bool {
         if v == "None" { return unknownAllowed }
         func list(_ key: String) -> Set<String> { Set(c[key]?.arrayValue?.compactMap(\.stringValue) ?? []) }
         switch (platform, option) {
@@ -382,13 +493,14 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         case ("number", "state_topic"): return Double(v) != nil
         case ("text", "state_topic"): return true
         case (_, "brightness_state_topic"), (_, "color_temp_state_topic"), (_, "percentage_state_topic"),
-             (_, "position_topic"), (_, "tilt_status_topic"):
+            (_, "position_topic"), (_, "tilt_status_topic"):
             return Int(v) != nil // Home Assistant reads these with int()
         case (_, "current_temperature_topic"), (_, "temperature_state_topic"), (_, "temperature_low_state_topic"),
-             (_, "temperature_high_state_topic"), (_, "current_humidity_topic"), (_, "target_humidity_state_topic"):
+            (_, "temperature_high_state_topic"), (_, "current_humidity_topic"), (_, "target_humidity_state_topic"):
             return Double(v) != nil
         case (_, "mode_state_topic"): return list("modes").contains(v)
-        case (_, "action_topic"): return ["off", "heating", "cooling", "drying", "idle", "fan", "preheating", "defrosting"].contains(v)
+        case (_, "action_topic"):
+            return ["off", "heating", "cooling", "drying", "idle", "fan", "preheating", "defrosting"].contains(v)
         case (_, "direction_state_topic"): return v == "forward" || v == "reverse"
         case (_, "oscillation_state_topic"):
             return v == c["payload_oscillation_on"]?.stringValue || v == c["payload_oscillation_off"]?.stringValue
@@ -432,7 +544,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         let light = try only(document, platform: "light")
         XCTAssertEqual(light["hs_command_topic"], "home/default-room/reading-lamp/lightbulb/$color/set")
         XCTAssertEqual(light["hs_state_topic"], "home/default-room/reading-lamp/lightbulb/$color/state")
-        XCTAssertTrue(try components(document).values.allSatisfy { $0["platform"] != "number" }, "hue and saturation are the light's now")
+        XCTAssertTrue(
+            try components(document).values.allSatisfy { $0["platform"] != "number" },
+            "hue and saturation are the light's now")
     }
 
     func testSwitchAndOutletAreSwitches() throws {
@@ -472,8 +586,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         let light = try only(document, platform: "light")
         XCTAssertEqual(light["name"], "Garage Light")
         XCTAssertEqual(light["brightness_scale"], 100)
-        XCTAssertFalse(try components(document).values.contains { $0["state_topic"]?.stringValue?.contains("/name/") == true },
-                       "the Name characteristic is no entity")
+        XCTAssertFalse(
+            try components(document).values.contains { $0["state_topic"]?.stringValue?.contains("/name/") == true },
+            "the Name characteristic is no entity")
     }
 
     func testLockMechanismIsALock() throws {
@@ -483,7 +598,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(lock["payload_lock"], "secured")
         XCTAssertEqual(lock["payload_unlock"], "unsecured")
         XCTAssertEqual(lock["state_topic"], .string("\(service)/current-lock-mechanism-state/state"))
-        XCTAssertEqual(try ["0", "1", "2", "3"].map { try render(lock["value_template"], $0) }, ["UNLOCKED", "LOCKED", "JAMMED", "None"])
+        XCTAssertEqual(
+            try ["0", "1", "2", "3"].map { try render(lock["value_template"], $0) },
+            ["UNLOCKED", "LOCKED", "JAMMED", "None"])
     }
 
     func testThermostatIsAClimateWithModesAndTemperatures() throws {
@@ -493,9 +610,14 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(climate["modes"], ["off", "heat", "cool", "heat_cool"])
         XCTAssertEqual(climate["mode_state_topic"], .string("\(service)/target-heating-cooling/state"))
         XCTAssertEqual(climate["mode_command_topic"], .string("\(service)/target-heating-cooling/set"))
-        XCTAssertEqual(try ["0", "1", "2", "3"].map { try render(climate["mode_state_template"], $0) }, ["off", "heat", "cool", "heat_cool"])
-        XCTAssertEqual(try ["off", "heat", "cool", "heat_cool"].map { try render(climate["mode_command_template"], $0) }, ["0", "1", "2", "3"])
-        XCTAssertEqual(try ["0", "1", "2"].map { try render(climate["action_template"], $0) }, ["idle", "heating", "cooling"])
+        XCTAssertEqual(
+            try ["0", "1", "2", "3"].map { try render(climate["mode_state_template"], $0) },
+            ["off", "heat", "cool", "heat_cool"])
+        XCTAssertEqual(
+            try ["off", "heat", "cool", "heat_cool"].map { try render(climate["mode_command_template"], $0) },
+            ["0", "1", "2", "3"])
+        XCTAssertEqual(
+            try ["0", "1", "2"].map { try render(climate["action_template"], $0) }, ["idle", "heating", "cooling"])
         XCTAssertEqual(climate["current_temperature_topic"], .string("\(service)/current-temperature/state"))
         XCTAssertEqual(climate["temperature_state_topic"], .string("\(service)/target-temperature/state"))
         XCTAssertEqual(climate["temperature_command_topic"], .string("\(service)/target-temperature/set"))
@@ -526,7 +648,8 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(ceiling["speed_range_min"], 1)
         XCTAssertEqual(ceiling["speed_range_max"], 100)
         XCTAssertEqual(try render(ceiling["percentage_value_template"], "37.0"), "37", "rotation speed is a float")
-        XCTAssertEqual(try ["forward", "reverse"].map { try render(ceiling["direction_command_template"], $0) }, ["0", "1"])
+        XCTAssertEqual(
+            try ["forward", "reverse"].map { try render(ceiling["direction_command_template"], $0) }, ["0", "1"])
 
         let towerDocument = try device(all, "sim-fan2")
         let tower = try only(towerDocument, platform: "fan")
@@ -534,7 +657,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(tower["payload_on"], "1")
         XCTAssertEqual(tower["payload_off"], "0")
         XCTAssertEqual(tower["oscillation_command_topic"], "home/default-room/tower-fan/ventilation-fan/swing-mode/set")
-        XCTAssertEqual(try entity(towerDocument, stateOf: "home/default-room/tower-fan/ventilation-fan/target-fan-state")["options"], ["manual", "auto"])
+        XCTAssertEqual(
+            try entity(towerDocument, stateOf: "home/default-room/tower-fan/ventilation-fan/target-fan-state")[
+                "options"], ["manual", "auto"])
     }
 
     func testWindowCoveringIsACoverWithPositionAndTilt() throws {
@@ -548,12 +673,14 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(cover["payload_open"], "100")
         XCTAssertEqual(cover["payload_close"], "0")
         XCTAssertEqual(cover["payload_stop"], .null)
-        XCTAssertEqual(try ["0", "1", "2"].map { try render(cover["value_template"], $0) }, ["closing", "opening", "stopped"])
+        XCTAssertEqual(
+            try ["0", "1", "2"].map { try render(cover["value_template"], $0) }, ["closing", "opening", "stopped"])
         XCTAssertEqual(cover["tilt_command_topic"], .string("\(service)/target-horizontal-tilt/set"))
         XCTAssertEqual(cover["tilt_status_topic"], .string("\(service)/current-horizontal-tilt/state"))
         XCTAssertEqual(cover["tilt_min"], -90)
         XCTAssertEqual(cover["tilt_max"], 90)
-        let hold = try XCTUnwrap(try components(document).values.first { $0["command_topic"] == .string("\(service)/hold-position/set") })
+        let hold = try XCTUnwrap(
+            try components(document).values.first { $0["command_topic"] == .string("\(service)/hold-position/set") })
         XCTAssertEqual(hold["platform"], "button", "hold-position is write-only")
         XCTAssertEqual(try entity(document, stateOf: "\(service)/obstruction-detected")["device_class"], "problem")
     }
@@ -561,14 +688,18 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
     func testSensorsHaveDeviceClassesAndUnits() throws {
         let document = try device(configs(try makeTree([HAFixture.sensors()])), "sim-sensors")
         let base = "home/default-room/hall-sensor"
-        func check(_ path: String, _ platform: String, _ deviceClass: String?, _ unit: String?, line: UInt = #line) throws -> [String: JSONValue] {
+        func check(_ path: String, _ platform: String, _ deviceClass: String?, _ unit: String?, line: UInt = #line)
+            throws -> [String: JSONValue]
+        {
             let e = try entity(document, stateOf: "\(base)/\(path)", line: line)
             XCTAssertEqual(e["platform"]?.stringValue, platform, path, line: line)
             XCTAssertEqual(e["device_class"]?.stringValue, deviceClass, path, line: line)
             XCTAssertEqual(e["unit_of_measurement"]?.stringValue, unit, path, line: line)
             return e
         }
-        XCTAssertEqual(try check("temperature-sensor/current-temperature", "sensor", "temperature", "°C")["state_class"], "measurement")
+        XCTAssertEqual(
+            try check("temperature-sensor/current-temperature", "sensor", "temperature", "°C")["state_class"],
+            "measurement")
         _ = try check("humidity-sensor/current-relative-humidity", "sensor", "humidity", "%")
         _ = try check("light-sensor/current-light-level", "sensor", "illuminance", "lx")
         _ = try check("carbon-dioxide-sensor/carbon-dioxide-level", "sensor", "carbon_dioxide", "ppm")
@@ -585,7 +716,8 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(contact["payload_on"], "1")
         XCTAssertEqual(contact["payload_off"], "0")
         XCTAssertEqual(try check("motion-sensor/motion-detected", "binary_sensor", "motion", nil)["payload_on"], "true")
-        XCTAssertEqual(try check("occupancy-sensor/occupancy-detected", "binary_sensor", "occupancy", nil)["payload_on"], "1")
+        XCTAssertEqual(
+            try check("occupancy-sensor/occupancy-detected", "binary_sensor", "occupancy", nil)["payload_on"], "1")
         XCTAssertEqual(try check("leak-sensor/leak-detected", "binary_sensor", "moisture", nil)["payload_on"], "1")
         XCTAssertEqual(try check("smoke-sensor/smoke-detected", "binary_sensor", "smoke", nil)["payload_on"], "1")
         _ = try check("contact-sensor/status-tampered", "binary_sensor", "tamper", nil)
@@ -601,7 +733,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
 
     func testCharacteristicsWithoutAComponentGoByFormatAndPermissions() throws {
         let document = try device(configs(try makeTree([HAFixture.custom()])), "sim-custom")
-        let byName = Dictionary(try components(document).values.map { ($0["name"]?.stringValue ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+        let byName = Dictionary(
+            try components(document).values.map { ($0["name"]?.stringValue ?? "", $0) }, uniquingKeysWith: { a, _ in a }
+        )
         XCTAssertEqual(byName["Night Mode"]?["platform"], "switch")
         XCTAssertEqual(byName["Overheated"]?["platform"], "binary_sensor")
         XCTAssertEqual(byName["Level"]?["platform"], "select")
@@ -633,15 +767,23 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         let tree = try makeTree([HAFixture.garage(), HAFixture.lamp()], home: home)
         let all = configs(tree, options: .init(defaultRoomID: home.roomForEntireHome.id))
         let garage = try device(all, "sim-garage")
-        XCTAssertEqual(garage["device"], [
-            "identifiers": ["homemqtt_sim_garage"], "name": "Garage Door Opener", "manufacturer": "Kilgo",
-            "model": "K-18", "serial_number": "SN-sim-garage", "sw_version": "1.2.3", "suggested_area": "Garage",
-        ])
-        XCTAssertEqual(garage["availability"], [
-            ["topic": "home/garage/garage-door-opener/$availability", "payload_available": "online", "payload_not_available": "offline"],
-            ["topic": "home/$gateway/status", "payload_available": "online", "payload_not_available": "offline"],
-        ])
-        XCTAssertEqual(garage["availability_mode"], "all", "unavailable when either the accessory or the gateway is offline")
+        XCTAssertEqual(
+            garage["device"],
+            [
+                "identifiers": ["homemqtt_sim_garage"], "name": "Garage Door Opener", "manufacturer": "Kilgo",
+                "model": "K-18", "serial_number": "SN-sim-garage", "sw_version": "1.2.3", "suggested_area": "Garage",
+            ])
+        XCTAssertEqual(
+            garage["availability"],
+            [
+                [
+                    "topic": "home/garage/garage-door-opener/$availability", "payload_available": "online",
+                    "payload_not_available": "offline",
+                ],
+                ["topic": "home/$gateway/status", "payload_available": "online", "payload_not_available": "offline"],
+            ])
+        XCTAssertEqual(
+            garage["availability_mode"], "all", "unavailable when either the accessory or the gateway is offline")
         XCTAssertNil(try device(all, "sim-lamp")["device"]?["suggested_area"], "the default room is no area")
     }
 
@@ -657,7 +799,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         let connectivity = try only(bridge, platform: "binary_sensor")
         XCTAssertEqual(connectivity["device_class"], "connectivity")
         XCTAssertEqual(connectivity["state_topic"], "home/default-room/hue-bridge/$availability")
-        XCTAssertEqual(connectivity["availability"], [["topic": "home/$gateway/status", "payload_available": "online", "payload_not_available": "offline"]])
+        XCTAssertEqual(
+            connectivity["availability"],
+            [["topic": "home/$gateway/status", "payload_available": "online", "payload_not_available": "offline"]])
     }
 
     func testIdsAndTopicsSurviveRenamesAndMoves() throws {
@@ -686,8 +830,9 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
             XCTAssertNotEqual(new["device"]?["name"], old["device"]?["name"], "the name follows the rename")
         }
         XCTAssertEqual(try device(after, "sim-lamp")["device"]?["name"], "Renamed Reading Lamp")
-        XCTAssertEqual(try only(device(after, "sim-lamp"), platform: "light")["command_topic"],
-                       "home/workshop/renamed-reading-lamp/svc-10/power-state/set", "entities follow the new topics")
+        XCTAssertEqual(
+            try only(device(after, "sim-lamp"), platform: "light")["command_topic"],
+            "home/workshop/renamed-reading-lamp/svc-10/power-state/set", "entities follow the new topics")
     }
 
     func testSameTreeGivesTheSameConfigs() throws {
@@ -704,7 +849,8 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
 
         let removed = configs(try makeTree(all.filter { $0.id != "sim-lamp" }))
         XCTAssertNil(removed[lampTopic])
-        XCTAssertEqual(Set(full.keys).subtracting(removed.keys), [lampTopic], "only the removed accessory's config goes")
+        XCTAssertEqual(
+            Set(full.keys).subtracting(removed.keys), [lampTopic], "only the removed accessory's config goes")
 
         var scope = ScopeConfig()
         scope.accessories = ScopeList(deny: ["Reading Lamp"])
@@ -726,13 +872,16 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         let all = configs(try makeTree([HAFixture.lamp(), HAFixture.garage()], scope: scope))
         for document in all.values {
             for component in try components(document).values {
-                XCTAssertFalse(component.keys.contains { $0.contains("command") || $0 == "set_position_topic" }, "\(component)")
+                XCTAssertFalse(
+                    component.keys.contains { $0.contains("command") || $0 == "set_position_topic" }, "\(component)")
                 XCTAssertEqual(HASchema.problems(component), [])
             }
         }
         // A light nobody may switch is reported, not offered as a control.
         let lamp = try device(all, "sim-lamp")
-        XCTAssertEqual(try entity(lamp, stateOf: "home/default-room/reading-lamp/lightbulb/power-state")["platform"], "binary_sensor")
+        XCTAssertEqual(
+            try entity(lamp, stateOf: "home/default-room/reading-lamp/lightbulb/power-state")["platform"],
+            "binary_sensor")
         let garageCover = try only(device(all, "sim-garage"), platform: "cover")
         XCTAssertEqual(garageCover["payload_open"], .null)
         XCTAssertEqual(garageCover["payload_close"], .null)
@@ -748,32 +897,50 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
 
     func testOddMetadataGivesConfigsNotCrashes() throws {
         let huge = 1e300
-        let accessory = try HAFixture.accessory("sim-odd", "Odd", [
-            HAFixture.service("lightbulb", 10, [
-                HAFixture.characteristic("power-state", 11), HAFixture.characteristic("brightness", 12, min: huge, max: -huge),
-                HAFixture.characteristic("color-temperature", 13, min: -huge, max: huge),
-            ]),
-            HAFixture.service("fan", 20, [
-                HAFixture.characteristic("power-state", 21), HAFixture.characteristic("rotation-speed", 22, min: huge, max: huge),
-            ]),
-            HAFixture.service("window-covering", 30, [
-                HAFixture.characteristic("current-position", 31, min: .nan, max: .infinity),
-                HAFixture.characteristic("target-position", 32, min: -huge, max: huge),
-                HAFixture.characteristic("position-state", 33),
-            ]),
-        ])
+        let accessory = try HAFixture.accessory(
+            "sim-odd", "Odd",
+            [
+                HAFixture.service(
+                    "lightbulb", 10,
+                    [
+                        HAFixture.characteristic("power-state", 11),
+                        HAFixture.characteristic("brightness", 12, min: huge, max: -huge),
+                        HAFixture.characteristic("color-temperature", 13, min: -huge, max: huge),
+                    ]),
+                HAFixture.service(
+                    "fan", 20,
+                    [
+                        HAFixture.characteristic("power-state", 21),
+                        HAFixture.characteristic("rotation-speed", 22, min: huge, max: huge),
+                    ]),
+                HAFixture.service(
+                    "window-covering", 30,
+                    [
+                        HAFixture.characteristic("current-position", 31, min: .nan, max: .infinity),
+                        HAFixture.characteristic("target-position", 32, min: -huge, max: huge),
+                        HAFixture.characteristic("position-state", 33),
+                    ]),
+            ])
         let document = try device(configs(try makeTree([accessory])), "sim-odd")
-        XCTAssertEqual(Set(try components(document).values.compactMap { $0["platform"]?.stringValue }), ["light", "fan", "cover"])
+        XCTAssertEqual(
+            Set(try components(document).values.compactMap { $0["platform"]?.stringValue }), ["light", "fan", "cover"])
         XCTAssertNoThrow(try JSONValue(parsing: document.encoded()), "the config is valid JSON")
     }
 
     // MARK: - Helpers for the gateway
 
     func testBirthMessage() {
-        XCTAssertTrue(HomeAssistantDiscovery.isBirthMessage(topic: "homeassistant/status", payload: Array("online".utf8), prefix: "homeassistant"))
-        XCTAssertFalse(HomeAssistantDiscovery.isBirthMessage(topic: "homeassistant/status", payload: Array("offline".utf8), prefix: "homeassistant"))
-        XCTAssertFalse(HomeAssistantDiscovery.isBirthMessage(topic: "ha/status", payload: Array("online".utf8), prefix: "homeassistant"))
-        XCTAssertTrue(HomeAssistantDiscovery.isBirthMessage(topic: "ha/status", payload: Array("online".utf8), prefix: "ha"))
+        XCTAssertTrue(
+            HomeAssistantDiscovery.isBirthMessage(
+                topic: "homeassistant/status", payload: Array("online".utf8), prefix: "homeassistant"))
+        XCTAssertFalse(
+            HomeAssistantDiscovery.isBirthMessage(
+                topic: "homeassistant/status", payload: Array("offline".utf8), prefix: "homeassistant"))
+        XCTAssertFalse(
+            HomeAssistantDiscovery.isBirthMessage(
+                topic: "ha/status", payload: Array("online".utf8), prefix: "homeassistant"))
+        XCTAssertTrue(
+            HomeAssistantDiscovery.isBirthMessage(topic: "ha/status", payload: Array("online".utf8), prefix: "ha"))
     }
 
     func testRemovingOneComponentOfADeviceSendsItsPlatformOnly() throws {
@@ -795,11 +962,20 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
     func testOwnConfigsAreRecognised() throws {
         let all = configs(try makeTree([HAFixture.lamp()]))
         let (topic, payload) = try XCTUnwrap(all.first)
-        XCTAssertTrue(HomeAssistantDiscovery.isOwnConfig(topic: topic, payload: payload, prefix: prefix, gatewayStatusTopic: status))
-        XCTAssertFalse(HomeAssistantDiscovery.isOwnConfig(topic: topic, payload: payload, prefix: prefix, gatewayStatusTopic: "other/$gateway/status"),
-                       "another gateway's config is not ours to clear")
-        XCTAssertFalse(HomeAssistantDiscovery.isOwnConfig(topic: "homeassistant/device/zigbee_1/config", payload: ["origin": ["name": "Zigbee2MQTT"]],
-                                                          prefix: prefix, gatewayStatusTopic: status))
-        XCTAssertFalse(HomeAssistantDiscovery.isOwnConfig(topic: "homeassistant/light/homemqtt_x/config", payload: payload, prefix: prefix, gatewayStatusTopic: status))
+        XCTAssertTrue(
+            HomeAssistantDiscovery.isOwnConfig(
+                topic: topic, payload: payload, prefix: prefix, gatewayStatusTopic: status))
+        XCTAssertFalse(
+            HomeAssistantDiscovery.isOwnConfig(
+                topic: topic, payload: payload, prefix: prefix, gatewayStatusTopic: "other/$gateway/status"),
+            "another gateway's config is not ours to clear")
+        XCTAssertFalse(
+            HomeAssistantDiscovery.isOwnConfig(
+                topic: "homeassistant/device/zigbee_1/config", payload: ["origin": ["name": "Zigbee2MQTT"]],
+                prefix: prefix, gatewayStatusTopic: status))
+        XCTAssertFalse(
+            HomeAssistantDiscovery.isOwnConfig(
+                topic: "homeassistant/light/homemqtt_x/config", payload: payload, prefix: prefix,
+                gatewayStatusTopic: status))
     }
 }

@@ -26,7 +26,9 @@ final class HomeAssistantMQTTTests: XCTestCase {
             let components = try XCTUnwrap(json["components"]?.objectValue, topic)
             for (_, component) in components {
                 for key in ["state_topic", "command_topic"] {
-                    if let value = component[key]?.stringValue { XCTAssertTrue(value.hasPrefix("home/"), "\(key) \(value)") }
+                    if let value = component[key]?.stringValue {
+                        XCTAssertTrue(value.hasPrefix("home/"), "\(key) \(value)")
+                    }
                 }
             }
         }
@@ -38,7 +40,8 @@ final class HomeAssistantMQTTTests: XCTestCase {
         let gw = try await GatewayHarness.start()
         addTeardownBlock { await gw.stop() }
         let before = try await discoveryConfigs(gw)
-        let listener = try await MQTTTestSubscriber.start(broker: gw.broker, filter: "homeassistant/device/#", clientID: "ha-listener")
+        let listener = try await MQTTTestSubscriber.start(
+            broker: gw.broker, filter: "homeassistant/device/#", clientID: "ha-listener")
         addTeardownBlock { await listener.stop() }
         try await Task.sleep(for: .milliseconds(300))
         listener.clear()
@@ -62,9 +65,13 @@ final class HomeAssistantMQTTTests: XCTestCase {
         // Renaming keeps the config topic.
         try await gw.database.renameAccessory(id: lampID, to: "Kilgo Door")
         try await gw.next("home/$gateway/event") { $0.contains("accessory-renamed") }
-        try await waitUntil("renamed device") { try await self.discoveryConfigs(gw)[topic]?.contains("Kilgo Door") == true }
+        try await waitUntil("renamed device") {
+            try await self.discoveryConfigs(gw)[topic]?.contains("Kilgo Door") == true
+        }
         // Leaving scope clears it.
-        _ = try await gw.request("home/$gateway/request/scope/set", #"{"scope": {"manufacturers": {"deny": ["Kilgo Devices, Inc."]}}}"#, answer: "home/$gateway/response/scope/set")
+        _ = try await gw.request(
+            "home/$gateway/request/scope/set", #"{"scope": {"manufacturers": {"deny": ["Kilgo Devices, Inc."]}}}"#,
+            answer: "home/$gateway/response/scope/set")
         try await waitUntil("config cleared") { try await self.discoveryConfigs(gw)[topic] == nil }
         let after = try await discoveryConfigs(gw)
         XCTAssertEqual(Set(after.keys), Set(before.keys).subtracting([topic]))
@@ -81,12 +88,18 @@ final class HomeAssistantMQTTTests: XCTestCase {
         let foreign = #"{"device":{"identifiers":["zigbee_1"]},"components":{}}"#
         let gw = try await GatewayHarness.start(before: { broker, publisher in
             // What an earlier run left for an accessory that is gone now: a config naming our status topic.
-            let ghost = #"{"origin":{"name":"HomeMQTT"},"device":{"identifiers":["homemqtt_sim_gone"]},"availability":[{"topic":"home/$gateway/status"}],"components":{}}"#
-            try await publisher.publish("homeassistant/device/homemqtt_sim_gone/config", payload: Array(ghost.utf8), qos: .atLeastOnce, retain: true)
-            try await publisher.publish("homeassistant/device/zigbee_1/config", payload: Array(foreign.utf8), qos: .atLeastOnce, retain: true)
+            let ghost =
+                #"{"origin":{"name":"HomeMQTT"},"device":{"identifiers":["homemqtt_sim_gone"]},"availability":[{"topic":"home/$gateway/status"}],"components":{}}"#
+            try await publisher.publish(
+                "homeassistant/device/homemqtt_sim_gone/config", payload: Array(ghost.utf8), qos: .atLeastOnce,
+                retain: true)
+            try await publisher.publish(
+                "homeassistant/device/zigbee_1/config", payload: Array(foreign.utf8), qos: .atLeastOnce, retain: true)
         })
         addTeardownBlock { await gw.stop() }
-        try await waitUntil("ghost config cleared") { try await self.discoveryConfigs(gw)["homeassistant/device/homemqtt_sim_gone/config"] == nil }
+        try await waitUntil("ghost config cleared") {
+            try await self.discoveryConfigs(gw)["homeassistant/device/homemqtt_sim_gone/config"] == nil
+        }
         let configs = try await discoveryConfigs(gw)
         XCTAssertEqual(configs["homeassistant/device/zigbee_1/config"], foreign)
     }

@@ -52,81 +52,113 @@ enum HASchema {
     ]
 
     static let platforms: [String: Platform] = [
-        "light": Platform(required: ["command_topic"], keys: [
-            "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
-            "payload_on": .string, "payload_off": .string,
-            "brightness_command_topic": .topic, "brightness_state_topic": .topic, "brightness_scale": .integer,
-            "brightness_value_template": .template, "brightness_command_template": .template,
-            "color_temp_command_topic": .topic, "color_temp_state_topic": .topic, "color_temp_value_template": .template,
-            "min_mireds": .integer, "max_mireds": .integer,
-            "hs_command_topic": .topic, "hs_state_topic": .topic, "hs_value_template": .template,
-        ]),
-        "switch": Platform(required: ["command_topic"], keys: [
-            "command_topic": .topic, "state_topic": .topic, "payload_on": .string, "payload_off": .string,
-            "state_on": .string, "state_off": .string, "value_template": .template,
-            "device_class": .oneOf(["outlet", "switch"]),
-        ]),
-        "cover": Platform(required: [], keys: [
-            "command_topic": .topic, "state_topic": .topic, "value_template": .template,
-            "payload_open": .nullableString, "payload_close": .nullableString, "payload_stop": .nullableString,
-            "position_topic": .topic, "position_template": .template, "set_position_topic": .topic,
-            "position_open": .integer, "position_closed": .integer,
-            "tilt_command_topic": .topic, "tilt_status_topic": .topic, "tilt_status_template": .template,
-            "tilt_min": .integer, "tilt_max": .integer, "tilt_opened_value": .integer, "tilt_closed_value": .integer,
-            "device_class": .oneOf(["awning", "blind", "curtain", "damper", "door", "garage", "gate", "shade", "shutter", "window"]),
-        ]),
-        "lock": Platform(required: ["command_topic"], keys: [
-            "command_topic": .topic, "state_topic": .topic, "value_template": .template,
-            "payload_lock": .string, "payload_unlock": .string, "payload_open": .string,
-            "state_locked": .string, "state_unlocked": .string, "state_jammed": .string,
-        ]),
-        "climate": Platform(required: [], keys: [
-            "modes": .stringList, "mode_state_topic": .topic, "mode_state_template": .template,
-            "mode_command_topic": .topic, "mode_command_template": .template,
-            "action_topic": .topic, "action_template": .template,
-            "current_temperature_topic": .topic, "current_temperature_template": .template,
-            "temperature_state_topic": .topic, "temperature_state_template": .template,
-            "temperature_command_topic": .topic, "temperature_command_template": .template,
-            "temperature_low_state_topic": .topic, "temperature_low_command_topic": .topic,
-            "temperature_high_state_topic": .topic, "temperature_high_command_topic": .topic,
-            "current_humidity_topic": .topic, "target_humidity_state_topic": .topic, "target_humidity_command_topic": .topic,
-            "min_temp": .number, "max_temp": .number, "temp_step": .number, "precision": .number,
-            "min_humidity": .number, "max_humidity": .number,
-            "temperature_unit": .oneOf(["C", "F"]),
-        ]),
-        "fan": Platform(required: ["command_topic"], keys: [
-            "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
-            "payload_on": .string, "payload_off": .string,
-            "percentage_command_topic": .topic, "percentage_state_topic": .topic, "percentage_value_template": .template,
-            "speed_range_min": .integer, "speed_range_max": .integer,
-            "direction_command_topic": .topic, "direction_command_template": .template,
-            "direction_state_topic": .topic, "direction_value_template": .template,
-            "oscillation_command_topic": .topic, "oscillation_state_topic": .topic,
-            "payload_oscillation_on": .string, "payload_oscillation_off": .string,
-        ]),
-        "sensor": Platform(required: ["state_topic"], keys: [
-            "state_topic": .topic, "value_template": .template, "unit_of_measurement": .string,
-            "device_class": .oneOf(sensorDeviceClasses),
-            "state_class": .oneOf(["measurement", "total", "total_increasing"]), "options": .stringList,
-        ]),
-        "binary_sensor": Platform(required: ["state_topic"], keys: [
-            "state_topic": .topic, "value_template": .template, "payload_on": .string, "payload_off": .string,
-            "device_class": .oneOf(binarySensorDeviceClasses),
-        ]),
-        "number": Platform(required: ["command_topic"], keys: [
-            "command_topic": .topic, "state_topic": .topic, "value_template": .template,
-            "min": .number, "max": .number, "step": .number, "mode": .oneOf(["auto", "box", "slider"]),
-            "unit_of_measurement": .string, "device_class": .oneOf(sensorDeviceClasses),
-        ]),
-        "select": Platform(required: ["command_topic", "options"], keys: [
-            "command_topic": .topic, "state_topic": .topic, "value_template": .template, "options": .stringList,
-        ]),
-        "text": Platform(required: ["command_topic"], keys: [
-            "command_topic": .topic, "state_topic": .topic, "value_template": .template, "min": .integer, "max": .integer,
-        ]),
-        "button": Platform(required: ["command_topic"], keys: [
-            "command_topic": .topic, "payload_press": .string, "device_class": .oneOf(["identify", "restart", "update"]),
-        ]),
+        "light": Platform(
+            required: ["command_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
+                "payload_on": .string, "payload_off": .string,
+                "brightness_command_topic": .topic, "brightness_state_topic": .topic, "brightness_scale": .integer,
+                "brightness_value_template": .template, "brightness_command_template": .template,
+                "color_temp_command_topic": .topic, "color_temp_state_topic": .topic,
+                "color_temp_value_template": .template,
+                "min_mireds": .integer, "max_mireds": .integer,
+                "hs_command_topic": .topic, "hs_state_topic": .topic, "hs_value_template": .template,
+            ]),
+        "switch": Platform(
+            required: ["command_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "payload_on": .string, "payload_off": .string,
+                "state_on": .string, "state_off": .string, "value_template": .template,
+                "device_class": .oneOf(["outlet", "switch"]),
+            ]),
+        "cover": Platform(
+            required: [],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+                "payload_open": .nullableString, "payload_close": .nullableString, "payload_stop": .nullableString,
+                "position_topic": .topic, "position_template": .template, "set_position_topic": .topic,
+                "position_open": .integer, "position_closed": .integer,
+                "tilt_command_topic": .topic, "tilt_status_topic": .topic, "tilt_status_template": .template,
+                "tilt_min": .integer, "tilt_max": .integer, "tilt_opened_value": .integer,
+                "tilt_closed_value": .integer,
+                "device_class": .oneOf([
+                    "awning", "blind", "curtain", "damper", "door", "garage", "gate", "shade", "shutter", "window",
+                ]),
+            ]),
+        "lock": Platform(
+            required: ["command_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+                "payload_lock": .string, "payload_unlock": .string, "payload_open": .string,
+                "state_locked": .string, "state_unlocked": .string, "state_jammed": .string,
+            ]),
+        "climate": Platform(
+            required: [],
+            keys: [
+                "modes": .stringList, "mode_state_topic": .topic, "mode_state_template": .template,
+                "mode_command_topic": .topic, "mode_command_template": .template,
+                "action_topic": .topic, "action_template": .template,
+                "current_temperature_topic": .topic, "current_temperature_template": .template,
+                "temperature_state_topic": .topic, "temperature_state_template": .template,
+                "temperature_command_topic": .topic, "temperature_command_template": .template,
+                "temperature_low_state_topic": .topic, "temperature_low_command_topic": .topic,
+                "temperature_high_state_topic": .topic, "temperature_high_command_topic": .topic,
+                "current_humidity_topic": .topic, "target_humidity_state_topic": .topic,
+                "target_humidity_command_topic": .topic,
+                "min_temp": .number, "max_temp": .number, "temp_step": .number, "precision": .number,
+                "min_humidity": .number, "max_humidity": .number,
+                "temperature_unit": .oneOf(["C", "F"]),
+            ]),
+        "fan": Platform(
+            required: ["command_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
+                "payload_on": .string, "payload_off": .string,
+                "percentage_command_topic": .topic, "percentage_state_topic": .topic,
+                "percentage_value_template": .template,
+                "speed_range_min": .integer, "speed_range_max": .integer,
+                "direction_command_topic": .topic, "direction_command_template": .template,
+                "direction_state_topic": .topic, "direction_value_template": .template,
+                "oscillation_command_topic": .topic, "oscillation_state_topic": .topic,
+                "payload_oscillation_on": .string, "payload_oscillation_off": .string,
+            ]),
+        "sensor": Platform(
+            required: ["state_topic"],
+            keys: [
+                "state_topic": .topic, "value_template": .template, "unit_of_measurement": .string,
+                "device_class": .oneOf(sensorDeviceClasses),
+                "state_class": .oneOf(["measurement", "total", "total_increasing"]), "options": .stringList,
+            ]),
+        "binary_sensor": Platform(
+            required: ["state_topic"],
+            keys: [
+                "state_topic": .topic, "value_template": .template, "payload_on": .string, "payload_off": .string,
+                "device_class": .oneOf(binarySensorDeviceClasses),
+            ]),
+        "number": Platform(
+            required: ["command_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+                "min": .number, "max": .number, "step": .number, "mode": .oneOf(["auto", "box", "slider"]),
+                "unit_of_measurement": .string, "device_class": .oneOf(sensorDeviceClasses),
+            ]),
+        "select": Platform(
+            required: ["command_topic", "options"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "value_template": .template, "options": .stringList,
+            ]),
+        "text": Platform(
+            required: ["command_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "value_template": .template, "min": .integer,
+                "max": .integer,
+            ]),
+        "button": Platform(
+            required: ["command_topic"],
+            keys: [
+                "command_topic": .topic, "payload_press": .string,
+                "device_class": .oneOf(["identify", "restart", "update"]),
+            ]),
     ]
 
     /// Problems with one component's config, empty when it fits the documented schema.
@@ -146,7 +178,8 @@ enum HASchema {
             if !fits(value, kind) { out.append("\(platformName): \(key) = \(value.encoded()) is not \(kind)") }
         }
         if let deviceClass = config["device_class"]?.stringValue, let unit = config["unit_of_measurement"]?.stringValue,
-           let allowed = unitsByDeviceClass[deviceClass], !allowed.contains(unit) {
+            let allowed = unitsByDeviceClass[deviceClass], !allowed.contains(unit)
+        {
             out.append("\(platformName): unit \(unit) is not one of \(allowed.sorted()) for \(deviceClass)")
         }
         if config["device_class"] == "enum" {
@@ -170,14 +203,19 @@ enum HASchema {
         case .integer: return value.int64Value != nil && value.stringValue == nil && value.boolValue == nil
         case .number: return value.doubleValue != nil
         case .boolean: return value.boolValue != nil
-        case .stringList: return value.arrayValue.map { !$0.isEmpty && $0.allSatisfy { $0.stringValue != nil } } ?? false
+        case .stringList:
+            return value.arrayValue.map { !$0.isEmpty && $0.allSatisfy { $0.stringValue != nil } } ?? false
         case .nullableString: return value.isNull || value.stringValue != nil
         case .oneOf(let allowed): return value.stringValue.map(allowed.contains) ?? false
         case .availabilityList:
             guard let list = value.arrayValue, !list.isEmpty else { return false }
             return list.allSatisfy { entry in
-                guard let object = entry.objectValue, let topic = object["topic"]?.stringValue, !topic.isEmpty else { return false }
-                return object.keys.allSatisfy { ["topic", "payload_available", "payload_not_available", "value_template"].contains($0) }
+                guard let object = entry.objectValue, let topic = object["topic"]?.stringValue, !topic.isEmpty else {
+                    return false
+                }
+                return object.keys.allSatisfy {
+                    ["topic", "payload_available", "payload_not_available", "value_template"].contains($0)
+                }
                     && object.values.allSatisfy { $0.stringValue != nil }
             }
         }
@@ -219,7 +257,9 @@ enum HATemplate {
                 let key = try scanner.stringLiteral(template)
                 try scanner.expect(": ", template)
                 let value = try scanner.stringLiteral(template)
-                guard table.updateValue(value, forKey: key) == nil else { throw Unsupported(template: template, why: "duplicate key \(key)") }
+                guard table.updateValue(value, forKey: key) == nil else {
+                    throw Unsupported(template: template, why: "duplicate key \(key)")
+                }
                 if scanner.peek(", ") { try scanner.expect(", ", template); continue }
                 break
             }
@@ -301,17 +341,28 @@ final class HomeAssistantSchemaTests: XCTestCase {
     }
 
     func testEvaluatorRefusesOtherForms() {
-        for template in ["{{ value_json.x }}", "{{ states('sensor.x') }}", "{{ {'0': 'a'}[value] }}", "{{ value }} extra"] {
+        for template in [
+            "{{ value_json.x }}", "{{ states('sensor.x') }}", "{{ {'0': 'a'}[value] }}", "{{ value }} extra",
+        ] {
             XCTAssertThrowsError(try HATemplate.parse(template), template)
         }
     }
 
     func testSchemaCheckCatchesMistakes() {
-        XCTAssertFalse(HASchema.problems(["platform": "light", "unique_id": "x"]).isEmpty, "light without command_topic")
-        XCTAssertFalse(HASchema.problems(["platform": "sensor", "unique_id": "x", "state_topic": "a/state", "stat_topic": "a"]).isEmpty)
-        XCTAssertFalse(HASchema.problems(["platform": "sensor", "unique_id": "x", "state_topic": "a/state",
-                                          "device_class": "temperature", "unit_of_measurement": "%"]).isEmpty)
-        XCTAssertFalse(HASchema.problems(["platform": "light", "unique_id": "x", "command_topic": "a/set", "brightness_scale": "100"]).isEmpty)
+        XCTAssertFalse(
+            HASchema.problems(["platform": "light", "unique_id": "x"]).isEmpty, "light without command_topic")
+        XCTAssertFalse(
+            HASchema.problems(["platform": "sensor", "unique_id": "x", "state_topic": "a/state", "stat_topic": "a"])
+                .isEmpty)
+        XCTAssertFalse(
+            HASchema.problems([
+                "platform": "sensor", "unique_id": "x", "state_topic": "a/state",
+                "device_class": "temperature", "unit_of_measurement": "%",
+            ]).isEmpty)
+        XCTAssertFalse(
+            HASchema.problems([
+                "platform": "light", "unique_id": "x", "command_topic": "a/set", "brightness_scale": "100",
+            ]).isEmpty)
         XCTAssertEqual(HASchema.problems(["platform": "light", "unique_id": "x", "command_topic": "a/set"]), [])
     }
 }

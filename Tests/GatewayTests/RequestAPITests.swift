@@ -36,7 +36,8 @@ final class RequestAPITests: XCTestCase {
         let movedEvent = try await event(gw, "accessory-moved")
         XCTAssertEqual(movedEvent["old-topic"], .string(garage))
         XCTAssertEqual(movedEvent["accessory"]?["topic"], .string("home/workshop/garage-door-opener"))
-        try await assertBrokerMatchesTree(gw, gone: "\(garage)/", present: "home/workshop/garage-door-opener/garage-door/target-door-state/state")
+        try await assertBrokerMatchesTree(
+            gw, gone: "\(garage)/", present: "home/workshop/garage-door-opener/garage-door/target-door-state/state")
 
         // Renaming the room renames its topic level.
         let renamed = try await call(gw, "room/rename", #"{"room": "Workshop", "name": "Shed"}"#)
@@ -45,7 +46,8 @@ final class RequestAPITests: XCTestCase {
         let roomRenamed = try await event(gw, "room-renamed")
         XCTAssertEqual(roomRenamed["old-name"], .string("Workshop"))
         XCTAssertEqual(roomRenamed["room"]?["name"], .string("Shed"))
-        try await assertBrokerMatchesTree(gw, gone: "home/workshop/", present: "home/shed/garage-door-opener/garage-door/target-door-state/state")
+        try await assertBrokerMatchesTree(
+            gw, gone: "home/workshop/", present: "home/shed/garage-door-opener/garage-door/target-door-state/state")
 
         // Removing it sends its accessories to the default room.
         let removed = try await call(gw, "room/remove", #"{"room": "Shed"}"#)
@@ -55,7 +57,8 @@ final class RequestAPITests: XCTestCase {
         let back = try await event(gw, "accessory-moved")
         XCTAssertEqual(back["old-topic"], .string("home/shed/garage-door-opener"))
         XCTAssertEqual(back["accessory"]?["room"], .string(Home.defaultRoomName))
-        try await assertBrokerMatchesTree(gw, gone: "home/shed/", present: "home/default-room/garage-door-opener/garage-door/target-door-state/state")
+        try await assertBrokerMatchesTree(
+            gw, gone: "home/shed/", present: "home/default-room/garage-door-opener/garage-door/target-door-state/state")
         let home = await gw.database.home
         XCTAssertFalse(home.rooms.contains { $0.id == roomID })
     }
@@ -68,13 +71,15 @@ final class RequestAPITests: XCTestCase {
         let doorID = try await gw.accessoryID(named: "Garage Door Opener")
 
         // By topic (without the base), to a new name.
-        var answer = try await call(gw, "accessory/rename", #"{"accessory": "garage/garage-door-opener", "name": "Kilgo Door"}"#)
+        var answer = try await call(
+            gw, "accessory/rename", #"{"accessory": "garage/garage-door-opener", "name": "Kilgo Door"}"#)
         XCTAssertEqual(answer["status"], .string("ok"), "\(answer)")
         XCTAssertEqual(answer["data"]?["id"], .string(doorID))
         var renamed = try await event(gw, "accessory-renamed")
         XCTAssertEqual(renamed["old-topic"], .string(garage))
         XCTAssertEqual(renamed["accessory"]?["topic"], .string("home/garage/kilgo-door"))
-        try await assertBrokerMatchesTree(gw, gone: "\(garage)/", present: "home/garage/kilgo-door/garage-door/target-door-state/state")
+        try await assertBrokerMatchesTree(
+            gw, gone: "\(garage)/", present: "home/garage/kilgo-door/garage-door/target-door-state/state")
         let info = try await gw.retainedOnBroker()["home/garage/kilgo-door/$info"]
         XCTAssertEqual(try JSONValue(parsing: XCTUnwrap(info))["name"], .string("Kilgo Door"))
 
@@ -83,16 +88,20 @@ final class RequestAPITests: XCTestCase {
         XCTAssertEqual(answer["data"]?["name"], .string("Garage Door Opener"), "\(answer)")
         renamed = try await event(gw, "accessory-renamed")
         XCTAssertEqual(renamed["accessory"]?["topic"], .string(garage))
-        try await assertBrokerMatchesTree(gw, gone: "home/garage/kilgo-door/", present: "\(garage)/garage-door/target-door-state/state")
+        try await assertBrokerMatchesTree(
+            gw, gone: "home/garage/kilgo-door/", present: "\(garage)/garage-door/target-door-state/state")
 
         // A service by its slug.
-        answer = try await call(gw, "service/rename", #"{"accessory": "Garage Door Opener", "service": "garage-light", "name": "Work Light"}"#)
+        answer = try await call(
+            gw, "service/rename",
+            #"{"accessory": "Garage Door Opener", "service": "garage-light", "name": "Work Light"}"#)
         XCTAssertEqual(answer["status"], .string("ok"), "\(answer)")
         XCTAssertEqual(answer["data"]?["name"], .string("Work Light"))
         let serviceEvent = try await event(gw, "service-renamed")
         XCTAssertEqual(serviceEvent["accessory"], .string(doorID))
         XCTAssertEqual(serviceEvent["name"], .string("Work Light"))
-        try await assertBrokerMatchesTree(gw, gone: "\(garage)/garage-light/", present: "\(garage)/work-light/brightness/state")
+        try await assertBrokerMatchesTree(
+            gw, gone: "\(garage)/garage-light/", present: "\(garage)/work-light/brightness/state")
 
         // Identify reaches the accessory.
         answer = try await call(gw, "accessory/identify", #"{"accessory": "\#(garage)"}"#)
@@ -112,7 +121,10 @@ final class RequestAPITests: XCTestCase {
         let tree = try await call(gw, "tree", "")
         XCTAssertFalse(tree.encoded.contains(lampID), "the removed accessory is not in the tree")
         // The removal did not put it anywhere else first.
-        XCTAssertFalse(gw.observer.messages.contains { $0.topic.hasPrefix("home/default-room/bedroom-lamp") && !$0.payload.isEmpty })
+        XCTAssertFalse(
+            gw.observer.messages.contains {
+                $0.topic.hasPrefix("home/default-room/bedroom-lamp") && !$0.payload.isEmpty
+            })
     }
 
     // MARK: - Scope
@@ -124,7 +136,8 @@ final class RequestAPITests: XCTestCase {
         XCTAssertEqual(initial["status"], .string("ok"), "\(initial)")
         XCTAssertEqual(initial["data"]?["user-interactive-only"], .bool(true))
 
-        let set = try await call(gw, "scope/set", #"{"scope": {"manufacturers": {"deny": ["Kilgo Devices, Inc."]}}, "id": 9}"#)
+        let set = try await call(
+            gw, "scope/set", #"{"scope": {"manufacturers": {"deny": ["Kilgo Devices, Inc."]}}, "id": 9}"#)
         XCTAssertEqual(set["status"], .string("ok"), "\(set)")
         XCTAssertEqual(set["id"], .int(9))
         XCTAssertEqual(set["data"]?["manufacturers"]?["deny"], .array([.string("Kilgo Devices, Inc.")]))
@@ -166,7 +179,8 @@ final class RequestAPITests: XCTestCase {
         XCTAssertEqual(tree["status"], .string("ok"), "\(tree)")
         let rooms = try XCTUnwrap(tree["data"]?["rooms"]?.arrayValue)
         let garageRoom = try XCTUnwrap(rooms.first { $0["name"] == .string("Garage") })
-        let door = try XCTUnwrap(garageRoom["accessories"]?.arrayValue?.first { $0["name"] == .string("Garage Door Opener") })
+        let door = try XCTUnwrap(
+            garageRoom["accessories"]?.arrayValue?.first { $0["name"] == .string("Garage Door Opener") })
         XCTAssertEqual(door["topic"], .string(garage))
         try await assertBrokerMatchesTree(gw)
 
@@ -183,7 +197,9 @@ final class RequestAPITests: XCTestCase {
         // A retained topic lost on the broker comes back with republish.
         let state = "\(garage)/garage-door/target-door-state/state"
         try await gw.publish(state, "", retain: true)
-        try await waitUntil("\(state) cleared behind the gateway's back") { try await gw.retainedOnBroker(settle: 0.2)[state] == nil }
+        try await waitUntil("\(state) cleared behind the gateway's back") {
+            try await gw.retainedOnBroker(settle: 0.2)[state] == nil
+        }
         let republished = try await call(gw, "republish", "")
         XCTAssertEqual(republished["status"], .string("ok"), "\(republished)")
         XCTAssertGreaterThan(republished["data"]?["topics"]?.intValue ?? 0, 0)
@@ -211,7 +227,10 @@ final class RequestAPITests: XCTestCase {
             ("accessory/move", #"{"accessory": "No Such Lamp", "room": "Garage"}"#, "unknown-accessory"),
             ("accessory/move", #"{"accessory": "Garage Door Opener", "room": "Nowhere"}"#, "unknown-room"),
             ("accessory/rename", #"{"accessory": "Garage Door Opener", "name": 3}"#, "invalid-field"),
-            ("service/rename", #"{"accessory": "Garage Door Opener", "service": "no-such-service", "name": "X"}"#, "unknown-service"),
+            (
+                "service/rename", #"{"accessory": "Garage Door Opener", "service": "no-such-service", "name": "X"}"#,
+                "unknown-service"
+            ),
             ("room/add", #"{"name": "garage"}"#, "duplicate-name"),
             ("room/rename", #"{"room": "Garage", "name": "Bedroom"}"#, "duplicate-name"),
             ("room/remove", #"{"room": "\#(Home.defaultRoomName)"}"#, "default-room"),
@@ -282,7 +301,8 @@ final class RequestAPITests: XCTestCase {
     /// `$availability` of the tree is there, and the retained `home/$gateway/tree` is the answer to
     /// `tree`. `gone` is a prefix that must have no topic left; `present` a topic that must be there.
     func assertBrokerMatchesTree(
-        _ gw: GatewayHarness, gone: String? = nil, present: String? = nil, file: StaticString = #filePath, line: UInt = #line
+        _ gw: GatewayHarness, gone: String? = nil, present: String? = nil, file: StaticString = #filePath,
+        line: UInt = #line
     ) async throws {
         let answer = try await call(gw, "tree", "")
         let tree = try XCTUnwrap(answer["data"], "\(answer)", file: file, line: line)
@@ -314,10 +334,14 @@ final class RequestAPITests: XCTestCase {
                 if !ghosts.isEmpty { problems.append("ghosts: \(ghosts.sorted())") }
                 let missing = required.subtracting(ours)
                 if !missing.isEmpty { problems.append("missing: \(missing.sorted().prefix(10))") }
-                if let gone, let left = retained.keys.first(where: { $0.hasPrefix(gone) }) { problems.append("left under \(gone): \(left)") }
+                if let gone, let left = retained.keys.first(where: { $0.hasPrefix(gone) }) {
+                    problems.append("left under \(gone): \(left)")
+                }
                 if let present, retained[present] == nil { problems.append("\(present) is not retained") }
                 let published = retained["home/$gateway/tree"].flatMap { try? JSONValue(parsing: $0) }
-                if published != tree { problems.append("the retained home/$gateway/tree differs from the answer to tree") }
+                if published != tree {
+                    problems.append("the retained home/$gateway/tree differs from the answer to tree")
+                }
                 if retained["home/$gateway/status"] != "online" { problems.append("status is not online") }
                 return problems.isEmpty
             }
@@ -338,7 +362,8 @@ struct SecondGateway {
 
     static func start(broker: MosquittoBroker, statePath: String) async throws -> SecondGateway {
         let directory = URL(fileURLWithPath: statePath)
-        let home = try SimulatedHome.load(directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
+        let home = try SimulatedHome.load(
+            directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
         config.mqtt = broker.clientConfiguration(clientID: "second-gateway")
         GatewayConfig.applyGatewayOptions(&config.mqtt)
@@ -348,8 +373,10 @@ struct SecondGateway {
         logger.logLevel = .warning
         let gateway = try Gateway(
             config: config, source: home, database: try HomeDatabase(directory: directory),
-            mqtt: MQTTClient(configuration: config.mqtt, logger: logger), scopeStore: ScopeStore(directory: directory), logger: logger)
-        let watcher = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "second-watcher")
+            mqtt: MQTTClient(configuration: config.mqtt, logger: logger), scopeStore: ScopeStore(directory: directory),
+            logger: logger)
+        let watcher = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/status", clientID: "second-watcher")
         let group = ServiceGroup(configuration: .init(services: gateway.services, logger: logger))
         let runner = Task { try await group.run() }
         // The first gateway left `offline`; the second says `online` when its tree is out.

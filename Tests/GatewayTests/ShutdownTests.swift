@@ -14,18 +14,18 @@ final class ShutdownTests: XCTestCase {
     private func writeConfig(_ dir: TemporaryDirectory, port: Int, accessories: String) throws -> String {
         let path = dir.file("gateway.yml")
         try """
-            broker:
-              url: mqtt://127.0.0.1:\(port)
-              client-id: homemqtt-shutdown
-            state-directory: state
-            poll-interval: 0
-            sources:
-              - type: simulator
-                directory: \(accessories)
-            homeassistant:
-              enabled: false
-            log-level: info
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        broker:
+          url: mqtt://127.0.0.1:\(port)
+          client-id: homemqtt-shutdown
+        state-directory: state
+        poll-interval: 0
+        sources:
+          - type: simulator
+            directory: \(accessories)
+        homeassistant:
+          enabled: false
+        log-level: info
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
@@ -40,7 +40,9 @@ final class ShutdownTests: XCTestCase {
             if !gateway.isRunning { throw ProcessError("exited before '\(phase)': \(gateway.standardError)") }
             return gateway.standardError.contains(phase)
         }
-        if let other { XCTAssertFalse(gateway.standardError.contains(other), "already past the phase: \(gateway.standardError)") }
+        if let other {
+            XCTAssertFalse(gateway.standardError.contains(other), "already past the phase: \(gateway.standardError)")
+        }
         if settle > 0 { try await Task.sleep(for: .seconds(settle)) }
         let start = ContinuousClock.now
         gateway.signal(signal)
@@ -82,7 +84,8 @@ final class ShutdownTests: XCTestCase {
         let broker = try await MosquittoBroker.start()
         let port = broker.port
         await broker.stop()
-        let config = try writeConfig(dir, port: port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
+        let config = try writeConfig(
+            dir, port: port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
         for signal in [SIGTERM, SIGINT] {
             let outcome = try await stop(config: config, in: "cannot reach the broker, retrying", with: signal)
             assertStopped(outcome, "connecting (signal \(signal))")
@@ -99,11 +102,15 @@ final class ShutdownTests: XCTestCase {
         for dropsPackets in [true, false] {
             let listener = try SilentListener(dropsPackets: dropsPackets)
             defer { listener.close() }
-            let config = try writeConfig(dir, port: listener.port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
+            let config = try writeConfig(
+                dir, port: listener.port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
             // Settled: the connect has started and is now waiting.
-            let outcome = try await stop(config: config, in: "connecting to the broker", unless: "cannot reach the broker", settle: 1)
-            assertStopped(outcome, dropsPackets ? "in a TCP connect that hangs" : "waiting for a CONNACK that never comes")
-            XCTAssertFalse(outcome.log.contains("cannot reach the broker"), "the attempt ended before the signal: \(outcome.log)")
+            let outcome = try await stop(
+                config: config, in: "connecting to the broker", unless: "cannot reach the broker", settle: 1)
+            assertStopped(
+                outcome, dropsPackets ? "in a TCP connect that hangs" : "waiting for a CONNACK that never comes")
+            XCTAssertFalse(
+                outcome.log.contains("cannot reach the broker"), "the attempt ended before the signal: \(outcome.log)")
         }
     }
 
@@ -113,17 +120,18 @@ final class ShutdownTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: accessories, withIntermediateDirectories: true)
         for i in 0..<3000 {
             try """
-                name: Lamp \(i)
-                manufacturer: Test Co
-                room: Room \(i % 20)
-                services:
-                  - type: lightbulb
-                    characteristics: { power-state: false, brightness: 50, hue: 10, saturation: 20 }
-                """.write(toFile: accessories + "/lamp-\(i).yml", atomically: false, encoding: .utf8)
+            name: Lamp \(i)
+            manufacturer: Test Co
+            room: Room \(i % 20)
+            services:
+              - type: lightbulb
+                characteristics: { power-state: false, brightness: 50, hue: 10, saturation: 20 }
+            """.write(toFile: accessories + "/lamp-\(i).yml", atomically: false, encoding: .utf8)
         }
         let broker = try await MosquittoBroker.start()
         addTeardownBlock { await broker.stop() }
-        let status = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "status-watch")
+        let status = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/status", clientID: "status-watch")
         addTeardownBlock { await status.stop() }
         let config = try writeConfig(dir, port: broker.port, accessories: accessories)
         let outcome = try await stop(config: config, in: "publishing the tree", unless: "gateway online")
@@ -138,12 +146,16 @@ final class ShutdownTests: XCTestCase {
         addTeardownBlock { await broker.stop() }
         let everything = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#", clientID: "watch-all")
         addTeardownBlock { await everything.stop() }
-        let config = try writeConfig(dir, port: broker.port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
+        let config = try writeConfig(
+            dir, port: broker.port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
         // A republication in flight when the signal comes: `offline` still comes after it.
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 1) }
-        try await everything.waitForMessage("online", timeout: 20) { $0.topic == "home/$gateway/status" && $0.string == "online" }
-        try await runChecked("mosquitto_pub", ["-p", "\(broker.port)", "-t", "home/$gateway/request/republish", "-m", "{}"])
+        try await everything.waitForMessage("online", timeout: 20) {
+            $0.topic == "home/$gateway/status" && $0.string == "online"
+        }
+        try await runChecked(
+            "mosquitto_pub", ["-p", "\(broker.port)", "-t", "home/$gateway/request/republish", "-m", "{}"])
         let start = ContinuousClock.now
         gateway.signal(SIGTERM)
         let status = try await gateway.waitForExit(timeout: 10)
@@ -151,14 +163,19 @@ final class ShutdownTests: XCTestCase {
         print("figure: stopped while serving (a republication in flight) in \(elapsed), exit \(status)")
         XCTAssertEqual(status, 0, gateway.standardError)
         XCTAssertLessThan(elapsed, .seconds(Self.limit), "took \(elapsed) to stop while serving")
-        try await everything.waitForMessage("offline", timeout: 5) { $0.topic == "home/$gateway/status" && $0.string == "offline" }
+        try await everything.waitForMessage("offline", timeout: 5) {
+            $0.topic == "home/$gateway/status" && $0.string == "offline"
+        }
         try await Task.sleep(for: .milliseconds(300))
         let live = everything.messages.filter { !$0.retain }
-        XCTAssertEqual(live.last?.topic, "home/$gateway/status", "the last message: \(live.last.map { "\($0.topic) \($0.string)" } ?? "none")")
+        XCTAssertEqual(
+            live.last?.topic, "home/$gateway/status",
+            "the last message: \(live.last.map { "\($0.topic) \($0.string)" } ?? "none")")
         XCTAssertEqual(live.last?.string, "offline")
         XCTAssertEqual(live.filter { $0.topic == "home/$gateway/status" && $0.string == "offline" }.count, 1)
         // Retained: the broker keeps `offline` for every client that comes later.
-        let reader = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "later")
+        let reader = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/status", clientID: "later")
         try await reader.waitForMessage("the retained status") { $0.retain }
         await reader.stop()
         XCTAssertEqual(reader.messages.first?.string, "offline")
@@ -174,12 +191,13 @@ final class ExampleScriptTests: XCTestCase {
         addTeardownBlock { await broker.stop() }
         let config = dir.file("gateway.yml")
         try """
-            broker: { url: "mqtt://127.0.0.1:\(broker.port)" }
-            state-directory: state
-            sources: [{ type: simulator, directory: "\(repositoryRoot.appendingPathComponent("Config/accessories").path)" }]
-            homeassistant: { enabled: false }
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        let watcher = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "examples-watch")
+        broker: { url: "mqtt://127.0.0.1:\(broker.port)" }
+        state-directory: state
+        sources: [{ type: simulator, directory: "\(repositoryRoot.appendingPathComponent("Config/accessories").path)" }]
+        homeassistant: { enabled: false }
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let watcher = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/status", clientID: "examples-watch")
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await watcher.waitForMessage("online", timeout: 20) { $0.string == "online" }
@@ -189,12 +207,15 @@ final class ExampleScriptTests: XCTestCase {
 
         // Closing a closed door: answered, and done at once rather than after the timeout.
         let start = ContinuousClock.now
-        let closed = try await runProcess("bash", [examples.appendingPathComponent("follow-garage-door.sh").path, "closed"], timeout: 40, environment: env)
+        let closed = try await runProcess(
+            "bash", [examples.appendingPathComponent("follow-garage-door.sh").path, "closed"], timeout: 40,
+            environment: env)
         XCTAssertEqual(closed.status, 0, closed.standardError)
         XCTAssertTrue(closed.standardOutput.contains("door closed"), closed.standardOutput)
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
 
-        let toggle = try await runProcess("bash", [examples.appendingPathComponent("toggle-garage-light.sh").path], timeout: 20, environment: env)
+        let toggle = try await runProcess(
+            "bash", [examples.appendingPathComponent("toggle-garage-light.sh").path], timeout: 20, environment: env)
         XCTAssertEqual(toggle.status, 0, toggle.standardError)
         XCTAssertTrue(toggle.standardOutput.contains(#""op":"toggle","status":"ok""#), toggle.standardOutput)
 
@@ -203,4 +224,3 @@ final class ExampleScriptTests: XCTestCase {
         XCTAssertTrue(flow.contains(#""topic": "home/+/+/+/$result""#), "no $result subscription in the Node-RED flow")
     }
 }
-

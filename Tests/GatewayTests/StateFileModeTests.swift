@@ -17,9 +17,10 @@ final class StateFileModeTests: XCTestCase {
             try await database.addRoom(named: "Room \(UUID().uuidString.prefix(8))")
         case .pairing:
             let key = String(repeating: "ab", count: 32)
-            try HAPPairingStore(directory: state.appendingPathComponent("pairings")).save(HAPPairing(
-                accessoryPairingID: "AA:BB:CC:DD:EE:01", accessoryLTPK: key, controllerPairingID: UUID().uuidString,
-                controllerLTSK: key, controllerLTPK: key, host: "127.0.0.1", port: 51826))
+            try HAPPairingStore(directory: state.appendingPathComponent("pairings")).save(
+                HAPPairing(
+                    accessoryPairingID: "AA:BB:CC:DD:EE:01", accessoryLTPK: key, controllerPairingID: UUID().uuidString,
+                    controllerLTSK: key, controllerLTPK: key, host: "127.0.0.1", port: 51826))
         case .scope:
             var scope = ScopeConfig()
             scope.rooms = ScopeList(deny: ["Bedroom"])
@@ -45,8 +46,10 @@ final class StateFileModeTests: XCTestCase {
             XCTAssertEqual(try mode(state.path), 0o700, "\(first) first")
             XCTAssertEqual(try mode(state.appendingPathComponent("pairings").path), 0o700, "\(first) first")
             let files = try regularFiles(under: state)
-            XCTAssertEqual(Set(files.map(\.lastPathComponent)), ["home.json", "home.lock", "scope.json", "hap-pairing-AA-BB-CC-DD-EE-01.json"],
-                           "no temporaries left either (\(first) first)")
+            XCTAssertEqual(
+                Set(files.map(\.lastPathComponent)),
+                ["home.json", "home.lock", "scope.json", "hap-pairing-AA-BB-CC-DD-EE-01.json"],
+                "no temporaries left either (\(first) first)")
             for file in files {
                 XCTAssertEqual(try mode(file.path), 0o600, "\(file.lastPathComponent), \(first) first")
             }
@@ -57,7 +60,8 @@ final class StateFileModeTests: XCTestCase {
     func testExistingDirectoryIsLeftAsItIs() async throws {
         let root = try TemporaryDirectory(prefix: "homemqtt-modes")
         let state = URL(fileURLWithPath: root.file("state"))
-        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o750])
+        try FileManager.default.createDirectory(
+            at: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o750])
         for writer in Writer.allCases { try await write(writer, in: state) }
         XCTAssertEqual(try mode(state.path), 0o750)
         for file in try regularFiles(under: state) {

@@ -29,7 +29,8 @@ final class StateOrderTests: XCTestCase {
         let gw = try await GatewayHarness.start()
         addTeardownBlock { await gw.stop() }
         let stateTopic = "\(light)/hue/state"
-        let watcher = try await MQTTTestSubscriber.start(broker: gw.broker, filter: "\(light)/hue/+", clientID: "order-watcher")
+        let watcher = try await MQTTTestSubscriber.start(
+            broker: gw.broker, filter: "\(light)/hue/+", clientID: "order-watcher")
         addTeardownBlock { await watcher.stop() }
 
         let values = Array(0...360)
@@ -37,13 +38,17 @@ final class StateOrderTests: XCTestCase {
         let resultTopic = "\(light)/hue/result"
         let results = try await watcher.waitForMessages(count: values.count, timeout: 60) { $0.topic == resultTopic }
         XCTAssertEqual(results.count, values.count)
-        try await watcher.waitForMessage("the last state", timeout: 10) { $0.topic == stateTopic && Double($0.string) == 360 }
+        try await watcher.waitForMessage("the last state", timeout: 10) {
+            $0.topic == stateTopic && Double($0.string) == 360
+        }
         // Anything published late (an echo after a newer value) would arrive within this wait.
         try await Task.sleep(for: .milliseconds(500))
 
         let states = liveStates(watcher, stateTopic).compactMap { Double($0) }
         let backwards = zip(states, states.dropFirst()).filter { $1 <= $0 }.count
-        print("figure: \(values.count) sets as fast as mosquitto_pub -l sends them; \(states.count) states, \(backwards) steps back, last \(states.last.map { "\($0)" } ?? "none")")
+        print(
+            "figure: \(values.count) sets as fast as mosquitto_pub -l sends them; \(states.count) states, \(backwards) steps back, last \(states.last.map { "\($0)" } ?? "none")"
+        )
         XCTAssertEqual(states.last, 360, "the final state is the last value set")
         for (earlier, later) in zip(states, states.dropFirst()) where later <= earlier {
             XCTFail("state went from \(earlier) back to \(later): \(states)")
@@ -57,13 +62,16 @@ final class StateOrderTests: XCTestCase {
         let gw = try await GatewayHarness.start()
         addTeardownBlock { await gw.stop() }
         let stateTopic = "\(light)/brightness/state"
-        let watcher = try await MQTTTestSubscriber.start(broker: gw.broker, filter: stateTopic, clientID: "order-watcher")
+        let watcher = try await MQTTTestSubscriber.start(
+            broker: gw.broker, filter: stateTopic, clientID: "order-watcher")
         addTeardownBlock { await watcher.stop() }
 
         for round in 0..<5 {
             let values = (21...24).map { $0 + round * 10 }
             try await publishLines(values.map(String.init), to: "\(light)/brightness/set", broker: gw.broker)
-            try await watcher.waitForMessage("round \(round)", timeout: 10) { $0.topic == stateTopic && $0.string == "\(values.last!)" }
+            try await watcher.waitForMessage("round \(round)", timeout: 10) {
+                $0.topic == stateTopic && $0.string == "\(values.last!)"
+            }
         }
         try await Task.sleep(for: .milliseconds(500))
         let expected = (0..<5).flatMap { round in (21...24).map { "\($0 + round * 10)" } }

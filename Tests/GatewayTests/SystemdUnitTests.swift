@@ -51,16 +51,21 @@ final class SystemdUnitTests: XCTestCase {
         let configPath = try XCTUnwrap(unit.configPath)
         XCTAssertEqual(configPath, "/etc/homemqtt/gateway.yml")
 
-        let shipped = try String(contentsOf: repositoryRoot.appendingPathComponent("Config/gateway.yml"), encoding: .utf8)
+        let shipped = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("Config/gateway.yml"), encoding: .utf8)
         let withoutSystemd = try GatewayConfig.parse(shipped, file: configPath, environment: [:])
-        XCTAssertEqual(withoutSystemd.stateDirectory, "/etc/homemqtt/../.homemqtt", "what the config alone gives: read-only under the unit")
+        XCTAssertEqual(
+            withoutSystemd.stateDirectory, "/etc/homemqtt/../.homemqtt",
+            "what the config alone gives: read-only under the unit")
 
-        let installed = try GatewayConfig.parse(shipped, file: configPath, environment: ["STATE_DIRECTORY": unit.stateDirectoryEnvironment])
+        let installed = try GatewayConfig.parse(
+            shipped, file: configPath, environment: ["STATE_DIRECTORY": unit.stateDirectoryEnvironment])
         XCTAssertEqual(installed.stateDirectory, "/var/lib/\(stateName)")
         XCTAssertEqual(installed.stateDirectorySource, .environment)
         // Everything else the config names is read beside it, in what the install copies there.
         XCTAssertEqual(installed.sources, [.simulator(directory: "/etc/homemqtt/accessories")])
-        XCTAssertTrue(FileManager.default.fileExists(atPath: repositoryRoot.appendingPathComponent("Config/accessories").path))
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: repositoryRoot.appendingPathComponent("Config/accessories").path))
     }
 
     /// `systemd-analyze verify` on the unit, with ExecStart's binary at the built one (the
@@ -71,8 +76,10 @@ final class SystemdUnitTests: XCTestCase {
         let unitText = try String(contentsOfFile: Self.unitPath, encoding: .utf8)
         XCTAssertTrue(unitText.contains("ExecStart=/usr/local/bin/homemqtt "))
         let copy = directory.file("homemqtt.service")
-        try unitText.replacingOccurrences(of: "ExecStart=/usr/local/bin/homemqtt ", with: "ExecStart=\(BinaryEndToEndTests.binary) ")
-            .write(toFile: copy, atomically: true, encoding: .utf8)
+        try unitText.replacingOccurrences(
+            of: "ExecStart=/usr/local/bin/homemqtt ", with: "ExecStart=\(BinaryEndToEndTests.binary) "
+        )
+        .write(toFile: copy, atomically: true, encoding: .utf8)
         let result = try await runProcess("systemd-analyze", ["verify", "--man=no", copy], timeout: 30)
         XCTAssertEqual(result.status, 0, result.standardError)
         XCTAssertEqual(result.standardError, "", "no warnings either")
@@ -90,12 +97,17 @@ final class SystemdUnitTests: XCTestCase {
         let state = root.file("var/lib/\(try XCTUnwrap(unit.service["StateDirectory"]))")
         let fm = FileManager.default
         try fm.createDirectory(atPath: configDirectory, withIntermediateDirectories: true)
-        try fm.copyItem(atPath: repositoryRoot.appendingPathComponent("Config/gateway.yml").path, toPath: configDirectory + "/gateway.yml")
-        try fm.copyItem(atPath: repositoryRoot.appendingPathComponent("Config/accessories").path, toPath: configDirectory + "/accessories")
+        try fm.copyItem(
+            atPath: repositoryRoot.appendingPathComponent("Config/gateway.yml").path,
+            toPath: configDirectory + "/gateway.yml")
+        try fm.copyItem(
+            atPath: repositoryRoot.appendingPathComponent("Config/accessories").path,
+            toPath: configDirectory + "/accessories")
         try fm.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let broker = try await MosquittoBroker.start()
         addTeardownBlock { await broker.stop() }
-        let status = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status", clientID: "sandbox-watch")
+        let status = try await MQTTTestSubscriber.start(
+            broker: broker, filter: "home/$gateway/status", clientID: "sandbox-watch")
         addTeardownBlock { await status.stop() }
 
         let script = """
@@ -103,13 +115,17 @@ final class SystemdUnitTests: XCTestCase {
             touch "$1/probe" 2>/dev/null && exit 98
             exec "$2" run --config "$3"
             """
-        let gateway = try ChildProcess("unshare", ["--mount", "sh", "-c", script, "sh", etc, BinaryEndToEndTests.binary, configDirectory + "/gateway.yml"],
-                                       environment: ["STATE_DIRECTORY": state, "HOMEMQTT_BROKER_URL": "mqtt://127.0.0.1:\(broker.port)"])
+        let gateway = try ChildProcess(
+            "unshare",
+            ["--mount", "sh", "-c", script, "sh", etc, BinaryEndToEndTests.binary, configDirectory + "/gateway.yml"],
+            environment: ["STATE_DIRECTORY": state, "HOMEMQTT_BROKER_URL": "mqtt://127.0.0.1:\(broker.port)"])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         do {
             try await status.waitForMessage("online", timeout: 20) { $0.string == "online" }
         } catch {
-            XCTFail("not online under the sandbox (exit \(gateway.exitStatus.map(String.init) ?? "none")): \(gateway.standardError)")
+            XCTFail(
+                "not online under the sandbox (exit \(gateway.exitStatus.map(String.init) ?? "none")): \(gateway.standardError)"
+            )
             throw error
         }
         gateway.signal(SIGTERM)
@@ -123,6 +139,8 @@ final class SystemdUnitTests: XCTestCase {
         let directoryMode = (try fm.attributesOfItem(atPath: state)[.posixPermissions] as? NSNumber)?.intValue
         XCTAssertEqual(directoryMode, 0o700)
         XCTAssertFalse(fm.fileExists(atPath: etc + "/.homemqtt"), "wrote beside the config")
-        print("figure: under a read-only /etc the gateway came online and kept its home in \(state) (0\(String(mode ?? 0, radix: 8)))")
+        print(
+            "figure: under a read-only /etc the gateway came online and kept its home in \(state) (0\(String(mode ?? 0, radix: 8)))"
+        )
     }
 }

@@ -43,13 +43,18 @@ final class TopicTreeTests: XCTestCase {
     }
 
     static func lamp(id: String, name: String, manufacturer: String = "Acme", room: String? = nil) -> Accessory {
-        let info = AccessoryService(iid: 1, type: Catalog.serviceType(named: "accessory-information")!.uuid, characteristics: [
-            characteristic(2, "name", .string(name)), characteristic(3, "identify"),
-        ])
-        let bulb = AccessoryService(iid: 10, type: Catalog.serviceType(named: "lightbulb")!.uuid, characteristics: [
-            characteristic(11, "power-state", .bool(false)), characteristic(12, "brightness", .int(50)),
-        ])
-        return Accessory(id: id, name: name, manufacturer: manufacturer, category: 5, services: [info, bulb], suggestedRoom: room)
+        let info = AccessoryService(
+            iid: 1, type: Catalog.serviceType(named: "accessory-information")!.uuid,
+            characteristics: [
+                characteristic(2, "name", .string(name)), characteristic(3, "identify"),
+            ])
+        let bulb = AccessoryService(
+            iid: 10, type: Catalog.serviceType(named: "lightbulb")!.uuid,
+            characteristics: [
+                characteristic(11, "power-state", .bool(false)), characteristic(12, "brightness", .int(50)),
+            ])
+        return Accessory(
+            id: id, name: name, manufacturer: manufacturer, category: 5, services: [info, bulb], suggestedRoom: room)
     }
 
     func home(_ accessories: [Accessory]) async throws -> Home {
@@ -64,7 +69,8 @@ final class TopicTreeTests: XCTestCase {
             Self.lamp(id: "a", name: "Lamp", room: "Living Room"),
             Self.lamp(id: "c", name: "Desk Lamp"),
         ]
-        let tree = TopicTree(base: "home", accessories: list, home: try await home(list), scope: try ScopeFilter(ScopeConfig()))
+        let tree = TopicTree(
+            base: "home", accessories: list, home: try await home(list), scope: try ScopeFilter(ScopeConfig()))
         XCTAssertEqual(tree.accessory(id: "a")?.topic, "home/living-room/lamp")
         XCTAssertEqual(tree.accessory(id: "b")?.topic, "home/living-room/lamp-2")
         XCTAssertEqual(tree.accessory(id: "c")?.topic, "home/default-room/desk-lamp")
@@ -92,7 +98,8 @@ final class TopicTreeTests: XCTestCase {
         XCTAssertEqual(lamp["name"], .string("Lamp \"Quoted\" \\ Ünïcode\n"))
         let bulb = try XCTUnwrap(lamp["services"]?[0])
         XCTAssertEqual(bulb["toggle"], .string("home/living-room/lamp-quoted-unicode/lightbulb/$toggle"))
-        let brightness = try XCTUnwrap(bulb["characteristics"]?.arrayValue?.first { $0["type-name"] == .string("brightness") })
+        let brightness = try XCTUnwrap(
+            bulb["characteristics"]?.arrayValue?.first { $0["type-name"] == .string("brightness") })
         XCTAssertEqual(brightness["topic"], .string("home/living-room/lamp-quoted-unicode/lightbulb/brightness"))
         XCTAssertEqual(brightness["writable"], .bool(true))
         XCTAssertEqual(parsed["suffixes"]?["state"], .string("/state"))
@@ -106,7 +113,8 @@ final class TopicTreeTests: XCTestCase {
         ]
         let home = try await home(list)
         func ids(_ scope: ScopeConfig) throws -> [String] {
-            TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(scope)).accessories.map(\.id).sorted()
+            TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(scope)).accessories.map(\.id)
+                .sorted()
         }
         var scope = ScopeConfig()
         scope.manufacturers = ScopeList(allow: ["Acme"])
@@ -127,7 +135,9 @@ final class TopicTreeTests: XCTestCase {
         scope = ScopeConfig()
         scope.userInteractiveOnly = false
         tree = TopicTree(base: "home", accessories: list, home: home, scope: try ScopeFilter(scope))
-        XCTAssertEqual(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 2))?.topic, "home/kitchen/lamp/accessory-information/name")
+        XCTAssertEqual(
+            tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 2))?.topic,
+            "home/kitchen/lamp/accessory-information/name")
 
         scope = ScopeConfig()
         scope.readOnly = ["home/kitchen/#", "Other"]
@@ -145,22 +155,23 @@ final class TopicTreeTests: XCTestCase {
 
 final class ConfigTests: XCTestCase {
     func testFullConfigParses() throws {
-        let config = try GatewayConfig.parse("""
-        broker:
-          url: mqtt://user:secret@broker.local:1884
-          client-id: gw1
-          protocol: 3.1.1
-          qos: 0
-        base-topic: house/main
-        poll-interval: 5
-        scope:
-          services: all
-          manufacturers: { deny: [Globex] }
-          read-only: [home/garage/#]
-        sources:
-          - type: simulator
-            directory: sim
-        """, file: "/etc/homemqtt/gateway.yml")
+        let config = try GatewayConfig.parse(
+            """
+            broker:
+              url: mqtt://user:secret@broker.local:1884
+              client-id: gw1
+              protocol: 3.1.1
+              qos: 0
+            base-topic: house/main
+            poll-interval: 5
+            scope:
+              services: all
+              manufacturers: { deny: [Globex] }
+              read-only: [home/garage/#]
+            sources:
+              - type: simulator
+                directory: sim
+            """, file: "/etc/homemqtt/gateway.yml")
         XCTAssertEqual(config.mqtt.host, "broker.local")
         XCTAssertEqual(config.mqtt.port, 1884)
         XCTAssertEqual(config.mqtt.username, "user")
@@ -174,7 +185,9 @@ final class ConfigTests: XCTestCase {
     }
 
     func testEnvironmentSuppliesCredentials() throws {
-        let config = try GatewayConfig.parse("base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_MQTT_PASSWORD": "pw", "HOMEMQTT_MQTT_USERNAME": "me"])
+        let config = try GatewayConfig.parse(
+            "base-topic: home\n", file: "g.yml",
+            environment: ["HOMEMQTT_MQTT_PASSWORD": "pw", "HOMEMQTT_MQTT_USERNAME": "me"])
         XCTAssertEqual(config.mqtt.username, "me")
         XCTAssertEqual(config.mqtt.password, "pw")
     }

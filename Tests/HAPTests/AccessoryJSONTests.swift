@@ -16,7 +16,8 @@ final class AccessoryJSONTests: XCTestCase {
     func testEveryFixtureParsesIntoTheModel() throws {
         for url in try fixtureFiles() {
             let bytes = Array(try Data(contentsOf: url))
-            let raw = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(bytes)) as? [[String: Any]], url.lastPathComponent)
+            let raw = try XCTUnwrap(
+                try JSONSerialization.jsonObject(with: Data(bytes)) as? [[String: Any]], url.lastPathComponent)
             let accessories = try HAPAccessoryJSON.parse(bytes, idPrefix: "hap:AA:BB")
             XCTAssertEqual(accessories.count, raw.count, url.lastPathComponent)
             for (acc, rawAcc) in zip(accessories, raw) {
@@ -37,8 +38,11 @@ final class AccessoryJSONTests: XCTestCase {
                         if c.metadata.format == .bool, let v = c.value { XCTAssertNotNil(v.boolValue) }
                     }
                 }
-                let info = try XCTUnwrap(acc.services.first { $0.type == StandardUUID.accessoryInformation }, url.lastPathComponent)
-                if case .string(let n)? = info.characteristic(type: StandardUUID.name)?.value { XCTAssertEqual(acc.name, n) }
+                let info = try XCTUnwrap(
+                    acc.services.first { $0.type == StandardUUID.accessoryInformation }, url.lastPathComponent)
+                if case .string(let n)? = info.characteristic(type: StandardUUID.name)?.value {
+                    XCTAssertEqual(acc.name, n)
+                }
             }
         }
     }
@@ -60,17 +64,17 @@ final class AccessoryJSONTests: XCTestCase {
 
     func testWrapperObjectBridgeCategoryAndValueConversion() throws {
         let json = """
-        {"accessories": [
-          {"aid": 1, "services": [{"iid": 1, "type": "3E", "characteristics": [
-            {"iid": 2, "type": "23", "format": "string", "perms": ["pr"], "value": "Bridge"}]}]},
-          {"aid": 7, "services": [{"iid": 1, "type": "43", "primary": true, "linked": [9], "characteristics": [
-            {"iid": 2, "type": "25", "format": "bool", "perms": ["pr", "pw", "ev"], "value": 1},
-            {"iid": 3, "type": "8", "format": "int", "perms": ["pr", "pw"], "value": 40, "minValue": 0, "maxValue": 100, "minStep": 1, "unit": "percentage", "description": "Brightness"},
-            {"iid": 4, "type": "8E", "format": "uint8", "perms": ["pr"], "value": 2, "valid-values": [0, 1, 2]},
-            {"iid": 5, "type": "11111111-2222-3333-4444-555555555555", "format": "data", "perms": ["pr"], "value": "AQID"},
-            {"iid": 6, "type": "11", "format": "float", "perms": ["pr"], "value": 21}]}]}
-        ]}
-        """
+            {"accessories": [
+              {"aid": 1, "services": [{"iid": 1, "type": "3E", "characteristics": [
+                {"iid": 2, "type": "23", "format": "string", "perms": ["pr"], "value": "Bridge"}]}]},
+              {"aid": 7, "services": [{"iid": 1, "type": "43", "primary": true, "linked": [9], "characteristics": [
+                {"iid": 2, "type": "25", "format": "bool", "perms": ["pr", "pw", "ev"], "value": 1},
+                {"iid": 3, "type": "8", "format": "int", "perms": ["pr", "pw"], "value": 40, "minValue": 0, "maxValue": 100, "minStep": 1, "unit": "percentage", "description": "Brightness"},
+                {"iid": 4, "type": "8E", "format": "uint8", "perms": ["pr"], "value": 2, "valid-values": [0, 1, 2]},
+                {"iid": 5, "type": "11111111-2222-3333-4444-555555555555", "format": "data", "perms": ["pr"], "value": "AQID"},
+                {"iid": 6, "type": "11", "format": "float", "perms": ["pr"], "value": 21}]}]}
+            ]}
+            """
         let accs = try HAPAccessoryJSON.parse(Array(json.utf8), idPrefix: "hap:X")
         XCTAssertEqual(accs.map(\.category), [2, 1])
         XCTAssertEqual(accs[1].bridgeID, "hap:X:1")
@@ -89,8 +93,11 @@ final class AccessoryJSONTests: XCTestCase {
     }
 
     func testMalformedInputIsATypedError() {
-        for bad in ["{", "{\"x\": 1}", "[{\"services\": []}]", "[{\"aid\": 1, \"services\": [{\"iid\": 1, \"characteristics\": []}]}]",
-                    "[{\"aid\": 1, \"services\": [{\"iid\": 1, \"type\": \"3E\", \"characteristics\": [{\"iid\": 2, \"type\": \"23\", \"format\": \"quaternion\", \"perms\": []}]}]}]"] {
+        for bad in [
+            "{", "{\"x\": 1}", "[{\"services\": []}]",
+            "[{\"aid\": 1, \"services\": [{\"iid\": 1, \"characteristics\": []}]}]",
+            "[{\"aid\": 1, \"services\": [{\"iid\": 1, \"type\": \"3E\", \"characteristics\": [{\"iid\": 2, \"type\": \"23\", \"format\": \"quaternion\", \"perms\": []}]}]}]",
+        ] {
             XCTAssertThrowsError(try HAPAccessoryJSON.parse(Array(bad.utf8), idPrefix: "hap:X"), bad) { error in
                 XCTAssertFalse((error as? ModelError)?.message.isEmpty ?? true)
             }
@@ -110,7 +117,10 @@ final class AccessoryJSONTests: XCTestCase {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let items: [JSONValue] = writes.enumerated().map { n, write in
-            .object(["aid": .uint(1), "iid": .uint(UInt64(n + 2)), "value": HAPAccessoryJSON.json(for: write.0, format: write.1)])
+            .object([
+                "aid": .uint(1), "iid": .uint(UInt64(n + 2)),
+                "value": HAPAccessoryJSON.json(for: write.0, format: write.1),
+            ])
         }
         let body = JSONValue.object(["characteristics": .array(items), "pid": .uint(7)])
         let expected = String(decoding: try encoder.encode(body), as: UTF8.self)
@@ -122,7 +132,8 @@ final class AccessoryJSONTests: XCTestCase {
         // The body reads back as the same values (a whole float comes back as an integer, which
         // the float format accepts).
         let back = try JSONValue(parsing: body.encoded(wholeDoublesAsIntegers: true))
-        XCTAssertEqual(try HAPAccessoryJSON.convert(XCTUnwrap(back["characteristics"]?[0]?["value"]), format: .float), .float(21))
+        XCTAssertEqual(
+            try HAPAccessoryJSON.convert(XCTUnwrap(back["characteristics"]?[0]?["value"]), format: .float), .float(21))
         XCTAssertEqual(back["characteristics"]?[7]?["value"], .uint(UInt64.max))
     }
 }

@@ -6,7 +6,10 @@ final class DiscoveryTests: XCTestCase {
     func testParsesAnAccessoryAnnouncement() throws {
         func name(_ s: String) -> [UInt8] { DNSMessage.encodeName(s) }
         func rr(_ n: [UInt8], _ type: UInt16, _ data: [UInt8]) -> [UInt8] {
-            n + [UInt8(type >> 8), UInt8(type & 0xFF), 0x80, 1, 0, 0, 0x11, 0x94, UInt8(data.count >> 8), UInt8(data.count & 0xFF)] + data
+            n + [
+                UInt8(type >> 8), UInt8(type & 0xFF), 0x80, 1, 0, 0, 0x11, 0x94, UInt8(data.count >> 8),
+                UInt8(data.count & 0xFF),
+            ] + data
         }
         func txt(_ items: [String]) -> [UInt8] { items.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) } }
         let header: [UInt8] = [0, 0, 0x84, 0, 0, 0, 0, 4, 0, 0, 0, 0]
@@ -16,13 +19,18 @@ final class DiscoveryTests: XCTestCase {
         var packet = header + rr(serviceName, 12, instance)
         let instanceOffset = packet.count - instance.count
         let pointer: [UInt8] = [0xC0 | UInt8(instanceOffset >> 8), UInt8(instanceOffset & 0xFF)]
-        packet += rr(pointer, 16, txt(["c#=3", "ff=0", "id=AA:BB:CC:DD:EE:FF", "md=Peer Light", "s#=1", "sf=1", "ci=5"]))
+        packet += rr(
+            pointer, 16, txt(["c#=3", "ff=0", "id=AA:BB:CC:DD:EE:FF", "md=Peer Light", "s#=1", "sf=1", "ci=5"]))
         packet += rr(pointer, 33, [0, 0, 0, 0, 0xCA, 0x13] + name("peer.local"))
         packet += rr(name("peer.local"), 1, [127, 0, 0, 1])
         let found = HAPDiscovery.accessories(from: try DNSMessage.parse(packet).records)
-        XCTAssertEqual(found, [HAPDiscoveredAccessory(
-            id: "AA:BB:CC:DD:EE:FF", name: "Peer Light", model: "Peer Light", category: 5, isPaired: false,
-            configurationNumber: 3, featureFlags: 0, host: "127.0.0.1", port: 0xCA13)])
+        XCTAssertEqual(
+            found,
+            [
+                HAPDiscoveredAccessory(
+                    id: "AA:BB:CC:DD:EE:FF", name: "Peer Light", model: "Peer Light", category: 5, isPaired: false,
+                    configurationNumber: 3, featureFlags: 0, host: "127.0.0.1", port: 0xCA13)
+            ])
     }
 
     func testMalformedPacketsAreErrorsNotCrashes() {

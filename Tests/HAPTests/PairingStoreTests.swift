@@ -6,7 +6,8 @@ import XCTest
 final class PairingStoreTests: XCTestCase {
     func sample(_ id: String) -> HAPPairing {
         HAPPairing(
-            accessoryPairingID: id, accessoryLTPK: HAPCrypto.randomBytes(32).hexString, controllerPairingID: UUID().uuidString,
+            accessoryPairingID: id, accessoryLTPK: HAPCrypto.randomBytes(32).hexString,
+            controllerPairingID: UUID().uuidString,
             controllerLTSK: HAPCrypto.randomBytes(32).hexString, controllerLTPK: HAPCrypto.randomBytes(32).hexString,
             host: "127.0.0.1", port: 51826, name: "Lamp", category: 5)
     }
@@ -46,6 +47,8 @@ final class PairingStoreTests: XCTestCase {
         var bad = sample("Y")
         bad.accessoryLTPK = "zz"
         try store.save(bad)
-        XCTAssertThrowsError(try store.pairing(id: "Y")) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-pairing-file") }
+        XCTAssertThrowsError(try store.pairing(id: "Y")) {
+            XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-pairing-file")
+        }
     }
 }

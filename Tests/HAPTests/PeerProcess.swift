@@ -4,7 +4,8 @@ import TestSupport
 
 /// Paths of the repository and the things beside it, from this file's location.
 enum RepoPaths {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let python = root.appendingPathComponent(".venv/bin/python")
     static let peerScript = root.appendingPathComponent("Tests/HAPTests/peer/hap_peer.py")
     static let fixtures = root.appendingPathComponent("Tests/Fixtures/hap-fixtures")
@@ -45,5 +46,3 @@ struct PeerFailure: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
 }
-
-

@@ -50,10 +50,13 @@ final class PeerTests: XCTestCase {
         var last: HAPError?
         for _ in 0..<4 {
             do {
-                return try await controller.pair(host: "127.0.0.1", port: port, setupCode: setupCode, name: "Peer Bridge")
+                return try await controller.pair(
+                    host: "127.0.0.1", port: port, setupCode: setupCode, name: "Peer Bridge")
             } catch {
                 last = error
-                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else { throw error }
+                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else {
+                    throw error
+                }
             }
         }
         throw last ?? HAPError(code: .protocolError, message: "pairing failed")
@@ -111,12 +114,16 @@ final class PeerTests: XCTestCase {
         let pairing = try await pairRetrying(controller, port: port)
         let got3 = try await peer.command("pairings")
         XCTAssertEqual(got3, "PAIRINGS 1")
-        let files = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter { !$0.hasPrefix(".") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter {
+            !$0.hasPrefix(".")
+        }
         XCTAssertEqual(files.count, 1)
-        let attrs = try FileManager.default.attributesOfItem(atPath: store.directory.appendingPathComponent(files[0]).path)
+        let attrs = try FileManager.default.attributesOfItem(
+            atPath: store.directory.appendingPathComponent(files[0]).path)
         XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600)
         XCTAssertEqual(try store.all(), [pairing])
-        XCTAssertFalse(pairing.description.contains(pairing.controllerLTSK), "the secret key must not appear in descriptions")
+        XCTAssertFalse(
+            pairing.description.contains(pairing.controllerLTSK), "the secret key must not appear in descriptions")
 
         // Already paired: a second pair-setup is refused with an actionable error.
         do {
@@ -164,7 +171,9 @@ final class PeerTests: XCTestCase {
         let consumer = Task { for await e in stream { log.append(e) } }
         let runner = Task { try await source.run() }
         defer { runner.cancel(); consumer.cancel() }
-        try await log.wait("5 accessories added") { _ in log.all.filter { if case .accessoryAdded = $0 { true } else { false } }.count == 5 }
+        try await log.wait("5 accessories added") { _ in
+            log.all.filter { if case .accessoryAdded = $0 { true } else { false } }.count == 5
+        }
         let got4 = await source.accessories().count
         XCTAssertEqual(got4, 5)
         for _ in 0..<200 where !(await source.isConnected(pairingID: pairing.accessoryPairingID)) {
@@ -205,7 +214,9 @@ final class PeerTests: XCTestCase {
         // The accessory restarts: unreachable, then reachable, and events flow again.
         mark = log.all.count
         await peer.stop()
-        try await log.wait(from: mark, "light unreachable") { $0 == .reachabilityChanged(id: light.id, isReachable: false) }
+        try await log.wait(from: mark, "light unreachable") {
+            $0 == .reachabilityChanged(id: light.id, isReachable: false)
+        }
         do {
             _ = try await source.read(onAddress)
             XCTFail("read from an unreachable accessory succeeded")
@@ -216,7 +227,9 @@ final class PeerTests: XCTestCase {
         peer = try PeerProcess(port: port, state: state)
         peers.add(peer)
         try await peer.waitReady()
-        try await log.wait(from: mark, "light reachable again") { $0 == .reachabilityChanged(id: light.id, isReachable: true) }
+        try await log.wait(from: mark, "light reachable again") {
+            $0 == .reachabilityChanged(id: light.id, isReachable: true)
+        }
         mark = log.all.count
         let got9 = try await peer.command("set \(light.aid) \(brightness.iid) 33")
         XCTAssertEqual(got9, "OK")
@@ -240,7 +253,8 @@ final class PeerTests: XCTestCase {
 
         // The accessory's own pairing list, then removal on both sides.
         let entries = try await controller.accessoryPairings(id: pairing.accessoryPairingID)
-        XCTAssertEqual(entries.map(\.controllerPairingID.localizedUppercase), [pairing.controllerPairingID.uppercased()])
+        XCTAssertEqual(
+            entries.map(\.controllerPairingID.localizedUppercase), [pairing.controllerPairingID.uppercased()])
         XCTAssertEqual(entries.first?.isAdmin, true)
         try await controller.unpair(id: pairing.accessoryPairingID)
         let got10 = try await peer.command("pairings")

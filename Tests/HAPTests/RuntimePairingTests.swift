@@ -34,7 +34,9 @@ final class RuntimePairingTests: XCTestCase {
         XCTAssertEqual(added.count, 5)
         let connected = await source.isConnected(pairingID: paired.accessoryPairingID)
         XCTAssertTrue(connected)
-        try await log.wait("5 accessories added") { _ in log.all.filter { if case .accessoryAdded = $0 { true } else { false } }.count == 5 }
+        try await log.wait("5 accessories added") { _ in
+            log.all.filter { if case .accessoryAdded = $0 { true } else { false } }.count == 5
+        }
         let light = try XCTUnwrap(added.first { $0.name == "Peer Light" })
         let bulb = try XCTUnwrap(light.services.first { $0.type == StandardUUID.longForm("43") })
         let on = try XCTUnwrap(bulb.characteristic(type: StandardUUID.longForm("25")))
@@ -48,7 +50,9 @@ final class RuntimePairingTests: XCTestCase {
         // remove: disconnected, every accessory reported removed, no longer writable.
         var mark = log.all.count
         await source.remove(pairingID: paired.accessoryPairingID)
-        let removedIDs = { Set(log.all[mark...].compactMap { if case .accessoryRemoved(let id) = $0 { id } else { nil } }) }
+        let removedIDs = {
+            Set(log.all[mark...].compactMap { if case .accessoryRemoved(let id) = $0 { id } else { nil } })
+        }
         try await log.wait(from: mark, "5 accessories removed") { _ in removedIDs().count >= 5 }
         XCTAssertEqual(removedIDs(), Set(added.map(\.id)))
         let left = await source.accessories()
@@ -70,7 +74,11 @@ final class RuntimePairingTests: XCTestCase {
         let set = try await peer.command("set \(light.aid) \(brightness.iid) 61")
         XCTAssertEqual(set, "OK")
         try await log.wait(from: mark, "brightness 61 after adding again") {
-            if case .valueUpdated(let a, let v) = $0 { a == CharacteristicAddress(accessoryID: light.id, iid: brightness.iid) && v.doubleValue == 61 } else { false }
+            if case .valueUpdated(let a, let v) = $0 {
+                a == CharacteristicAddress(accessoryID: light.id, iid: brightness.iid) && v.doubleValue == 61
+            } else {
+                false
+            }
         }
 
         runner.cancel()
@@ -86,7 +94,9 @@ final class RuntimePairingTests: XCTestCase {
                 return try await controller.pair(host: "127.0.0.1", port: port, setupCode: "031-45-154")
             } catch {
                 last = error
-                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else { throw error }
+                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else {
+                    throw error
+                }
             }
         }
         throw last ?? HAPError(code: .protocolError, message: "pairing failed")

@@ -45,7 +45,9 @@ final class TLV8Tests: XCTestCase {
     }
 
     func testTruncatedInputIsBadTLV() {
-        XCTAssertThrowsError(try TLV8.decode([0x06, 0x05, 1, 2])) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-tlv") }
+        XCTAssertThrowsError(try TLV8.decode([0x06, 0x05, 1, 2])) {
+            XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-tlv")
+        }
         XCTAssertThrowsError(try TLV8.decode([0x06])) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-tlv") }
     }
 }
@@ -82,12 +84,17 @@ final class SessionCipherTests: XCTestCase {
         var frame = try sender.encrypt([1, 2, 3])
         frame[3] ^= 0x40
         var receiver = HAPSessionCipher(sharedSecret: secret)
-        XCTAssertThrowsError(try receiver.decrypt(frame)) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-frame") }
+        XCTAssertThrowsError(try receiver.decrypt(frame)) {
+            XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-frame")
+        }
     }
 
     func testHTTPParserHandlesChunkedAndEvents() throws {
         var p = HTTPResponseParser()
-        p.feed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nEVENT/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 204 No Content\r\n\r\n".utf8))
+        p.feed(
+            Array(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nEVENT/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 204 No Content\r\n\r\n"
+                    .utf8))
         let a = try XCTUnwrap(try p.next())
         XCTAssertEqual(a.body, Array("abc".utf8))
         XCTAssertFalse(a.isEvent)

@@ -5,7 +5,8 @@ import TestSupport
 
 /// HAP-python's catalog as the repository keeps it (`Tests/Fixtures/hap-catalog`, see its README).
 enum SharedCatalog {
-    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let directory = repo.appendingPathComponent("Tests/Fixtures/hap-catalog")
 
     static func load(_ name: String) throws -> [String: [String: Any]] {
@@ -19,9 +20,10 @@ enum SharedCatalog {
 @Suite struct CatalogTests {
     /// `^[a-z0-9]+(-[a-z0-9]+)*$`
     static func isKebab(_ s: String) -> Bool {
-        !s.isEmpty && s.split(separator: "-", omittingEmptySubsequences: false).allSatisfy { part in
-            !part.isEmpty && part.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
-        }
+        !s.isEmpty
+            && s.split(separator: "-", omittingEmptySubsequences: false).allSatisfy { part in
+                !part.isEmpty && part.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+            }
     }
 
     @Test func everyCharacteristicMatchesTheSharedCatalog() throws {
@@ -39,11 +41,14 @@ enum SharedCatalog {
             #expect(type.metadata.unit == spec["unit"] as? String, "\(hapName) unit")
             #expect(type.metadata.minValue == SharedCatalog.double(spec["minValue"]), "\(hapName) min")
             #expect(type.metadata.maxValue == SharedCatalog.double(spec["maxValue"]), "\(hapName) max")
-            #expect(type.metadata.minStep == SharedCatalog.double(spec["minStep"] ?? spec["stepValue"]), "\(hapName) step")
+            #expect(
+                type.metadata.minStep == SharedCatalog.double(spec["minStep"] ?? spec["stepValue"]), "\(hapName) step")
             #expect(type.metadata.maxLength == (spec["MaximumLength"] as? NSNumber)?.intValue, "\(hapName) max length")
             let values = (spec["ValidValues"] as? [String: NSNumber] ?? [:]).values.map(\.int64Value)
             #expect(Set(type.metadata.validValues.keys) == Set(values), "\(hapName) valid values")
-            #expect(Set(type.metadata.validValues.values).count == type.metadata.validValues.count, "\(hapName) value names unique")
+            #expect(
+                Set(type.metadata.validValues.values).count == type.metadata.validValues.count,
+                "\(hapName) value names unique")
             for name in type.metadata.validValues.values {
                 #expect(Self.isKebab(name), "\(hapName) value name \(name)")
             }
@@ -67,7 +72,10 @@ enum SharedCatalog {
     }
 
     @Test func namesAreUniqueKebabCaseAndResolve() throws {
-        for types in [Catalog.characteristicTypes.map { ($0.name, $0.hapName, $0.uuid) }, Catalog.serviceTypes.map { ($0.name, $0.hapName, $0.uuid) }] {
+        for types in [
+            Catalog.characteristicTypes.map { ($0.name, $0.hapName, $0.uuid) },
+            Catalog.serviceTypes.map { ($0.name, $0.hapName, $0.uuid) },
+        ] {
             #expect(Set(types.map(\.0)).count == types.count)
             for (name, _, _) in types { #expect(Self.isKebab(name), "\(name)") }
         }
@@ -111,7 +119,8 @@ enum SharedCatalog {
     }
 
     @Test(arguments: [
-        ("GarageDoorOpener", "garage-door-opener"), ("Lightbulb", "lightbulb"), ("AccessoryInformation", "accessory-information"),
+        ("GarageDoorOpener", "garage-door-opener"), ("Lightbulb", "lightbulb"),
+        ("AccessoryInformation", "accessory-information"),
         ("Switch", "switch"), ("Outlet", "outlet"), ("Thermostat", "thermostat"), ("LockMechanism", "lock-mechanism"),
     ])
     func serviceNamesFollowHomeKit(hapName: String, name: String) throws {
@@ -147,10 +156,12 @@ enum SharedCatalog {
     func generatedSourceIsUpToDate() async throws {
         // TestSupport's spawner, not Foundation's Process: the latter reaps children it does not
         // own and so breaks other tests' process handling when suites run in parallel.
-        let result = try await runProcess("/usr/bin/python3", [
-            SharedCatalog.repo.appendingPathComponent("Scripts/generate-catalog.py").path,
-            "--catalog", SharedCatalog.directory.path, "--check",
-        ])
+        let result = try await runProcess(
+            "/usr/bin/python3",
+            [
+                SharedCatalog.repo.appendingPathComponent("Scripts/generate-catalog.py").path,
+                "--catalog", SharedCatalog.directory.path, "--check",
+            ])
         #expect(result.status == 0, "\(result.standardError)")
     }
 }

@@ -10,9 +10,11 @@ extension TemporaryDirectory {
 }
 
 private func accessory(_ id: String, room: String? = nil) -> Accessory {
-    Accessory(id: id, name: "Accessory \(id)", services: [
-        AccessoryService(iid: 8, type: StandardUUID.longForm("43"), name: "Light", characteristics: []),
-    ], suggestedRoom: room)
+    Accessory(
+        id: id, name: "Accessory \(id)",
+        services: [
+            AccessoryService(iid: 8, type: StandardUUID.longForm("43"), name: "Light", characteristics: [])
+        ], suggestedRoom: room)
 }
 
 /// What is on disk now, read the way another process would.
@@ -63,7 +65,7 @@ final class CrashSwitch: @unchecked Sendable {
         let dir = try TemporaryDirectory()
         let db = try HomeDatabase(directory: dir.url)
         var events = db.events().makeAsyncIterator()
-        let other = db.events()  // every stream sees every event
+        let other = db.events() // every stream sees every event
 
         try await db.adopt([accessory("a1"), accessory("a2")])
         let kitchen = try await db.addRoom(named: " Kitchen ")
@@ -152,19 +154,36 @@ final class CrashSwitch: @unchecked Sendable {
         let hall = try await db.addRoom(named: "Hall")
         let defaultID = await db.home.roomForEntireHome.id
         #expect(await code { () async throws(ModelError) in try await db.addRoom(named: "hall") } == "duplicate-name")
-        #expect(await code { () async throws(ModelError) in try await db.addRoom(named: "default room") } == "duplicate-name")
+        #expect(
+            await code { () async throws(ModelError) in try await db.addRoom(named: "default room") }
+                == "duplicate-name")
         #expect(await code { () async throws(ModelError) in try await db.addRoom(named: "  ") } == "invalid-name")
         #expect(await code { () async throws(ModelError) in try await db.addRoom(named: "a\u{07}b") } == "invalid-name")
-        #expect(await code { () async throws(ModelError) in try await db.renameRoom(id: defaultID, to: "HALL") } == "duplicate-name")
-        #expect(await code { () async throws(ModelError) in try await db.renameRoom(id: "nope", to: "X") } == "unknown-room")
+        #expect(
+            await code { () async throws(ModelError) in try await db.renameRoom(id: defaultID, to: "HALL") }
+                == "duplicate-name")
+        #expect(
+            await code { () async throws(ModelError) in try await db.renameRoom(id: "nope", to: "X") } == "unknown-room"
+        )
         #expect(await code { () async throws(ModelError) in try await db.removeRoom(id: "nope") } == "unknown-room")
         #expect(await code { () async throws(ModelError) in try await db.removeRoom(id: defaultID) } == "default-room")
-        #expect(await code { () async throws(ModelError) in try await db.assign(accessoryID: "a", toRoom: "nope") } == "unknown-room")
-        #expect(await code { () async throws(ModelError) in try await db.assign(accessoryID: "zz", toRoom: hall.id) } == "unknown-accessory")
-        #expect(await code { () async throws(ModelError) in try await db.renameAccessory(id: "zz", to: "X") } == "unknown-accessory")
-        #expect(await code { () async throws(ModelError) in try await db.renameAccessory(id: "a", to: "") } == "invalid-name")
-        #expect(await code { () async throws(ModelError) in try await db.renameService(accessoryID: "zz", iid: 1, to: "X") } == "unknown-accessory")
-        #expect(await code { () async throws(ModelError) in try await db.forgetAccessory(id: "zz") } == "unknown-accessory")
+        #expect(
+            await code { () async throws(ModelError) in try await db.assign(accessoryID: "a", toRoom: "nope") }
+                == "unknown-room")
+        #expect(
+            await code { () async throws(ModelError) in try await db.assign(accessoryID: "zz", toRoom: hall.id) }
+                == "unknown-accessory")
+        #expect(
+            await code { () async throws(ModelError) in try await db.renameAccessory(id: "zz", to: "X") }
+                == "unknown-accessory")
+        #expect(
+            await code { () async throws(ModelError) in try await db.renameAccessory(id: "a", to: "") }
+                == "invalid-name")
+        #expect(
+            await code { () async throws(ModelError) in try await db.renameService(accessoryID: "zz", iid: 1, to: "X") }
+                == "unknown-accessory")
+        #expect(
+            await code { () async throws(ModelError) in try await db.forgetAccessory(id: "zz") } == "unknown-accessory")
         #expect(await code { () async throws(ModelError) in try await db.renameHome(to: "") } == "invalid-name")
         // The default room can be renamed, and then found by its new name.
         try await db.renameRoom(id: defaultID, to: "Everywhere")
@@ -245,8 +264,9 @@ final class CrashSwitch: @unchecked Sendable {
 
     @Test func homeLookups() {
         let kitchen = Room(id: "k", name: "Kitchen")
-        let home = Home(id: "h", rooms: [kitchen], roomForEntireHome: Room(id: "d", name: "Default Room"),
-                        assignments: ["a": "k", "b": "gone"])
+        let home = Home(
+            id: "h", rooms: [kitchen], roomForEntireHome: Room(id: "d", name: "Default Room"),
+            assignments: ["a": "k", "b": "gone"])
         #expect(home.room(forAccessory: "a") == kitchen)
         #expect(home.room(forAccessory: "b").id == "d")
         #expect(home.room(forAccessory: "unassigned").id == "d")
@@ -258,7 +278,10 @@ final class CrashSwitch: @unchecked Sendable {
     // MARK: The file
 
     @Test func corruptFileIsRefusedAndLeftAsItIs() async throws {
-        for text in ["{not json", "", "[1,2]", #"{"version": 1}"#, #"{"version": 1, "primaryHomeID": "x", "homes": []}"#, #"{"version": "1"}"#] {
+        for text in [
+            "{not json", "", "[1,2]", #"{"version": 1}"#, #"{"version": 1, "primaryHomeID": "x", "homes": []}"#,
+            #"{"version": "1"}"#,
+        ] {
             let dir = try TemporaryDirectory()
             try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
             try Data(text.utf8).write(to: dir.databaseFile)
@@ -307,18 +330,21 @@ final class CrashSwitch: @unchecked Sendable {
         let probeDir = try TemporaryDirectory()
         _ = try await HomeDatabase(directory: probeDir.url, exclusive: false).addRoom(named: "Old")
         let probe = CrashSwitch(crashAt: nil)
-        try await HomeDatabase(directory: probeDir.url, exclusive: false, writer: AtomicFileWriter(chunkSize: 16, hook: probe.hook))
-            .addRoom(named: "New")
+        try await HomeDatabase(
+            directory: probeDir.url, exclusive: false, writer: AtomicFileWriter(chunkSize: 16, hook: probe.hook)
+        )
+        .addRoom(named: "New")
         let total = probe.steps.count
         let renameAt = try #require(probe.steps.firstIndex(of: .rename))
-        #expect(total > 20)  // many byte chunks, so crashes land mid-file too
+        #expect(total > 20) // many byte chunks, so crashes land mid-file too
 
         var sawLeftover = false
         for crashAt in 0...total {
             let dir = try TemporaryDirectory()
             let old = try await HomeDatabase(directory: dir.url, exclusive: false).addRoom(named: "Old")
             let crash = CrashSwitch(crashAt: crashAt)
-            let db = try HomeDatabase(directory: dir.url, exclusive: false, writer: AtomicFileWriter(chunkSize: 16, hook: crash.hook))
+            let db = try HomeDatabase(
+                directory: dir.url, exclusive: false, writer: AtomicFileWriter(chunkSize: 16, hook: crash.hook))
             var events = db.events().makeAsyncIterator()
             let failed = await code { () async throws(ModelError) in _ = try await db.addRoom(named: "New") } != nil
             #expect(failed == (crashAt < total))
@@ -348,7 +374,13 @@ final class CrashSwitch: @unchecked Sendable {
     @Test func secondWriterIsLockedOut() async throws {
         let dir = try TemporaryDirectory()
         let owner = try HomeDatabase(directory: dir.url)
-        #expect(throws: ModelError(code: .locked, message: "the home database is in use by another process (\(dir.url.appendingPathComponent("home.lock").path) is locked)")) {
+        #expect(
+            throws: ModelError(
+                code: .locked,
+                message:
+                    "the home database is in use by another process (\(dir.url.appendingPathComponent("home.lock").path) is locked)"
+            )
+        ) {
             try HomeDatabase(directory: dir.url)
         }
         // A non-exclusive reader opens fine but cannot change anything while the owner runs.
@@ -365,7 +397,7 @@ final class CrashSwitch: @unchecked Sendable {
         let a = try HomeDatabase(directory: dir.url, exclusive: false)
         let b = try HomeDatabase(directory: dir.url, exclusive: false)
         try await a.addRoom(named: "A")
-        try await b.addRoom(named: "B")  // re-reads under the lock, so A's room survives
+        try await b.addRoom(named: "B") // re-reads under the lock, so A's room survives
         #expect(try await onDisk(dir).rooms.map(\.name) == ["A", "B"])
         #expect(await code { () async throws(ModelError) in _ = try await b.addRoom(named: "a") } == "duplicate-name")
     }
@@ -376,7 +408,9 @@ final class CrashSwitch: @unchecked Sendable {
         let dir = try TemporaryDirectory()
         try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
         // `-o`: the command does not inherit the lock, so killing flock releases it.
-        let holder = try ChildProcess("/usr/bin/flock", ["-n", "-o", dir.url.appendingPathComponent("home.lock").path, "/bin/sh", "-c", "echo ready; sleep 30"])
+        let holder = try ChildProcess(
+            "/usr/bin/flock",
+            ["-n", "-o", dir.url.appendingPathComponent("home.lock").path, "/bin/sh", "-c", "echo ready; sleep 30"])
         try await holder.waitForOutput(containing: "ready")
         #expect(throws: ModelError.self) { try HomeDatabase(directory: dir.url) }
         do { _ = try HomeDatabase(directory: dir.url) } catch { #expect(error.code.rawValue == "locked") }

@@ -16,8 +16,10 @@ import Testing
         #expect(try JSONValue(parsing: Array(text.utf8)) == expected)
     }
 
-    @Test(arguments: ["", " ", "tru", "01", "1.", ".5", "-", "1e", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "\"abc",
-                      "\"\\x\"", "\"\u{01}\"", "[1] 2", "{1: 2}", "\"\\ud800\"", "NaN", "1e999"])
+    @Test(arguments: [
+        "", " ", "tru", "01", "1.", ".5", "-", "1e", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "\"abc",
+        "\"\\x\"", "\"\u{01}\"", "[1] 2", "{1: 2}", "\"\\ud800\"", "NaN", "1e999",
+    ])
     func rejects(text: String) {
         #expect(throws: ModelError.self) { try JSONValue(parsing: Array(text.utf8)) }
         do {
@@ -51,18 +53,19 @@ import Testing
     @Test func encodesWithSortedKeysAndUnescapedSlashes() throws {
         let value: JSONValue = ["b": 1, "a": ["x/y", 2.5, true, .null], "c": "q\"\\\n\u{01}"]
         #expect(value.encoded() == #"{"a":["x/y",2.5,true,null],"b":1,"c":"q\"\\\n\u0001"}"#)
-        #expect(value.encoded(pretty: true) == """
-        {
-          "a": [
-            "x/y",
-            2.5,
-            true,
-            null
-          ],
-          "b": 1,
-          "c": "q\\"\\\\\\n\\u0001"
-        }
-        """)
+        #expect(
+            value.encoded(pretty: true) == """
+                {
+                  "a": [
+                    "x/y",
+                    2.5,
+                    true,
+                    null
+                  ],
+                  "b": 1,
+                  "c": "q\\"\\\\\\n\\u0001"
+                }
+                """)
         #expect(try JSONValue(parsing: Array(value.encoded().utf8)) == value)
         #expect(try JSONValue(parsing: Array(value.encoded(pretty: true).utf8)) == value)
         #expect(JSONValue.double(.infinity).encoded() == "null")

@@ -2,11 +2,14 @@ import Foundation
 import Testing
 @testable import HomeModel
 
-private func meta(_ format: CharacteristicFormat, min: Double? = nil, max: Double? = nil, step: Double? = nil,
-                  values: [Int64: String] = [:], maxLength: Int? = nil, maxDataLength: Int? = nil,
-                  permissions: CharacteristicPermissions = [.read, .write, .notify]) -> CharacteristicMetadata {
-    CharacteristicMetadata(format: format, minValue: min, maxValue: max, minStep: step, validValues: values,
-                           maxLength: maxLength, maxDataLength: maxDataLength, permissions: permissions)
+private func meta(
+    _ format: CharacteristicFormat, min: Double? = nil, max: Double? = nil, step: Double? = nil,
+    values: [Int64: String] = [:], maxLength: Int? = nil, maxDataLength: Int? = nil,
+    permissions: CharacteristicPermissions = [.read, .write, .notify]
+) -> CharacteristicMetadata {
+    CharacteristicMetadata(
+        format: format, minValue: min, maxValue: max, minStep: step, validValues: values,
+        maxLength: maxLength, maxDataLength: maxDataLength, permissions: permissions)
 }
 
 private func catalog(_ name: String) -> CharacteristicMetadata {
@@ -22,14 +25,17 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     // MARK: Text payloads, accepted
 
     @Test(arguments: [
-        (CharacteristicFormat.bool, "true", CharacteristicValue.bool(true)), (.bool, " On\n", .bool(true)), (.bool, "YES", .bool(true)),
-        (.bool, "1", .bool(true)), (.bool, "false", .bool(false)), (.bool, "off", .bool(false)), (.bool, "No", .bool(false)), (.bool, "0", .bool(false)),
+        (CharacteristicFormat.bool, "true", CharacteristicValue.bool(true)), (.bool, " On\n", .bool(true)),
+        (.bool, "YES", .bool(true)),
+        (.bool, "1", .bool(true)), (.bool, "false", .bool(false)), (.bool, "off", .bool(false)),
+        (.bool, "No", .bool(false)), (.bool, "0", .bool(false)),
         (.uint8, "0", .uint(0)), (.uint8, "255", .uint(255)), (.uint8, "10.0", .uint(10)), (.uint8, "1e2", .uint(100)),
         (.uint16, "65535", .uint(65535)), (.uint32, "4294967295", .uint(4_294_967_295)),
         (.uint64, "18446744073709551615", .uint(UInt64.max)), (.uint64, "0", .uint(0)),
         (.int, "-2147483648", .int(-2_147_483_648)), (.int, "2147483647", .int(2_147_483_647)), (.int, "+5", .int(5)),
         (.float, "21.5", .float(21.5)), (.float, "-3", .float(-3)), (.float, "1e-4", .float(0.0001)),
-        (.string, "hello world", .string("hello world")), (.string, "", .string("")), (.string, " padded ", .string(" padded ")),
+        (.string, "hello world", .string("hello world")), (.string, "", .string("")),
+        (.string, " padded ", .string(" padded ")),
         (.tlv8, "AQID", .data([1, 2, 3])), (.data, " AAE= ", .data([0, 1])),
     ])
     func acceptsText(format: CharacteristicFormat, text: String, expected: CharacteristicValue) throws {
@@ -40,32 +46,56 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
 
     @Test(arguments: [
         (CharacteristicFormat.bool, "maybe", "invalid-type"), (.bool, "2", "invalid-type"), (.bool, "  ", "empty"),
-        (.uint8, "256", "out-of-range"), (.uint8, "-1", "out-of-range"), (.uint8, "1.5", "invalid-type"), (.uint8, "abc", "invalid-type"),
+        (.uint8, "256", "out-of-range"), (.uint8, "-1", "out-of-range"), (.uint8, "1.5", "invalid-type"),
+        (.uint8, "abc", "invalid-type"),
         (.uint8, "", "empty"), (.uint8, "0x10", "invalid-type"), (.uint8, "nan", "invalid-type"),
         (.uint16, "65536", "out-of-range"), (.uint32, "4294967296", "out-of-range"),
         (.uint64, "18446744073709551616", "out-of-range"), (.uint64, "-1", "out-of-range"),
         (.int, "2147483648", "out-of-range"), (.int, "-2147483649", "out-of-range"), (.int, "true", "invalid-type"),
-        (.float, "nan", "invalid-type"), (.float, "inf", "invalid-type"), (.float, "1e999", "invalid-type"), (.float, "twelve", "invalid-type"),
+        (.float, "nan", "invalid-type"), (.float, "inf", "invalid-type"), (.float, "1e999", "invalid-type"),
+        (.float, "twelve", "invalid-type"),
         (.float, "", "empty"),
         (.tlv8, "not base64!", "invalid-type"), (.tlv8, "", "empty"), (.data, "A", "invalid-type"),
     ])
     func refusesText(format: CharacteristicFormat, text: String, expectedCode: String) {
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: text, metadata: meta(format), label: "x") } == expectedCode)
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.parse(text: text, metadata: meta(format), label: "x") }
+                == expectedCode)
     }
 
     @Test func metadataLimits() {
         let percent = meta(.uint8, min: 0, max: 100, step: 1)
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "101", metadata: percent, label: "x") } == "out-of-range")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.parse(text: "101", metadata: percent, label: "x") }
+                == "out-of-range")
         let half = meta(.float, min: 10, max: 38, step: 0.5)
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "10.25", metadata: half, label: "x") } == "not-a-step")
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "9.5", metadata: half, label: "x") } == "out-of-range")
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "abcd", metadata: meta(.string, maxLength: 3), label: "x") } == "too-long")
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: String(repeating: "é", count: 65), metadata: meta(.string), label: "x") } == "too-long")
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: String(repeating: "é", count: 64), metadata: meta(.string), label: "x") } == nil)
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "AQID", metadata: meta(.data, maxDataLength: 2), label: "x") } == "too-long")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.parse(text: "10.25", metadata: half, label: "x") }
+                == "not-a-step")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.parse(text: "9.5", metadata: half, label: "x") }
+                == "out-of-range")
+        #expect(
+            code { () throws(ModelError) in
+                try ValueCodec.parse(text: "abcd", metadata: meta(.string, maxLength: 3), label: "x")
+            } == "too-long")
+        #expect(
+            code { () throws(ModelError) in
+                try ValueCodec.parse(text: String(repeating: "é", count: 65), metadata: meta(.string), label: "x")
+            } == "too-long")
+        #expect(
+            code { () throws(ModelError) in
+                try ValueCodec.parse(text: String(repeating: "é", count: 64), metadata: meta(.string), label: "x")
+            } == nil)
+        #expect(
+            code { () throws(ModelError) in
+                try ValueCodec.parse(text: "AQID", metadata: meta(.data, maxDataLength: 2), label: "x")
+            } == "too-long")
         let steps = meta(.int, min: 1, step: 2)
         #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "5", metadata: steps, label: "x") } == nil)
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "4", metadata: steps, label: "x") } == "not-a-step")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.parse(text: "4", metadata: steps, label: "x") }
+                == "not-a-step")
     }
 
     // MARK: Messages that say what is allowed
@@ -74,22 +104,36 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
         #expect(throws: ModelError(code: .outOfRange, message: "brightness must be 0…100, got 140")) {
             try ValueCodec.parse(text: "140", metadata: catalog("brightness"), label: "brightness")
         }
-        #expect(throws: ModelError(code: .notAValidValue, message: "target-door-state must be one of open (0), closed (1), got 'ajar'")) {
+        #expect(
+            throws: ModelError(
+                code: .notAValidValue, message: "target-door-state must be one of open (0), closed (1), got 'ajar'")
+        ) {
             try ValueCodec.parse(text: "ajar", metadata: catalog("target-door-state"), label: "target-door-state")
         }
-        #expect(throws: ModelError(code: .notAValidValue, message: "target-door-state must be one of open (0), closed (1), got 2")) {
+        #expect(
+            throws: ModelError(
+                code: .notAValidValue, message: "target-door-state must be one of open (0), closed (1), got 2")
+        ) {
             try ValueCodec.parse(text: "2", metadata: catalog("target-door-state"), label: "target-door-state")
         }
-        #expect(throws: ModelError(code: .notAStep, message: "target-temperature must be in steps of 0.1 from 10, got 21.55")) {
+        #expect(
+            throws: ModelError(
+                code: .notAStep, message: "target-temperature must be in steps of 0.1 from 10, got 21.55")
+        ) {
             try ValueCodec.parse(text: "21.55", metadata: catalog("target-temperature"), label: "target-temperature")
         }
         #expect(throws: ModelError(code: .tooLong, message: "name must be at most 64 characters, got 65")) {
             try ValueCodec.parse(text: String(repeating: "n", count: 65), metadata: catalog("name"), label: "name")
         }
-        #expect(throws: ModelError(code: .readOnly, message: "current-temperature is read-only (permissions: read, notify)")) {
+        #expect(
+            throws: ModelError(code: .readOnly, message: "current-temperature is read-only (permissions: read, notify)")
+        ) {
             try ValueCodec.checkWritable(catalog("current-temperature"), label: "current-temperature")
         }
-        #expect(throws: ModelError(code: .invalidType, message: "power-state must be true or false (or 1/0, on/off, yes/no), got 'maybe'")) {
+        #expect(
+            throws: ModelError(
+                code: .invalidType, message: "power-state must be true or false (or 1/0, on/off, yes/no), got 'maybe'")
+        ) {
             try ValueCodec.parse(text: "maybe", metadata: catalog("power-state"), label: "power-state")
         }
     }
@@ -102,16 +146,24 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
         #expect(try ValueCodec.parse(json: "closed", metadata: door, label: "d") == .uint(1))
         #expect(try ValueCodec.parse(json: 0, metadata: door, label: "d") == .uint(0))
         // A name of another characteristic's value is not a value here.
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "heat", metadata: door, label: "d") } == "not-a-valid-value")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.parse(text: "heat", metadata: door, label: "d") }
+                == "not-a-valid-value")
         // RotationDirection is a signed valid-values characteristic.
-        #expect(try ValueCodec.parse(text: "counter-clockwise", metadata: catalog("rotation-direction"), label: "r") == .int(1))
+        #expect(
+            try ValueCodec.parse(text: "counter-clockwise", metadata: catalog("rotation-direction"), label: "r")
+                == .int(1))
         // PictureMode allows 0…13 but only lists 0…7.
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(text: "10", metadata: catalog("picture-mode"), label: "p") } == "not-a-valid-value")
+        #expect(
+            code { () throws(ModelError) in
+                try ValueCodec.parse(text: "10", metadata: catalog("picture-mode"), label: "p")
+            } == "not-a-valid-value")
     }
 
     @Test func floatStepsTolerateRounding() throws {
         // 21.5 is 2946.0000000000005 steps of 0.1 from -273.1.
-        #expect(try ValueCodec.parse(text: "21.5", metadata: catalog("current-temperature"), label: "t") == .float(21.5))
+        #expect(
+            try ValueCodec.parse(text: "21.5", metadata: catalog("current-temperature"), label: "t") == .float(21.5))
         #expect(try ValueCodec.parse(text: "21.3", metadata: catalog("target-temperature"), label: "t") == .float(21.3))
         #expect(try ValueCodec.parse(text: "0.3", metadata: catalog("heating-threshold"), label: "t") == .float(0.3))
     }
@@ -119,7 +171,8 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     // MARK: JSON values
 
     @Test(arguments: [
-        (CharacteristicFormat.bool, JSONValue.bool(true), CharacteristicValue.bool(true)), (.bool, .int(0), .bool(false)), (.bool, .string("on"), .bool(true)),
+        (CharacteristicFormat.bool, JSONValue.bool(true), CharacteristicValue.bool(true)),
+        (.bool, .int(0), .bool(false)), (.bool, .string("on"), .bool(true)),
         (.uint8, .int(7), .uint(7)), (.uint8, .double(7.0), .uint(7)), (.uint8, .string("7"), .uint(7)),
         (.uint64, .uint(UInt64.max), .uint(UInt64.max)), (.int, .int(-4), .int(-4)),
         (.float, .int(20), .float(20)), (.float, .double(20.5), .float(20.5)), (.float, .string("20.5"), .float(20.5)),
@@ -130,14 +183,20 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     }
 
     @Test(arguments: [
-        (CharacteristicFormat.bool, JSONValue.int(2), "invalid-type"), (.bool, .null, "empty"), (.bool, .array([]), "invalid-type"),
-        (.uint8, .bool(true), "invalid-type"), (.uint8, .double(2.5), "invalid-type"), (.uint8, .int(-1), "out-of-range"),
-        (.uint16, .int(70000), "out-of-range"), (.uint32, .int(-5), "out-of-range"), (.int, .uint(UInt64.max), "out-of-range"),
+        (CharacteristicFormat.bool, JSONValue.int(2), "invalid-type"), (.bool, .null, "empty"),
+        (.bool, .array([]), "invalid-type"),
+        (.uint8, .bool(true), "invalid-type"), (.uint8, .double(2.5), "invalid-type"),
+        (.uint8, .int(-1), "out-of-range"),
+        (.uint16, .int(70000), "out-of-range"), (.uint32, .int(-5), "out-of-range"),
+        (.int, .uint(UInt64.max), "out-of-range"),
         (.float, .bool(false), "invalid-type"), (.float, .object([:]), "invalid-type"),
-        (.string, .int(5), "invalid-type"), (.string, .null, "empty"), (.tlv8, .int(5), "invalid-type"), (.data, .string("%%%"), "invalid-type"),
+        (.string, .int(5), "invalid-type"), (.string, .null, "empty"), (.tlv8, .int(5), "invalid-type"),
+        (.data, .string("%%%"), "invalid-type"),
     ])
     func refusesJSON(format: CharacteristicFormat, json: JSONValue, expectedCode: String) {
-        #expect(code { () throws(ModelError) in try ValueCodec.parse(json: json, metadata: meta(format), label: "x") } == expectedCode)
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.parse(json: json, metadata: meta(format), label: "x") }
+                == expectedCode)
     }
 
     // MARK: Validate normalizes
@@ -147,10 +206,18 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
         #expect(try ValueCodec.validate(.float(50), metadata: meta(.uint8), label: "x") == .uint(50))
         #expect(try ValueCodec.validate(.uint(5), metadata: meta(.int), label: "x") == .int(5))
         #expect(try ValueCodec.validate(.int(5), metadata: meta(.float), label: "x") == .float(5))
-        #expect(code { () throws(ModelError) in try ValueCodec.validate(.string("5"), metadata: meta(.uint8), label: "x") } == "invalid-type")
-        #expect(code { () throws(ModelError) in try ValueCodec.validate(.data([1]), metadata: meta(.string), label: "x") } == "invalid-type")
-        #expect(code { () throws(ModelError) in try ValueCodec.validate(.string("AQ=="), metadata: meta(.tlv8), label: "x") } == "invalid-type")
-        #expect(code { () throws(ModelError) in try ValueCodec.validate(.float(.nan), metadata: meta(.float), label: "x") } == "invalid-type")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.validate(.string("5"), metadata: meta(.uint8), label: "x") }
+                == "invalid-type")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.validate(.data([1]), metadata: meta(.string), label: "x") }
+                == "invalid-type")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.validate(.string("AQ=="), metadata: meta(.tlv8), label: "x")
+            } == "invalid-type")
+        #expect(
+            code { () throws(ModelError) in try ValueCodec.validate(.float(.nan), metadata: meta(.float), label: "x") }
+                == "invalid-type")
     }
 
     @Test func checkWritable() throws {
@@ -175,7 +242,8 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     @Test(arguments: [
         (CharacteristicFormat.bool, CharacteristicValue.bool(true)), (.uint8, .uint(200)), (.uint16, .uint(60000)),
         (.uint32, .uint(4_000_000_000)), (.uint64, .uint(UInt64.max)), (.int, .int(-12)), (.float, .float(21.5)),
-        (.float, .float(1e-7)), (.float, .float(20)), (.string, .string("Kilgo Garage")), (.tlv8, .data([0, 255, 7])), (.data, .data([9])),
+        (.float, .float(1e-7)), (.float, .float(20)), (.string, .string("Kilgo Garage")), (.tlv8, .data([0, 255, 7])),
+        (.data, .data([9])),
     ])
     func textRoundTrips(format: CharacteristicFormat, value: CharacteristicValue) throws {
         let text = ValueCodec.text(value, format: format)
@@ -194,17 +262,20 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     @Test func metaDocument() throws {
         let brightness = try #require(Catalog.characteristicType(named: "brightness"))
         let m = ValueCodec.metaJSON(type: brightness.uuid, typeName: brightness.name, metadata: brightness.metadata)
-        #expect(m == [
-            "uuid": "00000008-0000-1000-8000-0026BB765291", "type": "brightness", "format": "int", "unit": "percentage",
-            "min": 0, "max": 100, "step": 1, "permissions": ["read", "write", "notify"],
-        ])
+        #expect(
+            m == [
+                "uuid": "00000008-0000-1000-8000-0026BB765291", "type": "brightness", "format": "int",
+                "unit": "percentage",
+                "min": 0, "max": 100, "step": 1, "permissions": ["read", "write", "notify"],
+            ])
         let door = try #require(Catalog.characteristicType(named: "target-door-state"))
         let d = ValueCodec.metaJSON(type: door.uuid, typeName: door.name, metadata: door.metadata)
         #expect(d["valid-values"] == [["value": 0, "name": "open"], ["value": 1, "name": "closed"]])
         let name = try #require(Catalog.characteristicType(named: "name"))
         #expect(ValueCodec.metaJSON(type: name.uuid, typeName: name.name, metadata: name.metadata)["max-length"] == 64)
         let temp = try #require(Catalog.characteristicType(named: "target-temperature"))
-        #expect(ValueCodec.metaJSON(type: temp.uuid, typeName: temp.name, metadata: temp.metadata)["step"] == .double(0.1))
+        #expect(
+            ValueCodec.metaJSON(type: temp.uuid, typeName: temp.name, metadata: temp.metadata)["step"] == .double(0.1))
     }
 }
 

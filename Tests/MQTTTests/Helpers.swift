@@ -32,7 +32,8 @@ func expectMQTTError(
 
 /// The directory of the running test binary (where SwiftPM also puts our executables).
 func builtProductPath(_ name: String) -> String {
-    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    let executable =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         ?? CommandLine.arguments[0]
     return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(name).path
 }

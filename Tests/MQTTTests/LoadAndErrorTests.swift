@@ -18,7 +18,8 @@ final class Locked<Value: Sendable>: Sendable {
 @Suite("Load, shutdown and errors")
 struct LoadAndErrorTests {
     /// Publishes in a loop until publish throws; returns that error.
-    private static func publishUntilFailure(_ client: MQTTClient, qos: MQTTQoS, counter: Locked<Int>) async -> MQTTError {
+    private static func publishUntilFailure(_ client: MQTTClient, qos: MQTTQoS, counter: Locked<Int>) async -> MQTTError
+    {
         var index = 0
         while true {
             do {
@@ -74,7 +75,7 @@ struct LoadAndErrorTests {
                             try? await waitUntil("reconnecting") { client.connectionState.isReconnecting }
                         }
                         await client.disconnect()
-                        await client.disconnect()  // idempotent
+                        await client.disconnect() // idempotent
                     }
                 }
                 if brokerGoesAway { try await broker.start() }
@@ -117,7 +118,9 @@ struct LoadAndErrorTests {
                 $0.reconnectDelayMin = 0.1
                 $0.reconnectDelayMax = 0.2
             }
-            let bad = await expectMQTTError { _ = try client.publishWithoutWaiting("bad/#", payload: [1], qos: .atLeastOnce) }
+            let bad = await expectMQTTError {
+                _ = try client.publishWithoutWaiting("bad/#", payload: [1], qos: .atLeastOnce)
+            }
             #expect(bad?.code.rawValue == "invalid-topic")
 
             await broker.stop()
@@ -138,7 +141,7 @@ struct LoadAndErrorTests {
     }
 
     @Test func unreachableBrokerIsATypedErrorNotAHang() async throws {
-        let port = try freePort()  // nothing listens there
+        let port = try freePort() // nothing listens there
         let client = MQTTClient(configuration: MQTTConfiguration(host: "127.0.0.1", port: port))
         let error = await expectMQTTError { try await client.connect() }
         #expect(error?.code.rawValue == "connection-refused", "\(String(describing: error))")
@@ -179,7 +182,7 @@ struct LoadAndErrorTests {
             let idle = MQTTClient(configuration: broker.clientConfiguration())
             let notConnected = await expectMQTTError { try await idle.publish("x", "y") }
             #expect(notConnected?.code.rawValue == "no-connection")
-            await idle.disconnect()  // safe on a client that never connected
+            await idle.disconnect() // safe on a client that never connected
             #expect(idle.connectionState == .idle)
 
             let client = try await connectedClient(broker)
@@ -210,7 +213,7 @@ struct LoadAndErrorTests {
     @Test func clientCanConnectAgainAfterDisconnect() async throws {
         try await MosquittoBroker.with { broker in
             let client = MQTTClient(configuration: broker.clientConfiguration())
-            try await client.subscribe("again/#")  // remembered before connecting, sent on connect
+            try await client.subscribe("again/#") // remembered before connecting, sent on connect
             for round in 0..<3 {
                 let collector = MessageCollector(client.messages())
                 try await client.connect()

@@ -71,7 +71,7 @@ struct SessionTests {
                 bad.protocolVersion = version
                 bad.username = "alice"
                 bad.password = "wrong"
-                bad.connectTimeout = 30  // a hang would show up as "timeout", not as a refusal
+                bad.connectTimeout = 30 // a hang would show up as "timeout", not as a refusal
                 let refused = MQTTClient(configuration: bad)
                 let error = await expectMQTTError { try await refused.connect() }
                 #expect(error?.isAuthenticationFailure == true, "\(String(describing: error))")

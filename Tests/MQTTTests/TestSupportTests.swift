@@ -11,7 +11,8 @@ struct TestSupportTests {
             let failing = try await runProcess("sh", ["-c", "echo oops >&2; exit 3"])
             #expect(failing.status == 3)
             #expect(failing.standardError == "oops\n")
-            let environment = try await runChecked("sh", ["-c", "echo $HOMEMQTT_TEST_VALUE"], environment: ["HOMEMQTT_TEST_VALUE": "42"])
+            let environment = try await runChecked(
+                "sh", ["-c", "echo $HOMEMQTT_TEST_VALUE"], environment: ["HOMEMQTT_TEST_VALUE": "42"])
             #expect(environment.standardOutput == "42\n")
         }
     }

@@ -5,39 +5,40 @@ import Testing
 @testable import Simulator
 
 let garageYAML = """
-name: Garage Door Opener
-manufacturer: Kilgo Devices, Inc.
-room: Garage
-services:
-  - type: garage-door-opener
-    name: Garage Door
-    behaviour: { travel-time: 12 }
-    characteristics:
-      target-door-state: closed
-      current-door-state: closed
-  - type: lightbulb
-    name: Garage Light
-    characteristics:
-      power-state: false
-      brightness: 80
-      hue: 0
-      saturation: 0
-    custom:
-      - uuid: 7E536242-341C-4862-BE90-272CE15BD633
-        name: Fade Rate
-        format: float
-        unit: seconds
-        min: 0
-        max: 10
-        step: 0.5
-        permissions: [read, write, notify]
-        value: 1.0
-"""
+    name: Garage Door Opener
+    manufacturer: Kilgo Devices, Inc.
+    room: Garage
+    services:
+      - type: garage-door-opener
+        name: Garage Door
+        behaviour: { travel-time: 12 }
+        characteristics:
+          target-door-state: closed
+          current-door-state: closed
+      - type: lightbulb
+        name: Garage Light
+        characteristics:
+          power-state: false
+          brightness: 80
+          hue: 0
+          saturation: 0
+        custom:
+          - uuid: 7E536242-341C-4862-BE90-272CE15BD633
+            name: Fade Rate
+            format: float
+            unit: seconds
+            min: 0
+            max: 10
+            step: 0.5
+            permissions: [read, write, notify]
+            value: 1.0
+    """
 
 /// Door states as HAP numbers them.
 enum Door {
     static let open = CharacteristicValue.uint(0), closed = CharacteristicValue.uint(1)
-    static let opening = CharacteristicValue.uint(2), closing = CharacteristicValue.uint(3), stopped = CharacteristicValue.uint(4)
+    static let opening = CharacteristicValue.uint(2), closing = CharacteristicValue.uint(3),
+        stopped = CharacteristicValue.uint(4)
 }
 
 @Suite struct GarageDoorTests {
@@ -54,8 +55,10 @@ enum Door {
             let accessory = try #require(await home.accessory(named: "Garage Door Opener"))
             id = accessory.id
             target = try #require(accessory.address(service: "garage-door-opener", characteristic: "target-door-state"))
-            current = try #require(accessory.address(service: "garage-door-opener", characteristic: "current-door-state"))
-            obstruction = try #require(accessory.address(service: "garage-door-opener", characteristic: "obstruction-detected"))
+            current = try #require(
+                accessory.address(service: "garage-door-opener", characteristic: "current-door-state"))
+            obstruction = try #require(
+                accessory.address(service: "garage-door-opener", characteristic: "obstruction-detected"))
             _ = await home.setNotifications(enabled: true, for: [target, current, obstruction])
         }
     }
@@ -126,11 +129,12 @@ enum Door {
     }
 
     @Test func obstructionOfAnAccessoryWithoutADoorIsRefused() async throws {
-        let (home, _dir) = try makeHome("""
-        name: Plain Switch
-        services:
-          - type: switch
-        """)
+        let (home, _dir) = try makeHome(
+            """
+            name: Plain Switch
+            services:
+              - type: switch
+            """)
         _ = _dir
         #expect(await home.triggerObstruction("sim:test") == false)
         #expect(await home.triggerObstruction("sim:nothing") == false)
@@ -139,19 +143,22 @@ enum Door {
 
 @Suite struct LockThermostatTests {
     @Test func lockSettlesAfterItsDelay() async throws {
-        let (home, dir) = try makeHome("""
-        name: Front Door Lock
-        services:
-          - type: lock-mechanism
-            behaviour: { delay: 2 }
-            characteristics:
-              current-lock-mechanism-state: secured
-              target-lock-mechanism-state: secured
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Front Door Lock
+            services:
+              - type: lock-mechanism
+                behaviour: { delay: 2 }
+                characteristics:
+                  current-lock-mechanism-state: secured
+                  target-lock-mechanism-state: secured
+            """)
         _ = dir
         let lock = try #require(await home.accessory(named: "Front Door Lock"))
-        let target = try #require(lock.address(service: "lock-mechanism", characteristic: "target-lock-mechanism-state"))
-        let current = try #require(lock.address(service: "lock-mechanism", characteristic: "current-lock-mechanism-state"))
+        let target = try #require(
+            lock.address(service: "lock-mechanism", characteristic: "target-lock-mechanism-state"))
+        let current = try #require(
+            lock.address(service: "lock-mechanism", characteristic: "current-lock-mechanism-state"))
         _ = await home.setNotifications(enabled: true, for: [current])
         let log = EventLog(home)
         try await home.write(target, value: .uint(0))
@@ -163,14 +170,15 @@ enum Door {
     }
 
     @Test func lockDefaultsToOneSecond() async throws {
-        let (home, dir) = try makeHome("""
-        name: Shed Lock
-        services:
-          - type: lock-mechanism
-            characteristics:
-              current-lock-mechanism-state: unsecured
-              target-lock-mechanism-state: unsecured
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Shed Lock
+            services:
+              - type: lock-mechanism
+                characteristics:
+                  current-lock-mechanism-state: unsecured
+                  target-lock-mechanism-state: unsecured
+            """)
         _ = dir
         let lock = try #require(await home.accessory(named: "Shed Lock"))
         let target = try #require(lock.address(service: "lock-mechanism", characteristic: "lock-target-state"))
@@ -183,15 +191,16 @@ enum Door {
     }
 
     @Test func behaviourNoneOnlyStoresValues() async throws {
-        let (home, dir) = try makeHome("""
-        name: Dumb Lock
-        services:
-          - type: lock-mechanism
-            behaviour: none
-            characteristics:
-              current-lock-mechanism-state: secured
-              target-lock-mechanism-state: secured
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Dumb Lock
+            services:
+              - type: lock-mechanism
+                behaviour: none
+                characteristics:
+                  current-lock-mechanism-state: secured
+                  target-lock-mechanism-state: secured
+            """)
         _ = dir
         let lock = try #require(await home.accessory(named: "Dumb Lock"))
         let target = try #require(lock.address(service: "lock-mechanism", characteristic: "lock-target-state"))
@@ -203,16 +212,17 @@ enum Door {
     }
 
     @Test func thermostatHeatsTowardTargetThenIdles() async throws {
-        let (home, dir) = try makeHome("""
-        name: Thermostat
-        services:
-          - type: thermostat
-            behaviour: { step: 0.5, every: 10 }
-            characteristics:
-              target-heating-cooling: heat
-              current-temperature: 19
-              target-temperature: 21
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Thermostat
+            services:
+              - type: thermostat
+                behaviour: { step: 0.5, every: 10 }
+                characteristics:
+                  target-heating-cooling: heat
+                  current-temperature: 19
+                  target-temperature: 21
+            """)
         _ = dir
         let t = try #require(await home.accessory(named: "Thermostat"))
         let current = try #require(t.address(service: "thermostat", characteristic: "current-temperature"))
@@ -283,13 +293,14 @@ enum Door {
     }
 
     @Test func outletInUseFollowsPowerAndSwitchStores() async throws {
-        let (home, dir) = try makeHome("""
-        name: Coffee Outlet
-        services:
-          - type: outlet
-          - type: switch
-            name: Extra Switch
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Coffee Outlet
+            services:
+              - type: outlet
+              - type: switch
+                name: Extra Switch
+            """)
         _ = dir
         let a = try #require(await home.accessory(named: "Coffee Outlet"))
         let on = try #require(a.address(service: "outlet", characteristic: "power-state"))
@@ -310,15 +321,16 @@ enum Door {
 
 @Suite struct SensorTests {
     @Test func temperatureDriftsStepwiseAndBouncesInsideItsBounds() async throws {
-        let (home, dir) = try makeHome("""
-        name: Climate
-        services:
-          - type: temperature-sensor
-            characteristics:
-              current-temperature: 20.5
-            behaviour:
-              drift: { step: 0.5, every: 30, min: 20, max: 21.5 }
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Climate
+            services:
+              - type: temperature-sensor
+                characteristics:
+                  current-temperature: 20.5
+                behaviour:
+                  drift: { step: 0.5, every: 30, min: 20, max: 21.5 }
+            """)
         _ = dir
         let a = try #require(await home.accessory(named: "Climate"))
         let temp = try #require(a.address(service: "temperature-sensor", characteristic: "current-temperature"))
@@ -336,20 +348,21 @@ enum Door {
     }
 
     @Test func motionFollowsARepeatingScript() async throws {
-        let (home, dir) = try makeHome("""
-        name: Motion
-        services:
-          - type: motion-sensor
-            behaviour:
-              script:
-                - { after: 10, value: true }
-                - { after: 5, value: false }
-              repeat: true
-          - type: contact-sensor
-            behaviour:
-              script:
-                - { after: 7, value: contact-not-detected }
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Motion
+            services:
+              - type: motion-sensor
+                behaviour:
+                  script:
+                    - { after: 10, value: true }
+                    - { after: 5, value: false }
+                  repeat: true
+              - type: contact-sensor
+                behaviour:
+                  script:
+                    - { after: 7, value: contact-not-detected }
+            """)
         _ = dir
         let a = try #require(await home.accessory(named: "Motion"))
         let motion = try #require(a.address(service: "motion-sensor", characteristic: "motion-detected"))
@@ -373,13 +386,14 @@ enum Door {
     }
 
     @Test func driftedValuesAreReportedOnlyWithNotifications() async throws {
-        let (home, dir) = try makeHome("""
-        name: Humidity
-        services:
-          - type: humidity-sensor
-            characteristics: { current-relative-humidity: 50 }
-            behaviour: { drift: { step: 1, every: 10 } }
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Humidity
+            services:
+              - type: humidity-sensor
+                characteristics: { current-relative-humidity: 50 }
+                behaviour: { drift: { step: 1, every: 10 } }
+            """)
         _ = dir
         let a = try #require(await home.accessory(named: "Humidity"))
         let h = try #require(a.address(service: "humidity-sensor", characteristic: "current-relative-humidity"))

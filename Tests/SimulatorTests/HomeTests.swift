@@ -6,19 +6,19 @@ import Testing
 @testable import Simulator
 
 let bridgeYAML = """
-name: Test Bridge
-manufacturer: Lumen Lighting B.V.
-bridged:
-  - name: Porch Light
-    room: Porch
-    services:
-      - type: lightbulb
-        characteristics: { power-state: false }
-  - name: Cellar Sensor
-    room: Cellar
-    services:
-      - type: temperature-sensor
-"""
+    name: Test Bridge
+    manufacturer: Lumen Lighting B.V.
+    bridged:
+      - name: Porch Light
+        room: Porch
+        services:
+          - type: lightbulb
+            characteristics: { power-state: false }
+      - name: Cellar Sensor
+        room: Cellar
+        services:
+          - type: temperature-sensor
+    """
 
 @Suite struct AccessControlTests {
     @Test func errorsForReadOnlyWriteOnlyUnknownAndInvalid() async throws {
@@ -103,7 +103,11 @@ bridged:
         #expect(await home.setReachable(a.id, false))
         for attempt in 0..<2 {
             do {
-                if attempt == 0 { _ = try await home.read(current) } else { try await home.write(target, value: .uint(1)) }
+                if attempt == 0 {
+                    _ = try await home.read(current)
+                } else {
+                    try await home.write(target, value: .uint(1))
+                }
                 Issue.record("an unreachable accessory answered")
             } catch {
                 #expect(error.status == .communicationFailure)
@@ -139,7 +143,8 @@ bridged:
 
         let log = EventLog(home)
         await home.setReachable("sim:bridge", false)
-        #expect(Set(await log.drain()) == Set(all.map { SourceEvent.reachabilityChanged(id: $0.id, isReachable: false) }))
+        #expect(
+            Set(await log.drain()) == Set(all.map { SourceEvent.reachabilityChanged(id: $0.id, isReachable: false) }))
         let light = try #require(all[1].address(service: "lightbulb", characteristic: "on"))
         await #expect(throws: AccessoryError.self) { try await home.read(light) }
         await home.setReachable("sim:bridge", true)
@@ -152,9 +157,15 @@ bridged:
         let log = EventLog(home)
         let lamp = Accessory(
             id: "sim:extra", name: "Extra Lamp",
-            services: [AccessoryService(iid: 1, type: StandardUUID.accessoryInformation, characteristics: [
-                Characteristic(iid: 2, type: StandardUUID.name, value: .string("Extra Lamp"), metadata: CharacteristicMetadata(format: .string, permissions: [.read])),
-            ])]
+            services: [
+                AccessoryService(
+                    iid: 1, type: StandardUUID.accessoryInformation,
+                    characteristics: [
+                        Characteristic(
+                            iid: 2, type: StandardUUID.name, value: .string("Extra Lamp"),
+                            metadata: CharacteristicMetadata(format: .string, permissions: [.read]))
+                    ])
+            ]
         )
         await home.add(lamp)
         #expect(await home.rename(accessoryID: "sim:extra", to: "Reading Lamp"))
@@ -163,11 +174,18 @@ bridged:
         var renamed = lamp
         renamed.name = "Reading Lamp"
         renamed.services[0].characteristics[0].value = .string("Reading Lamp")
-        #expect(await log.drain() == [.accessoryAdded(lamp), .accessoryChanged(renamed), .accessoryRemoved(id: "sim:extra")])
+        #expect(
+            await log.drain() == [
+                .accessoryAdded(lamp), .accessoryChanged(renamed), .accessoryRemoved(id: "sim:extra"),
+            ])
 
         // Removing a bridge takes its bridged accessories along.
         #expect(await home.remove(accessoryID: "sim:bridge"))
-        #expect(await log.drain() == [.accessoryRemoved(id: "sim:bridge"), .accessoryRemoved(id: "sim:bridge:2"), .accessoryRemoved(id: "sim:bridge:3")])
+        #expect(
+            await log.drain() == [
+                .accessoryRemoved(id: "sim:bridge"), .accessoryRemoved(id: "sim:bridge:2"),
+                .accessoryRemoved(id: "sim:bridge:3"),
+            ])
         #expect(await home.accessories().isEmpty)
     }
 
@@ -176,12 +194,16 @@ bridged:
         let lockType = try #require(Catalog.serviceType(named: "lock-mechanism"))
         let current = try #require(Catalog.characteristicType(named: "lock-current-state"))
         let target = try #require(Catalog.characteristicType(named: "lock-target-state"))
-        let lock = Accessory(id: "sim:lock", name: "Lock", services: [
-            AccessoryService(iid: 1, type: lockType.uuid, characteristics: [
-                Characteristic(iid: 2, type: current.uuid, value: .uint(1), metadata: current.metadata),
-                Characteristic(iid: 3, type: target.uuid, value: .uint(1), metadata: target.metadata),
-            ]),
-        ])
+        let lock = Accessory(
+            id: "sim:lock", name: "Lock",
+            services: [
+                AccessoryService(
+                    iid: 1, type: lockType.uuid,
+                    characteristics: [
+                        Characteristic(iid: 2, type: current.uuid, value: .uint(1), metadata: current.metadata),
+                        Characteristic(iid: 3, type: target.uuid, value: .uint(1), metadata: target.metadata),
+                    ])
+            ])
         await home.add(lock)
         try await home.write(CharacteristicAddress(accessoryID: "sim:lock", iid: 3), value: .uint(0))
         await home.advance(by: ServiceBehaviour.defaultLockDelay)
@@ -191,7 +213,8 @@ bridged:
     @Test func deviceSideChangesAreValidatedAndReported() async throws {
         let (home, dir) = try makeHome(bridgeYAML, stem: "bridge")
         _ = dir
-        let light = try #require(await home.accessory(named: "Porch Light")?.address(service: "lightbulb", characteristic: "on"))
+        let light = try #require(
+            await home.accessory(named: "Porch Light")?.address(service: "lightbulb", characteristic: "on"))
         _ = await home.setNotifications(enabled: true, for: [light])
         let log = EventLog(home)
         try await home.setValue(light, .bool(true))
@@ -200,22 +223,25 @@ bridged:
     }
 
     @Test(.timeLimit(.minutes(1))) func runDrivesBehavioursInRealTimeUntilCancelled() async throws {
-        let (home, dir) = try makeHome("""
-        name: Quick Lock
-        services:
-          - type: lock-mechanism
-            behaviour: { delay: 0.05 }
-            characteristics:
-              current-lock-mechanism-state: secured
-              target-lock-mechanism-state: secured
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Quick Lock
+            services:
+              - type: lock-mechanism
+                behaviour: { delay: 0.05 }
+                characteristics:
+                  current-lock-mechanism-state: secured
+                  target-lock-mechanism-state: secured
+            """)
         _ = dir
         // The manual home above is for loading; a system-clock home runs in real time.
         let accessories = await home.accessories()
         let lock = try #require(accessories.first)
-        let live = SimulatedHome(accessories: accessories, behaviours: [
-            ServiceBehaviour(accessoryID: lock.id, serviceIID: lock.services[1].iid, kind: .lock(delay: 0.05)),
-        ], clock: .system(tick: .milliseconds(10)))
+        let live = SimulatedHome(
+            accessories: accessories,
+            behaviours: [
+                ServiceBehaviour(accessoryID: lock.id, serviceIID: lock.services[1].iid, kind: .lock(delay: 0.05))
+            ], clock: .system(tick: .milliseconds(10)))
         let target = try #require(lock.address(service: "lock-mechanism", characteristic: "lock-target-state"))
         let current = try #require(lock.address(service: "lock-mechanism", characteristic: "lock-current-state"))
         _ = await live.setNotifications(enabled: true, for: [current])
@@ -235,7 +261,8 @@ bridged:
 
     @Test(.timeLimit(.minutes(1))) func runStopsOnGracefulShutdown() async throws {
         let home = SimulatedHome(accessories: [], clock: .manual)
-        let group = ServiceGroup(configuration: .init(services: [home], gracefulShutdownSignals: [], logger: .init(label: "test")))
+        let group = ServiceGroup(
+            configuration: .init(services: [home], gracefulShutdownSignals: [], logger: .init(label: "test")))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             await group.triggerGracefulShutdown()

@@ -22,7 +22,8 @@ import Testing
         let home = try SimulatedHome.load(files: [url], clock: .manual)
         let loaded = await home.accessories()
         let raw = try JSONSerialization.jsonObject(with: Data(contentsOf: url))
-        let list = try #require((raw as? [[String: Any]]) ?? ((raw as? [String: Any])?["accessories"] as? [[String: Any]]))
+        let list = try #require(
+            (raw as? [[String: Any]]) ?? ((raw as? [String: Any])?["accessories"] as? [[String: Any]]))
         let stem = url.deletingPathExtension().lastPathComponent
 
         #expect(loaded.count == list.count)
@@ -38,7 +39,9 @@ import Testing
                 let service = try #require(accessory.services.first { $0.iid == siid })
                 let serviceType = StandardUUID.longForm(try #require(rawService["type"] as? String))
                 #expect(service.type.count == 36)
-                #expect(service.type.replacingOccurrences(of: "-", with: "") == serviceType.replacingOccurrences(of: "-", with: ""))
+                #expect(
+                    service.type.replacingOccurrences(of: "-", with: "")
+                        == serviceType.replacingOccurrences(of: "-", with: ""))
                 let rawChars = try #require(rawService["characteristics"] as? [[String: Any]])
                 #expect(service.characteristics.count == rawChars.count)
                 for rawChar in rawChars {
@@ -47,7 +50,8 @@ import Testing
                     let type = StandardUUID.longForm(try #require(rawChar["type"] as? String))
                     // Some devices send UUIDs without dashes; the model always has the dashed form.
                     #expect(c.type.count == 36)
-                    #expect(c.type.replacingOccurrences(of: "-", with: "") == type.replacingOccurrences(of: "-", with: ""))
+                    #expect(
+                        c.type.replacingOccurrences(of: "-", with: "") == type.replacingOccurrences(of: "-", with: ""))
                     if StandardUUID.shortForm(type) == nil { customSeen += 1 }
                     if let format = rawChar["format"] as? String {
                         #expect(c.metadata.format.rawValue == format)
@@ -72,17 +76,21 @@ import Testing
     }
 
     @Test func missingFormatsComeFromTheCatalog() async throws {
-        let home = try SimulatedHome.load(files: [Paths.fixtures.appendingPathComponent("idevices_switch.json")], clock: .manual)
+        let home = try SimulatedHome.load(
+            files: [Paths.fixtures.appendingPathComponent("idevices_switch.json")], clock: .manual)
         let accessory = try #require(await home.accessories().first)
-        let hue = try #require(accessory.services.flatMap(\.characteristics).first { $0.type == StandardUUID.longForm("13") })
+        let hue = try #require(
+            accessory.services.flatMap(\.characteristics).first { $0.type == StandardUUID.longForm("13") })
         #expect(hue.metadata.format == .float)
         #expect(hue.value == .float(261))
-        let on = try #require(accessory.services.flatMap(\.characteristics).first { $0.type == StandardUUID.longForm("25") })
+        let on = try #require(
+            accessory.services.flatMap(\.characteristics).first { $0.type == StandardUUID.longForm("25") })
         #expect(on.metadata.format == .bool)
     }
 
     @Test func dumpsWriteAndNotifyLikeTheirDevice() async throws {
-        let home = try SimulatedHome.load(files: [Paths.fixtures.appendingPathComponent("koogeek_ls1.json")], clock: .manual)
+        let home = try SimulatedHome.load(
+            files: [Paths.fixtures.appendingPathComponent("koogeek_ls1.json")], clock: .manual)
         let bulb = try #require(await home.accessories().first)
         let on = try #require(bulb.address(service: "lightbulb", characteristic: "on"))
         _ = await home.setNotifications(enabled: true, for: [on])
@@ -95,12 +103,14 @@ import Testing
         let dir = try TemporaryDirectory()
         let dump = try Data(contentsOf: Paths.fixtures.appendingPathComponent("home_assistant_bridge_fan.json"))
         try dir.write("dumps/fans.json", String(decoding: dump, as: UTF8.self))
-        let yml = try dir.write("fans.yml", """
-        import: dumps/fans.json
-        room: Living Room
-        rooms: { 766313939: Bedroom }
-        reachable: false
-        """)
+        let yml = try dir.write(
+            "fans.yml",
+            """
+            import: dumps/fans.json
+            room: Living Room
+            rooms: { 766313939: Bedroom }
+            reachable: false
+            """)
         let home = try SimulatedHome.load(files: [yml], clock: .manual)
         let all = await home.accessories()
         #expect(all.map(\.id) == ["sim:fans:1", "sim:fans:1256851357", "sim:fans:766313939"])
@@ -120,7 +130,11 @@ import Testing
         let garage = try #require(all.first { $0.manufacturer == "Kilgo Devices, Inc." })
         #expect(garage.suggestedRoom == "Garage")
         #expect(garage.category == Catalog.category(named: "garage-door-opener"))
-        #expect(garage.services.map(\.type) == ["accessory-information", "garage-door-opener", "lightbulb"].compactMap { Catalog.serviceType(named: $0)?.uuid })
+        #expect(
+            garage.services.map(\.type)
+                == ["accessory-information", "garage-door-opener", "lightbulb"].compactMap {
+                    Catalog.serviceType(named: $0)?.uuid
+                })
         let fade = try #require(garage.services[2].characteristic(type: "7E536242-341C-4862-BE90-272CE15BD633"))
         #expect(fade.name == "Fade Rate")
         #expect(fade.metadata.format == .float)
@@ -130,7 +144,10 @@ import Testing
 
         let bridges = all.filter { $0.category == Catalog.category(named: "bridge") && !$0.isBridged }
         #expect(bridges.contains { bridge in all.filter { $0.bridgeID == bridge.id }.count >= 2 })
-        for kind in ["thermostat", "lock-mechanism", "temperature-sensor", "humidity-sensor", "motion-sensor", "contact-sensor", "switch", "outlet", "lightbulb"] {
+        for kind in [
+            "thermostat", "lock-mechanism", "temperature-sensor", "humidity-sensor", "motion-sensor", "contact-sensor",
+            "switch", "outlet", "lightbulb",
+        ] {
             let uuid = try #require(Catalog.serviceType(named: kind)?.uuid)
             #expect(all.contains { $0.services.contains { $0.type == uuid } }, "no \(kind)")
         }
@@ -159,13 +176,14 @@ import Testing
     }
 
     @Test func requiredCharacteristicsGetDefaultsInsideTheirMetadata() async throws {
-        let (home, dir) = try makeHome("""
-        name: Bare
-        services:
-          - type: thermostat
-          - type: battery
-          - type: garage-door-opener
-        """)
+        let (home, dir) = try makeHome(
+            """
+            name: Bare
+            services:
+              - type: thermostat
+              - type: battery
+              - type: garage-door-opener
+            """)
         _ = dir
         let bare = try #require(await home.accessories().first)
         for service in bare.services.dropFirst() {
@@ -220,40 +238,45 @@ import Testing
         let e = try failure("name: X\nservices:\n  - type: lightbulb\n    characteristics:\n      brightness: bright\n")
         #expect(e.code.rawValue == "invalid-type")
         #expect(e.key == "services[0].characteristics.brightness")
-        let f = try failure("name: X\nservices:\n  - type: garage-door-opener\n    characteristics:\n      target-door-state: ajar\n")
+        let f = try failure(
+            "name: X\nservices:\n  - type: garage-door-opener\n    characteristics:\n      target-door-state: ajar\n")
         #expect(f.code.rawValue == "not-a-valid-value")
         #expect(f.key == "services[0].characteristics.target-door-state")
     }
 
     @Test func outOfRangeInitialValue() throws {
-        let e = try failure("name: X\nservices:\n  - type: switch\n  - type: lightbulb\n    characteristics:\n      brightness: 140\n")
+        let e = try failure(
+            "name: X\nservices:\n  - type: switch\n  - type: lightbulb\n    characteristics:\n      brightness: 140\n")
         #expect(e.code.rawValue == "out-of-range")
         #expect(e.key == "services[1].characteristics.brightness")
         #expect(e.description.contains("bad.yml: services[1].characteristics.brightness: "))
         #expect(e.description.contains("140"))
-        let overridden = try failure("name: X\nservices:\n  - type: lightbulb\n    characteristics:\n      brightness: { value: 5, min: 10 }\n")
+        let overridden = try failure(
+            "name: X\nservices:\n  - type: lightbulb\n    characteristics:\n      brightness: { value: 5, min: 10 }\n")
         #expect(overridden.code.rawValue == "out-of-range")
         #expect(overridden.key == "services[0].characteristics.brightness.value")
-        let custom = try failure("""
-        name: X
-        services:
-          - type: lightbulb
-            custom:
-              - { uuid: 7E536242-341C-4862-BE90-272CE15BD633, name: Fade Rate, format: float, min: 0, max: 10, value: 11 }
-        """)
+        let custom = try failure(
+            """
+            name: X
+            services:
+              - type: lightbulb
+                custom:
+                  - { uuid: 7E536242-341C-4862-BE90-272CE15BD633, name: Fade Rate, format: float, min: 0, max: 10, value: 11 }
+            """)
         #expect(custom.code.rawValue == "out-of-range")
         #expect(custom.key == "services[0].custom[0].value")
     }
 
     @Test func duplicateCustomUUID() throws {
-        let e = try failure("""
-        name: X
-        services:
-          - type: lightbulb
-            custom:
-              - { uuid: 7E536242-341C-4862-BE90-272CE15BD633, name: Fade Rate, format: float }
-              - { uuid: 7e536242-341c-4862-be90-272ce15bd633, name: Fade Again, format: float }
-        """)
+        let e = try failure(
+            """
+            name: X
+            services:
+              - type: lightbulb
+                custom:
+                  - { uuid: 7E536242-341C-4862-BE90-272CE15BD633, name: Fade Rate, format: float }
+                  - { uuid: 7e536242-341c-4862-be90-272ce15bd633, name: Fade Again, format: float }
+            """)
         #expect(e.code.rawValue == "duplicate-uuid")
         #expect(e.key == "services[0].custom[1].uuid")
     }
@@ -263,12 +286,13 @@ import Testing
         #expect(e.code.rawValue == "duplicate-name")
         #expect(e.key == "name")
         #expect(e.message.contains("a-good.yml"))
-        let bridged = try failure("""
-        name: Bridge
-        bridged:
-          - { name: Lamp, services: [ { type: lightbulb } ] }
-          - { name: Lamp, services: [ { type: lightbulb } ] }
-        """)
+        let bridged = try failure(
+            """
+            name: Bridge
+            bridged:
+              - { name: Lamp, services: [ { type: lightbulb } ] }
+              - { name: Lamp, services: [ { type: lightbulb } ] }
+            """)
         #expect(bridged.code.rawValue == "duplicate-name")
         #expect(bridged.key == "bridged[1].name")
         let services = try failure("name: X\nservices:\n  - { type: switch, name: A }\n  - { type: switch, name: A }\n")
@@ -314,7 +338,8 @@ import Testing
         #expect(loaded.accessories.map(\.name) == (0..<200).map { "Lamp " + String(format: "%03d", $0) })
 
         var broken = files
-        broken[150] = try dir.write("b-150.yml", "name: B\nservices:\n  - type: switch\n    behaviour: { travel-time: 3 }\n")
+        broken[150] = try dir.write(
+            "b-150.yml", "name: B\nservices:\n  - type: switch\n    behaviour: { travel-time: 3 }\n")
         broken[40] = try dir.write("a-040.yml", "name: A\ncategory: spaceship\nservices:\n  - type: switch\n")
         broken[199] = try dir.write("c-199.yml", "name: Lamp 000\nservices:\n  - type: switch\n")
         for _ in 0..<5 {
@@ -331,7 +356,8 @@ import Testing
     @Test func nothingLoadsWhenOneFileIsBad() throws {
         let dir = try TemporaryDirectory()
         let good = try dir.write("good.yml", "name: Good\nservices:\n  - type: switch\n")
-        let bad = try dir.write("z-bad.yml", "name: Bad\nservices:\n  - type: switch\n    characteristics: { on: maybe }\n")
+        let bad = try dir.write(
+            "z-bad.yml", "name: Bad\nservices:\n  - type: switch\n    characteristics: { on: maybe }\n")
         #expect(throws: SimulatorError.self) { try AccessoryFileLoader.load(files: [good, bad]) }
         #expect(throws: Never.self) { try AccessoryFileLoader.load(files: [good]) }
     }

@@ -4,11 +4,11 @@ import TestSupport
 @testable import Simulator
 
 enum Paths {
-    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let fixtures = repo.appendingPathComponent("Tests/Fixtures/hap-fixtures")
     static let config = repo.appendingPathComponent("Config/accessories")
 }
-
 
 /// Reads a home's events in order. `drain()` returns everything emitted up to now, by
 /// emitting a marker and reading until it arrives, so "no event" can be asserted without waiting.
@@ -47,7 +47,8 @@ extension Accessory {
         let serviceUUID = Catalog.serviceType(named: service)?.uuid ?? service.uppercased()
         let charUUID = Catalog.characteristicType(named: characteristic)?.uuid ?? characteristic.uppercased()
         guard let s = services.first(where: { $0.type == serviceUUID }),
-              let c = s.characteristic(type: charUUID) else { return nil }
+            let c = s.characteristic(type: charUUID)
+        else { return nil }
         return CharacteristicAddress(accessoryID: id, iid: c.iid)
     }
 }
@@ -59,7 +60,9 @@ extension SimulatedHome {
 }
 
 /// Loads one YAML text as a home on the manual clock.
-func makeHome(_ yaml: String, stem: String = "test", extra: [String: String] = [:]) throws -> (SimulatedHome, TemporaryDirectory) {
+func makeHome(_ yaml: String, stem: String = "test", extra: [String: String] = [:]) throws -> (
+    SimulatedHome, TemporaryDirectory
+) {
     let dir = try TemporaryDirectory()
     var files = [try dir.write("\(stem).yml", yaml)]
     for (name, text) in extra.sorted(by: { $0.key < $1.key }) { files.append(try dir.write(name, text)) }

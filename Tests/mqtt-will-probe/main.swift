@@ -9,13 +9,15 @@ let arguments = CommandLine.arguments
 guard arguments.count == 9, let port = Int(arguments[2]), let qosValue = Int(arguments[6]),
     let qos = MQTTQoS(rawValue: qosValue), ["wait", "disconnect"].contains(arguments[8])
 else {
-    FileHandle.standardError.write(Data("usage: mqtt-will-probe HOST PORT CLIENT_ID TOPIC PAYLOAD QOS RETAIN wait|disconnect\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: mqtt-will-probe HOST PORT CLIENT_ID TOPIC PAYLOAD QOS RETAIN wait|disconnect\n".utf8))
     exit(2)
 }
 var configuration = MQTTConfiguration(host: arguments[1], port: port)
 configuration.clientID = arguments[3]
 configuration.keepAlive = 5
-configuration.will = MQTTWill(topic: arguments[4], payload: Array(arguments[5].utf8), qos: qos, retain: arguments[7] == "1")
+configuration.will = MQTTWill(
+    topic: arguments[4], payload: Array(arguments[5].utf8), qos: qos, retain: arguments[7] == "1")
 let client = MQTTClient(configuration: configuration)
 do {
     try await client.connect()
