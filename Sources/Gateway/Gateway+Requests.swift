@@ -197,7 +197,14 @@ extension Gateway {
                 // Paired anew: accessories removed from the home earlier are welcome again.
                 for entry in paired["accessories"]?.arrayValue ?? [] {
                     if let id = entry["id"]?.stringValue, removedAccessories.remove(id) != nil {
-                        try? await database.restoreAccessory(id: id)
+                        do {
+                            try await database.restoreAccessory(id: id)
+                        } catch {
+                            // Shown now; the home database lists it as removed again at the next start.
+                            logger.warning(
+                                "could not save that a paired accessory is back",
+                                metadata: ["accessory": "\(id)", "error": "\(error.message)"])
+                        }
                     }
                 }
                 rebuild(announce: true)

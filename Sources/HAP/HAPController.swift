@@ -45,7 +45,12 @@ public actor HAPController {
             let first = accessories.first(where: { $0.aid == 1 }) ?? accessories.first
         {
             pairing.name = first.name
-            try? store.save(pairing)
+            do {
+                try store.save(pairing)
+            } catch {
+                // The pairing is saved without the name; the accessory's own name still applies.
+                logger.warning("could not save the accessory's name with its pairing: \(error.message)")
+            }
         }
         return pairing
     }
