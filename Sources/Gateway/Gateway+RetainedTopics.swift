@@ -13,7 +13,8 @@ extension Gateway {
         guard config.homeAssistant.enabled else { return nil }
         return HomeAssistantDiscovery.Context(
             tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
-            options: .init(defaultRoomID: currentHome?.roomForEntireHome.id))
+            options: .init(
+                defaultRoomID: currentHome?.roomForEntireHome.id, supportURL: config.homeAssistant.supportURL))
     }
 
     /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
@@ -131,7 +132,7 @@ extension Gateway {
         var out: [CharacteristicTopics] = []
         for service in accessory.services {
             for c in service.characteristics {
-                let state = stateText(c)
+                let state = c.isEvent ? nil : stateText(c)
                 guard let before = old.characteristic(c.address), before.topic == c.topic else {
                     out.append(
                         CharacteristicTopics(topic: c.topic, meta: metaPayload(c), state: state.map(statePayload)))
@@ -171,7 +172,7 @@ extension Gateway {
                 for c in service.characteristics {
                     topics.append(c.topic + "/meta")
                     // An empty payload is no retained message: an empty text or data value is not held.
-                    if let value = currentValue(c.address),
+                    if !c.isEvent, let value = currentValue(c.address),
                         !ValueCodec.text(value, format: c.characteristic.metadata.format).isEmpty
                     {
                         topics.append(c.topic + "/state")

@@ -107,7 +107,15 @@ extension Gateway {
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
         let previous = currentValue(address)
         values[address] = value
-        guard isStarted, previous != value, let node = publishedTree.characteristic(address) else { return }
+        guard isStarted, let node = publishedTree.characteristic(address) else { return }
+        if node.isEvent {
+            // A press: each report is published once, and never retained (a later subscriber
+            // must not see an old press as a new one).
+            let text = ValueCodec.text(value, format: node.characteristic.metadata.format)
+            enqueue(node.topic + "/state", Array(text.utf8), retain: false)
+            return
+        }
+        guard previous != value else { return }
         // What is on the broker is the text of the previous value: publish only a change.
         let format = node.characteristic.metadata.format
         let text = ValueCodec.text(value, format: format)

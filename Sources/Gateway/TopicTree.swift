@@ -15,6 +15,9 @@ public struct TopicTree: Sendable {
         public var typeName: String
         public var characteristic: Characteristic
         public var isReadOnlyScope: Bool
+
+        /// A button's press: published on `state` once per press, never retained.
+        public var isEvent: Bool { characteristic.type == StandardUUID.programmableSwitchEvent }
     }
 
     public struct ServiceNode: Sendable {

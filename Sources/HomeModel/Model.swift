@@ -320,6 +320,9 @@ public enum StandardUUID {
     public static let accessoryInformation = longForm("3E")
     public static let protocolInformation = longForm("A2")
     public static let name = longForm("23")
+    /// A button press (input-event): an event, not a state. Each report is one press, the same
+    /// value twice is two presses, and reading it gives nothing that lasts.
+    public static let programmableSwitchEvent = longForm("73")
     /// Services that exist for the protocol, not for people: accessory information, protocol
     /// information and the pairing service.
     public static let nonInteractiveServices: Set<String> = [accessoryInformation, protocolInformation, longForm("55")]

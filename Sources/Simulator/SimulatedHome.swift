@@ -220,7 +220,8 @@ public actor SimulatedHome: AccessorySource {
         accessoryList[ai].services[si].characteristics[ci].value = value
         let address = CharacteristicAddress(
             accessoryID: accessoryList[ai].id, iid: accessoryList[ai].services[si].characteristics[ci].iid)
-        if reportAlways || (old != value && notifying.contains(address) && accessoryList[ai].isReachable) {
+        let isEvent = accessoryList[ai].services[si].characteristics[ci].type == StandardUUID.programmableSwitchEvent
+        if reportAlways || ((old != value || isEvent) && notifying.contains(address) && accessoryList[ai].isReachable) {
             hub.yield(.valueUpdated(address, value))
         }
     }
