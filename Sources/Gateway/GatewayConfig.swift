@@ -73,6 +73,8 @@ public enum SourceConfig: Sendable, Hashable {
 public struct HomeAssistantConfig: Sendable, Hashable {
     public var enabled = true
     public var prefix = "homeassistant"
+    /// Where a user of Home Assistant finds help with this gateway (discovery's `origin`).
+    public var supportURL: String?
     public init() {}
 }
 
@@ -206,6 +208,12 @@ public struct GatewayConfig: Sendable {
                     throw ha.error("prefix", "must be a topic prefix without + or #")
                 }
                 config.homeAssistant.prefix = prefix
+            }
+            if let url = try ha.string("support-url") {
+                guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+                    throw ha.error("support-url", "must be an http:// or https:// address, got '\(url)'")
+                }
+                config.homeAssistant.supportURL = url
             }
             try ha.finish()
         }

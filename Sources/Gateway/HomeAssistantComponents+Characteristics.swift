@@ -109,14 +109,23 @@ extension HomeAssistantComponents {
                 config["payload_on"] = .string(on)
                 config["payload_off"] = .string(off)
             }
+        } else if let vendor = VendorCatalog.characteristicType(uuid: c.characteristic.type) {
+            baseName = vendor.label
+            config = Self.vendor(c, vendor)
         } else {
+            let standard = Catalog.characteristicType(uuid: c.characteristic.type) != nil
             baseName =
                 c.characteristic.name.flatMap { $0.isEmpty ? nil : $0 }
-                ?? (Catalog.characteristicType(uuid: c.characteristic.type) != nil
-                    ? Self.humanize(c.typeName) : Self.humanize(c.slug))
+                ?? (standard ? Self.humanize(c.typeName) : Self.humanize(c.slug))
             config = Self.generic(c)
             if service.typeName == "accessory-information" || service.typeName == "protocol-information" {
                 config["entity_category"] = "diagnostic"
+            }
+            // A vendor's own characteristic nobody has named, or one HomeKit hides: there for
+            // who wants it, off by default so that the device page stays readable.
+            if !standard || metadata.permissions.contains(.hidden) {
+                config["enabled_by_default"] = false
+                config["entity_category"] = c.haIsWritable ? "config" : "diagnostic"
             }
         }
         if config.isEmpty { return nil }
@@ -124,6 +133,34 @@ extension HomeAssistantComponents {
         config["unique_id"] = .string("\(nodeID)_\(key)")
         config["name"] = .string(entityName(baseName, service: service))
         return HomeAssistantComponent(key: key, config: config)
+    }
+
+    /// Home Assistant's device class for a vendor unit, where it has one.
+    private static let vendorDeviceClasses: [String: String] = [
+        "V": "voltage", "A": "current", "W": "power", "kWh": "energy", "hPa": "atmospheric_pressure",
+        "dB": "sound_pressure", "°C": "temperature", "m": "distance", "s": "duration",
+    ]
+
+    /// A known vendor characteristic: a reading gets its device class, unit and state class
+    /// (energy counters are totals, for the energy dashboard); a setting is a configuration
+    /// control with its unit.
+    private static func vendor(_ c: TopicTree.CharacteristicNode, _ vendor: VendorCharacteristicType)
+        -> [String: JSONValue]
+    {
+        var config = generic(c)
+        guard !config.isEmpty else { return config }
+        if let unit = vendor.unit, c.haMetadata.format.isNumeric, c.haMetadata.validValues.isEmpty {
+            config["unit_of_measurement"] = .string(unit)
+            config["device_class"] = vendorDeviceClasses[unit].map { .string($0) }
+        }
+        if vendor.reading == .setting {
+            // Home Assistant takes `config` for controls only; a setting shown read-only is diagnostic.
+            config["entity_category"] = c.haIsWritable ? "config" : "diagnostic"
+            config["state_class"] = nil
+        } else if config["platform"] == "sensor", vendor.unit != nil {
+            config["state_class"] = vendor.reading == .total ? "total_increasing" : "measurement"
+        }
+        return config
     }
 
     /// A number for a config: integral values as integers.

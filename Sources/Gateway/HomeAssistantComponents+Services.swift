@@ -1,7 +1,8 @@
 import HomeModel
 
-// The services' own Home Assistant components: light, switch, garage door and position covers,
-// lock, climate and fan, each taking the characteristics it covers.
+// The services' own Home Assistant components: which component each service becomes, and the
+// light, switch, garage door and position covers, lock and fan, each taking the characteristics
+// it covers.
 
 extension HomeAssistantComponents {
     // MARK: - Services
@@ -22,21 +23,31 @@ extension HomeAssistantComponents {
             if let c = positionCover(service) { out.append(("cover", c)) }
         case "thermostat":
             if let c = climate(service) { out.append(("climate", c)) }
+        case "heater-cooler":
+            if let c = heaterCooler(service) { out.append(("climate", c)) }
+        case "humidifier-dehumidifier":
+            if let c = humidifier(service) { out.append(("humidifier", c)) }
         case "fan", "ventilation-fan", "air-purifier":
             if let c = fan(service) { out.append(("fan", c)) }
+        case "security-system":
+            if let c = alarmPanel(service) { out.append(("alarm_control_panel", c)) }
+        case "stateless-programmable-switch", "doorbell":
+            if let c = event(service) { out.append(("event", c)) }
+        case "valve", "faucet", "irrigation-system":
+            if let c = valve(service) { out.append(("valve", c)) }
         default:
             break
         }
         return out
     }
 
-    private static func integerish(
+    static func integerish(
         _ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], key: String
     ) {
         if c.haMetadata.format == .float { config[key] = .string(HomeAssistantTemplate.roundedInteger) }
     }
 
-    private static func int(_ value: Double?, _ fallback: Int64) -> JSONValue {
+    static func int(_ value: Double?, _ fallback: Int64) -> JSONValue {
         .int(value.flatMap { Int64(exactly: $0.rounded()) } ?? fallback)
     }
 
@@ -219,79 +230,6 @@ extension HomeAssistantComponents {
 
     /// HomeKit's target heating/cooling state ↔ Home Assistant's HVAC modes. HomeKit's "auto"
     /// keeps the temperature between two thresholds, which is Home Assistant's `heat_cool`.
-    static let hvacModes: [Int64: String] = [0: "off", 1: "heat", 2: "cool", 3: "heat_cool"]
-
-    private mutating func climate(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
-        let mode = find(service, "target-heating-cooling")
-        let target = find(service, "target-temperature")
-        guard mode != nil || target != nil else { return nil }
-        var config: [String: JSONValue] = ["platform": "climate", "temperature_unit": "C", "precision": 0.1]
-        if let mode {
-            take(mode)
-            let valid = mode.haMetadata.validValues.isEmpty ? Self.hvacModes : mode.haMetadata.validValues
-            let pairs = valid.keys.sorted().compactMap { key in Self.hvacModes[key].map { (String(key), $0) } }
-            config["modes"] = .array(pairs.map { .string($0.1) })
-            if mode.haHasState {
-                config["mode_state_topic"] = .string(mode.haStateTopic)
-                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
-            }
-            if mode.haIsWritable {
-                config["mode_command_topic"] = .string(mode.haSetTopic)
-                config["mode_command_template"] = .string(
-                    HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
-            }
-        }
-        if let action = find(service, "current-heating-cooling"), action.haHasState {
-            take(action)
-            config["action_topic"] = .string(action.haStateTopic)
-            config["action_template"] = .string(
-                HomeAssistantTemplate.lookup(
-                    [("0", "idle"), ("1", "heating"), ("2", "cooling")], fallback: "None"))
-        }
-        if let current = find(service, "current-temperature"), current.haHasState {
-            take(current)
-            config["current_temperature_topic"] = .string(current.haStateTopic)
-        }
-        if let target {
-            take(target)
-            Self.temperature(
-                target, into: &config, state: "temperature_state_topic", command: "temperature_command_topic")
-            if let low = target.haMetadata.minValue { config["min_temp"] = .double(low) }
-            if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
-            if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }
-        }
-        if let heating = find(service, "heating-threshold") {
-            take(heating)
-            Self.temperature(
-                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
-        }
-        if let cooling = find(service, "cooling-threshold") {
-            take(cooling)
-            Self.temperature(
-                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
-            )
-        }
-        if let humidity = find(service, "current-relative-humidity"), humidity.haHasState {
-            take(humidity)
-            config["current_humidity_topic"] = .string(humidity.haStateTopic)
-        }
-        if let humidity = find(service, "target-relative-humidity"), humidity.haIsWritable {
-            take(humidity)
-            config["target_humidity_command_topic"] = .string(humidity.haSetTopic)
-            if humidity.haHasState { config["target_humidity_state_topic"] = .string(humidity.haStateTopic) }
-            if let low = humidity.haMetadata.minValue { config["min_humidity"] = .double(low) }
-            if let high = humidity.haMetadata.maxValue { config["max_humidity"] = .double(high) }
-        }
-        return config
-    }
-
-    private static func temperature(
-        _ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], state: String, command: String
-    ) {
-        if c.haHasState { config[state] = .string(c.haStateTopic) }
-        if c.haIsWritable { config[command] = .string(c.haSetTopic) }
-    }
-
     private mutating func fan(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
         let order = service.typeName == "fan" ? ["power-state", "active"] : ["active", "power-state"]
         var found: TopicTree.CharacteristicNode?

@@ -21,10 +21,13 @@ public enum HomeAssistantDiscovery {
         /// (`h,s`, writing both characteristics). Home Assistant's light takes colour only as that
         /// pair on one topic; without it, hue and saturation are separate number entities.
         public var colorTopics: Bool
+        /// The `origin`'s `support_url`, where the user has one.
+        public var supportURL: String?
 
-        public init(defaultRoomID: String? = nil, colorTopics: Bool = false) {
+        public init(defaultRoomID: String? = nil, colorTopics: Bool = false, supportURL: String? = nil) {
             self.defaultRoomID = defaultRoomID
             self.colorTopics = colorTopics
+            self.supportURL = supportURL
         }
     }
 
@@ -179,11 +182,13 @@ public enum HomeAssistantDiscovery {
         if node.room.id != options.defaultRoomID { device["suggested_area"] = .string(node.room.name) }
         if let bridgeNodeID, bridgeNodeID != nodeID { device["via_device"] = .string(bridgeNodeID) }
 
+        var origin: [String: JSONValue] = ["name": .string(originName), "sw_version": .string(HomeMQTTVersion.current)]
+        if let url = options.supportURL { origin["support_url"] = .string(url) }
         var componentMap: [String: JSONValue] = [:]
         for component in components { componentMap[component.key] = .object(component.config) }
         return .object([
             "device": .object(device),
-            "origin": .object(["name": .string(originName)]),
+            "origin": .object(origin),
             // Both must say online: an accessory is of no use while the gateway is down, and the
             // gateway's last will covers every accessory at once.
             "availability": .array([

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Gateway
 
 // The homemqtt command: its subcommands (`run` by default) and the config options they share.
 
@@ -7,6 +8,7 @@ struct HomeMQTT: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "homemqtt",
         abstract: "Puts a HomeKit home — rooms, accessories, services, characteristics — onto MQTT.",
+        version: HomeMQTTVersion.current,
         subcommands: [
             RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self,
             PairCommand.self, PairingsCommand.self, UnpairCommand.self,

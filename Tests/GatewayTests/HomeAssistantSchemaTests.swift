@@ -12,6 +12,8 @@ enum HASchema {
         /// A string, or null to switch the feature off (cover `payload_stop`).
         case nullableString
         case oneOf(Set<String>)
+        /// A list whose every element is one of these.
+        case subsetOf(Set<String>)
         case availabilityList
     }
 
@@ -49,6 +51,9 @@ enum HASchema {
         "carbon_dioxide": ["ppm"], "carbon_monoxide": ["ppm"], "pm25": ["µg/m³"], "pm10": ["µg/m³"],
         "ozone": ["µg/m³"], "nitrogen_dioxide": ["µg/m³"], "sulphur_dioxide": ["µg/m³"],
         "volatile_organic_compounds": ["µg/m³", "mg/m³"], "duration": ["d", "h", "min", "s", "ms"],
+        "voltage": ["V", "mV", "µV", "kV", "MV"], "current": ["A", "mA"], "power": ["W", "kW", "mW", "MW"],
+        "energy": ["Wh", "kWh", "MWh"], "atmospheric_pressure": ["hPa", "kPa", "Pa", "mbar", "inHg", "mmHg"],
+        "sound_pressure": ["dB", "dBA"], "distance": ["m", "cm", "mm", "km", "in", "ft", "yd", "mi"],
     ]
 
     static let platforms: [String: Platform] = [
@@ -108,6 +113,47 @@ enum HASchema {
                 "min_temp": .number, "max_temp": .number, "temp_step": .number, "precision": .number,
                 "min_humidity": .number, "max_humidity": .number,
                 "temperature_unit": .oneOf(["C", "F"]),
+                "power_command_topic": .topic, "payload_on": .string, "payload_off": .string,
+            ]),
+        // home-assistant.io alarm_control_panel.mqtt: states disarmed, armed_home, armed_away,
+        // armed_night, armed_vacation, armed_custom_bypass, pending, arming, disarming, triggered.
+        "alarm_control_panel": Platform(
+            required: ["command_topic", "state_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+                "command_template": .template, "code_arm_required": .boolean, "code_disarm_required": .boolean,
+                "payload_arm_home": .string, "payload_arm_away": .string, "payload_arm_night": .string,
+                "payload_disarm": .string,
+                "supported_features": .subsetOf(
+                    ["arm_home", "arm_away", "arm_night", "arm_vacation", "arm_custom_bypass", "trigger"]),
+            ]),
+        // event.mqtt: the payload (after value_template) is JSON with an `event_type` of event_types.
+        "event": Platform(
+            required: ["state_topic", "event_types"],
+            keys: [
+                "state_topic": .topic, "value_template": .template, "event_types": .stringList,
+                "device_class": .oneOf(["button", "doorbell", "motion"]),
+            ]),
+        // humidifier.mqtt: modes go with mode_command_topic; actions off, humidifying, drying, idle.
+        "humidifier": Platform(
+            required: ["command_topic", "target_humidity_command_topic"],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
+                "payload_on": .string, "payload_off": .string, "device_class": .oneOf(["humidifier", "dehumidifier"]),
+                "target_humidity_command_topic": .topic, "target_humidity_state_topic": .topic,
+                "target_humidity_state_template": .template, "current_humidity_topic": .topic,
+                "current_humidity_template": .template, "action_topic": .topic, "action_template": .template,
+                "modes": .stringList, "mode_command_topic": .topic, "mode_state_topic": .topic,
+                "mode_state_template": .template, "min_humidity": .integer, "max_humidity": .integer,
+            ]),
+        // valve.mqtt: without reports_position, payload_open/close and state_open/closed.
+        "valve": Platform(
+            required: [],
+            keys: [
+                "command_topic": .topic, "state_topic": .topic, "value_template": .template,
+                "payload_open": .nullableString, "payload_close": .nullableString, "payload_stop": .string,
+                "state_open": .string, "state_closed": .string, "state_opening": .string, "state_closing": .string,
+                "device_class": .oneOf(["water", "gas"]), "reports_position": .boolean,
             ]),
         "fan": Platform(
             required: ["command_topic"],
@@ -207,6 +253,8 @@ enum HASchema {
             return value.arrayValue.map { !$0.isEmpty && $0.allSatisfy { $0.stringValue != nil } } ?? false
         case .nullableString: return value.isNull || value.stringValue != nil
         case .oneOf(let allowed): return value.stringValue.map(allowed.contains) ?? false
+        case .subsetOf(let allowed):
+            return value.arrayValue.map { $0.allSatisfy { $0.stringValue.map(allowed.contains) ?? false } } ?? false
         case .availabilityList:
             guard let list = value.arrayValue, !list.isEmpty else { return false }
             return list.allSatisfy { entry in

@@ -1,0 +1,195 @@
+import HomeModel
+
+// The climate services' Home Assistant components: a thermostat or a heater-cooler as `climate`,
+// a humidifier-dehumidifier as `humidifier`.
+
+extension HomeAssistantComponents {
+    static let hvacModes: [Int64: String] = [0: "off", 1: "heat", 2: "cool", 3: "heat_cool"]
+
+    mutating func climate(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        let mode = find(service, "target-heating-cooling")
+        let target = find(service, "target-temperature")
+        guard mode != nil || target != nil else { return nil }
+        var config: [String: JSONValue] = ["platform": "climate", "temperature_unit": "C", "precision": 0.1]
+        if let mode {
+            take(mode)
+            let valid = mode.haMetadata.validValues.isEmpty ? Self.hvacModes : mode.haMetadata.validValues
+            let pairs = valid.keys.sorted().compactMap { key in Self.hvacModes[key].map { (String(key), $0) } }
+            config["modes"] = .array(pairs.map { .string($0.1) })
+            if mode.haHasState {
+                config["mode_state_topic"] = .string(mode.haStateTopic)
+                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
+            }
+            if mode.haIsWritable {
+                config["mode_command_topic"] = .string(mode.haSetTopic)
+                config["mode_command_template"] = .string(
+                    HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
+            }
+        }
+        if mode == nil {
+            // No mode to read or set: Home Assistant would offer its six default modes, none
+            // wired. One mode, what the device does by itself: heat, unless it can only cool.
+            let current = find(service, "current-heating-cooling")?.haMetadata.validValues ?? [:]
+            let only = current[2] != nil && current[1] == nil ? "cool" : "heat"
+            config["modes"] = .array([.string(only)])
+            // Without a mode state Home Assistant shows `off`; any state of the thermostat says
+            // it is in its one mode.
+            if let target, target.haHasState {
+                config["mode_state_topic"] = .string(target.haStateTopic)
+                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup([], fallback: only))
+            }
+        }
+        if let action = find(service, "current-heating-cooling"), action.haHasState {
+            take(action)
+            config["action_topic"] = .string(action.haStateTopic)
+            config["action_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("0", "idle"), ("1", "heating"), ("2", "cooling")], fallback: "None"))
+        }
+        if let current = find(service, "current-temperature"), current.haHasState {
+            take(current)
+            config["current_temperature_topic"] = .string(current.haStateTopic)
+        }
+        if let target {
+            take(target)
+            Self.temperature(
+                target, into: &config, state: "temperature_state_topic", command: "temperature_command_topic")
+            if let low = target.haMetadata.minValue { config["min_temp"] = .double(low) }
+            if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
+            if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }
+        }
+        if let heating = find(service, "heating-threshold") {
+            take(heating)
+            Self.temperature(
+                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
+        }
+        if let cooling = find(service, "cooling-threshold") {
+            take(cooling)
+            Self.temperature(
+                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
+            )
+        }
+        if let humidity = find(service, "current-relative-humidity"), humidity.haHasState {
+            take(humidity)
+            config["current_humidity_topic"] = .string(humidity.haStateTopic)
+        }
+        if let humidity = find(service, "target-relative-humidity"), humidity.haIsWritable {
+            take(humidity)
+            config["target_humidity_command_topic"] = .string(humidity.haSetTopic)
+            if humidity.haHasState { config["target_humidity_state_topic"] = .string(humidity.haStateTopic) }
+            if let low = humidity.haMetadata.minValue { config["min_humidity"] = .double(low) }
+            if let high = humidity.haMetadata.maxValue { config["max_humidity"] = .double(high) }
+        }
+        return config
+    }
+
+    static func temperature(
+        _ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], state: String, command: String
+    ) {
+        if c.haHasState { config[state] = .string(c.haStateTopic) }
+        if c.haIsWritable { config[command] = .string(c.haSetTopic) }
+    }
+
+    /// HomeKit's heater-cooler: `active` is the power, `target-heater-cooler-state` the mode
+    /// (auto keeps the temperature between the two thresholds), the thresholds the targets.
+    mutating func heaterCooler(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        guard let power = find(service, "active"), power.haIsWritable else { return nil }
+        take(power)
+        var config: [String: JSONValue] = [
+            "platform": "climate", "temperature_unit": "C", "precision": 0.1,
+            "power_command_topic": .string(power.haSetTopic), "payload_on": "1", "payload_off": "0",
+        ]
+        let names: [Int64: String] = [0: "heat_cool", 1: "heat", 2: "cool"]
+        if let mode = find(service, "target-heater-cooler-state") {
+            take(mode)
+            let valid = mode.haMetadata.validValues.isEmpty ? names : mode.haMetadata.validValues
+            let pairs = valid.keys.sorted().compactMap { key in names[key].map { (String(key), $0) } }
+            config["modes"] = .array(pairs.map { .string($0.1) })
+            if mode.haHasState {
+                config["mode_state_topic"] = .string(mode.haStateTopic)
+                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
+            }
+            if mode.haIsWritable {
+                config["mode_command_topic"] = .string(mode.haSetTopic)
+                config["mode_command_template"] = .string(
+                    HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
+            }
+        } else {
+            config["modes"] = ["heat_cool"]
+        }
+        if let action = find(service, "current-heater-cooler-state"), action.haHasState {
+            take(action)
+            config["action_topic"] = .string(action.haStateTopic)
+            config["action_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("0", "off"), ("1", "idle"), ("2", "heating"), ("3", "cooling")], fallback: "None"))
+        }
+        if let current = find(service, "current-temperature"), current.haHasState {
+            take(current)
+            config["current_temperature_topic"] = .string(current.haStateTopic)
+        }
+        if let heating = find(service, "heating-threshold") {
+            take(heating)
+            Self.temperature(
+                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
+        }
+        if let cooling = find(service, "cooling-threshold") {
+            take(cooling)
+            Self.temperature(
+                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
+            )
+        }
+        return config
+    }
+
+    /// HomeKit's humidifier-dehumidifier: `active` is the power, the mode says which of the two
+    /// it does, and the threshold of what it does is the target.
+    mutating func humidifier(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
+        let mode = find(service, "target-humidifier-dehumidifier-state")
+        let modes = mode?.haMetadata.validValues ?? [:]
+        let dehumidifierOnly = !modes.isEmpty && modes.keys.allSatisfy { $0 == 2 }
+        let thresholds =
+            dehumidifierOnly
+            ? ["dehumidifier-threshold", "humidifier-threshold"] : ["humidifier-threshold", "dehumidifier-threshold"]
+        // Home Assistant's humidifier needs a power and a target; without them the
+        // characteristics stand alone.
+        guard let power = find(service, "active"), power.haIsWritable,
+            let target = thresholds.compactMap({ find(service, $0) }).first(where: \.haIsWritable)
+        else { return nil }
+        take(power)
+        take(target)
+        var config: [String: JSONValue] = [
+            "platform": "humidifier", "command_topic": .string(power.haSetTopic),
+            "payload_on": "1", "payload_off": "0", "device_class": dehumidifierOnly ? "dehumidifier" : "humidifier",
+            "target_humidity_command_topic": .string(target.haSetTopic),
+            "min_humidity": Self.int(target.haMetadata.minValue, 0),
+            "max_humidity": Self.int(target.haMetadata.maxValue, 100),
+        ]
+        if power.haHasState { config["state_topic"] = .string(power.haStateTopic) }
+        if target.haHasState { config["target_humidity_state_topic"] = .string(target.haStateTopic) }
+        Self.integerish(target, into: &config, key: "target_humidity_state_template")
+        // Home Assistant takes modes only with a command topic for them.
+        if let mode, modes.count > 1, mode.haIsWritable {
+            take(mode)
+            let pairs = modes.sorted { $0.key < $1.key }.map { (String($0.key), $0.value) }
+            config["modes"] = .array(pairs.map { .string($0.1) })
+            config["mode_command_topic"] = .string(mode.haSetTopic)
+            if mode.haHasState {
+                config["mode_state_topic"] = .string(mode.haStateTopic)
+                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
+            }
+        }
+        if let current = find(service, "current-relative-humidity"), current.haHasState {
+            take(current)
+            config["current_humidity_topic"] = .string(current.haStateTopic)
+        }
+        if let action = find(service, "current-humidifier-dehumidifier-state"), action.haHasState {
+            take(action)
+            config["action_topic"] = .string(action.haStateTopic)
+            config["action_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("0", "off"), ("1", "idle"), ("2", "humidifying"), ("3", "drying")], fallback: "None"))
+        }
+        return config
+    }
+}
