@@ -13,20 +13,8 @@ extension HomeAssistantComponents {
         var config: [String: JSONValue] = ["platform": "climate", "temperature_unit": "C", "precision": 0.1]
         if let mode {
             take(mode)
-            let valid = mode.haMetadata.validValues.isEmpty ? Self.hvacModes : mode.haMetadata.validValues
-            let pairs = valid.keys.sorted().compactMap { key in Self.hvacModes[key].map { (String(key), $0) } }
-            config["modes"] = .array(pairs.map { .string($0.1) })
-            if mode.haHasState {
-                config["mode_state_topic"] = .string(mode.haStateTopic)
-                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
-            }
-            if mode.haIsWritable {
-                config["mode_command_topic"] = .string(mode.haSetTopic)
-                config["mode_command_template"] = .string(
-                    HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
-            }
-        }
-        if mode == nil {
+            Self.hvacModes(mode, names: Self.hvacModes, into: &config)
+        } else {
             // No mode to read or set: Home Assistant would offer its six default modes, none
             // wired. One mode, what the device does by itself: heat, unless it can only cool.
             let current = find(service, "current-heating-cooling")?.haMetadata.validValues ?? [:]
@@ -90,6 +78,25 @@ extension HomeAssistantComponents {
         if c.haIsWritable { config[command] = .string(c.haSetTopic) }
     }
 
+    /// The climate's modes from a mode characteristic: the accessory's valid values that Home
+    /// Assistant has a name for, read and written through lookups both ways.
+    private static func hvacModes(
+        _ mode: TopicTree.CharacteristicNode, names: [Int64: String], into config: inout [String: JSONValue]
+    ) {
+        let valid = mode.haMetadata.validValues.isEmpty ? names : mode.haMetadata.validValues
+        let pairs = valid.keys.sorted().compactMap { key in names[key].map { (String(key), $0) } }
+        config["modes"] = .array(pairs.map { .string($0.1) })
+        if mode.haHasState {
+            config["mode_state_topic"] = .string(mode.haStateTopic)
+            config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
+        }
+        if mode.haIsWritable {
+            config["mode_command_topic"] = .string(mode.haSetTopic)
+            config["mode_command_template"] = .string(
+                HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
+        }
+    }
+
     /// HomeKit's heater-cooler: `active` is the power, `target-heater-cooler-state` the mode
     /// (auto keeps the temperature between the two thresholds), the thresholds the targets.
     mutating func heaterCooler(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
@@ -102,18 +109,7 @@ extension HomeAssistantComponents {
         let names: [Int64: String] = [0: "heat_cool", 1: "heat", 2: "cool"]
         if let mode = find(service, "target-heater-cooler-state") {
             take(mode)
-            let valid = mode.haMetadata.validValues.isEmpty ? names : mode.haMetadata.validValues
-            let pairs = valid.keys.sorted().compactMap { key in names[key].map { (String(key), $0) } }
-            config["modes"] = .array(pairs.map { .string($0.1) })
-            if mode.haHasState {
-                config["mode_state_topic"] = .string(mode.haStateTopic)
-                config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
-            }
-            if mode.haIsWritable {
-                config["mode_command_topic"] = .string(mode.haSetTopic)
-                config["mode_command_template"] = .string(
-                    HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
-            }
+            Self.hvacModes(mode, names: names, into: &config)
         } else {
             config["modes"] = ["heat_cool"]
         }
