@@ -14,10 +14,12 @@ extension Gateway {
         }
         // A new description of a known accessory (a HAP accessory read again after a
         // reconnect) can carry values that no event reported: they are updates like any other,
-        // published where the characteristic's topic is now.
+        // published where the characteristic's topic is now. A button's last press is no such
+        // value: only an event is a press.
         for service in accessory.services {
             for characteristic in service.characteristics {
-                guard let value = characteristic.value else { continue }
+                guard let value = characteristic.value, characteristic.type != StandardUUID.programmableSwitchEvent
+                else { continue }
                 update(CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid), value)
             }
         }

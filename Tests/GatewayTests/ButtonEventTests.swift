@@ -46,5 +46,13 @@ final class ButtonEventTests: XCTestCase {
         let retained = try await gw.retainedOnBroker("home/hallway/hue-dimmer/#")
         XCTAssertNil(retained[topic], "a later subscriber sees no old press")
         XCTAssertNotNil(retained["home/hallway/hue-dimmer/on-button/input-event/meta"])
+
+        // The accessory described again (renamed) carries its last press: that is no new press.
+        gw.observer.clear()
+        _ = await gw.home.rename(accessoryID: button.id, to: "Hall Dimmer")
+        try await gw.next("home/hallway/hall-dimmer/on-button/input-event/meta", timeout: 10)
+        try await Task.sleep(for: .milliseconds(300))
+        let phantom = gw.observer.messages.filter { $0.topic.hasSuffix("/input-event/state") && !$0.payload.isEmpty }
+        XCTAssertEqual(phantom.map(\.topic), [], "a press published without a press")
     }
 }
