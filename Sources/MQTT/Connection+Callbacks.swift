@@ -124,6 +124,23 @@ extension Connection {
             {
                 copied.properties.messageExpiry = expiry
             }
+            var format: UInt8 = 0
+            if mosquitto_property_read_byte(
+                properties, Int32(MQTT_PROP_PAYLOAD_FORMAT_INDICATOR.rawValue), &format, false) != nil
+            {
+                copied.properties.isUTF8Text = format == 1
+            }
+            copied.properties.contentType = Self.readString(properties, MQTT_PROP_CONTENT_TYPE)
+            copied.properties.responseTopic = Self.readString(properties, MQTT_PROP_RESPONSE_TOPIC)
+            var data: UnsafeMutableRawPointer?
+            var length: UInt16 = 0
+            if mosquitto_property_read_binary(
+                properties, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), &data, &length, false) != nil
+            {
+                copied.properties.correlationData =
+                    data.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(length))) } ?? []
+                free(data)
+            }
             var skipFirst = false
             var cursor: OpaquePointer? = properties
             while let current = cursor {
@@ -141,6 +158,15 @@ extension Connection {
             }
         }
         core.deliver(copied)
+    }
+
+    /// A string property of a received message, copied (libmosquitto's copy freed).
+    private static func readString(_ properties: OpaquePointer, _ identifier: mqtt5_property) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard mosquitto_property_read_string(properties, Int32(identifier.rawValue), &value, false) != nil, let value
+        else { return nil }
+        defer { free(value) }
+        return String(cString: value)
     }
 
     private func didAck(mid: Int32, refusedReason: Int32?) {

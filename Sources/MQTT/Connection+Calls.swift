@@ -187,6 +187,24 @@ extension Connection {
                 }
                 if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
             }
+            if properties.isUTF8Text {
+                let rc = mosquitto_property_add_byte(&list, Int32(MQTT_PROP_PAYLOAD_FORMAT_INDICATOR.rawValue), 1)
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
+            for (identifier, text) in [
+                (MQTT_PROP_CONTENT_TYPE, properties.contentType), (MQTT_PROP_RESPONSE_TOPIC, properties.responseTopic),
+            ] {
+                guard let text else { continue }
+                let rc = text.withCString { mosquitto_property_add_string(&list, Int32(identifier.rawValue), $0) }
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
+            if let data = properties.correlationData {
+                let rc = data.withUnsafeBytes { bytes in
+                    mosquitto_property_add_binary(
+                        &list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), bytes.baseAddress, UInt16(clamping: bytes.count))
+                }
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
         }
         errno = 0
         return topic.withCString { topicPointer in

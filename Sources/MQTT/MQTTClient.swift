@@ -210,11 +210,12 @@ public final class MQTTClient: Sendable, Service {
     /// Publishes at once if that needs no waiting, as `publish` does; false (and nothing sent)
     /// when `publish` would have to wait for room among the outstanding messages.
     public func publishWithoutWaiting(
-        _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false
+        _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false,
+        properties: MQTTPublishProperties = .init()
     ) throws(MQTTError) -> Bool {
         guard
             let outcome = try connection(publishingTo: topic).publishWithoutWaiting(
-                topic, payload: payload, qos: qos, retain: retain, properties: .init())
+                topic, payload: payload, qos: qos, retain: retain, properties: properties)
         else { return false }
         try outcome.get()
         return true

@@ -149,9 +149,31 @@ public struct MQTTPublishProperties: Sendable, Hashable {
     /// Seconds after which the broker discards the message if it has not been delivered.
     public var messageExpiry: UInt32? = nil
     public var userProperties: [MQTTUserProperty] = []
-    public init(messageExpiry: UInt32? = nil, userProperties: [MQTTUserProperty] = []) {
+    /// The payload's MIME type (`application/json`).
+    public var contentType: String? = nil
+    /// The Payload Format Indicator: true says the payload is UTF-8 text.
+    public var isUTF8Text: Bool = false
+    /// Request/response: where the answer to this message goes.
+    public var responseTopic: String? = nil
+    /// Request/response: opaque bytes a requester sets and the answer echoes.
+    public var correlationData: [UInt8]? = nil
+
+    public init(
+        messageExpiry: UInt32? = nil, userProperties: [MQTTUserProperty] = [], contentType: String? = nil,
+        isUTF8Text: Bool = false, responseTopic: String? = nil, correlationData: [UInt8]? = nil
+    ) {
         self.messageExpiry = messageExpiry
         self.userProperties = userProperties
+        self.contentType = contentType
+        self.isUTF8Text = isUTF8Text
+        self.responseTopic = responseTopic
+        self.correlationData = correlationData
+    }
+
+    /// Whether there is anything to send.
+    public var isEmpty: Bool {
+        messageExpiry == nil && userProperties.isEmpty && contentType == nil && !isUTF8Text && responseTopic == nil
+            && correlationData == nil
     }
 }
 

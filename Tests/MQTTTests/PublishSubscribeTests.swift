@@ -138,4 +138,41 @@ struct PublishSubscribeTests {
             await client.disconnect()
         }
     }
+
+    /// Request/response and typed payloads: content type, payload format, response topic and
+    /// correlation data reach us from mosquitto_pub and reach mosquitto_sub from us.
+    @Test func mqtt5RequestResponseAndPayloadTypeProperties() async throws {
+        try await MosquittoBroker.with { broker in
+            let client = try await connectedClient(broker)
+            let collector = MessageCollector(client.messages())
+            try await client.subscribe("rr/#", qos: .atLeastOnce)
+            try await runChecked(
+                "mosquitto_pub",
+                broker.clientArguments + [
+                    "-V", "mqttv5", "-t", "rr/in", "-m", "{}", "-q", "1",
+                    "-D", "publish", "response-topic", "rr/answers/7", "-D", "publish", "correlation-data", "c-42",
+                    "-D", "publish", "content-type", "application/json", "-D", "publish", "payload-format-indicator",
+                    "1",
+                ])
+            let incoming = try await collector.waitFor { $0.topic == "rr/in" }
+            #expect(incoming.properties.responseTopic == "rr/answers/7")
+            #expect(incoming.properties.correlationData == Array("c-42".utf8))
+            #expect(incoming.properties.contentType == "application/json")
+            #expect(incoming.properties.isUTF8Text)
+
+            let sub = try ChildProcess(
+                "mosquitto_sub",
+                broker.clientArguments + [
+                    "-V", "mqttv5", "-t", "rr/out", "-C", "1", "-W", "10", "-F", "%t|%C|%F|%R|%D|%p",
+                ])
+            try await broker.waitForSubscription(to: "rr/out")
+            let properties = MQTTPublishProperties(
+                contentType: "application/json", isUTF8Text: true, responseTopic: "rr/back",
+                correlationData: Array("abc".utf8))
+            try await client.publish("rr/out", payload: Array("{}".utf8), qos: .atLeastOnce, properties: properties)
+            #expect(try await sub.waitForExit(timeout: 10) == 0)
+            #expect(sub.standardOutput.trimmingCharacters(in: .newlines) == "rr/out|application/json|1|rr/back|abc|{}")
+            await client.disconnect()
+        }
+    }
 }
