@@ -118,7 +118,7 @@ extension Gateway {
             group.addTask {
                 for await request in self.requestStream {
                     let outcome = await self.performRequest(op: request.op, fields: request.fields)
-                    await self.sendResponse(request.responseTopic, id: request.id, outcome)
+                    await self.sendResponse(request.responseTopic, id: request.id, outcome, reply: request.reply)
                 }
             }
             group.addTask { for await state in states { await self.handle(connection: state) } }

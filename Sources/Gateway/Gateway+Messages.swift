@@ -53,7 +53,7 @@ extension Gateway {
             dispatch(
                 Job(
                     kind: .identify, op: "identify", id: id, node: nil, accessoryID: accessory.id,
-                    resultTopic: accessory.topic + "/$result"))
+                    resultTopic: accessory.topic + "/$result", reply: Reply(message)))
         default:
             reportUnknown(
                 message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
@@ -134,7 +134,7 @@ extension Gateway {
             dispatch(
                 Job(
                     kind: .get, op: "get", id: id, node: node, accessoryID: node.address.accessoryID,
-                    resultTopic: resultTopic))
+                    resultTopic: resultTopic, reply: Reply(message)))
             return
         }
         switch parseSet(message.payload, node: node) {
@@ -142,9 +142,9 @@ extension Gateway {
             dispatch(
                 Job(
                     kind: .set(value), op: "set", id: id, node: node, accessoryID: node.address.accessoryID,
-                    resultTopic: resultTopic))
+                    resultTopic: resultTopic, reply: Reply(message)))
         case .failure(let failure):
-            sendResult(resultTopic, op: "set", id: id, .failure(failure))
+            sendResult(resultTopic, op: "set", id: id, .failure(failure), reply: Reply(message))
         }
     }
 
@@ -220,7 +220,8 @@ extension Gateway {
                 .failure(
                     GatewayFailure(
                         code: .notToggleable,
-                        message: "a \(service.typeName) service has no primary control in scope to toggle")))
+                        message: "a \(service.typeName) service has no primary control in scope to toggle")),
+                reply: Reply(message))
             return
         }
         if node.isReadOnlyScope {
@@ -230,18 +231,18 @@ extension Gateway {
                     GatewayFailure(
                         code: .readOnlyScope,
                         message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")
-                ))
+                ), reply: Reply(message))
             return
         }
         guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
             sendResult(
                 resultTopic, op: "toggle", id: id,
-                .failure(GatewayFailure(code: .notToggleable, message: "no value to flip to")))
+                .failure(GatewayFailure(code: .notToggleable, message: "no value to flip to")), reply: Reply(message))
             return
         }
         dispatch(
             Job(
-                kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic
-            ))
+                kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic,
+                reply: Reply(message)))
     }
 }

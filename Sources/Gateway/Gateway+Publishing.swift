@@ -5,10 +5,24 @@ import MQTT
 /// Everything the gateway publishes goes through here to the outbox: plain and retained
 /// messages, `$gateway/event`, and republications after a reconnect or Home Assistant's birth.
 extension Gateway {
-    func enqueue(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) {
+    func enqueue(
+        _ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil, properties: MQTTPublishProperties? = nil
+    ) {
         guard !isStopped else { return }
         counters.published += 1
-        outbox.publish(topic, payload, retain: retain, qos: qos)
+        outbox.publish(topic, payload, retain: retain, qos: qos, properties: properties)
+    }
+
+    /// An answer on its own topic (`result`, `$result`, `response/<op>`) and, for an MQTT 5
+    /// request that named a response topic, there too with its correlation data.
+    func answer(_ topic: String, json: JSONValue, reply: Reply?) {
+        let payload = Array(json.encoded().utf8)
+        enqueue(topic, payload, retain: false)
+        if let reply {
+            var properties = Outbox.json
+            properties.correlationData = reply.correlationData
+            enqueue(reply.topic, payload, retain: false, properties: properties)
+        }
     }
 
     func enqueue(_ topic: String, json: JSONValue, retain: Bool = false) {

@@ -39,32 +39,37 @@ extension Gateway {
                 guard case .object(let object) = try JSONValue(parsing: message.payload) else {
                     sendResponse(
                         responseTopic, id: .null,
-                        .failure(GatewayFailure(code: .invalidJSON, message: "a request is a JSON object")))
+                        .failure(GatewayFailure(code: .invalidJSON, message: "a request is a JSON object")),
+                        reply: Reply(message))
                     return
                 }
                 fields = object
             } catch {
                 sendResponse(
-                    responseTopic, id: .null, .failure(GatewayFailure(code: .invalidJSON, message: error.message)))
+                    responseTopic, id: .null, .failure(GatewayFailure(code: .invalidJSON, message: error.message)),
+                    reply: Reply(message))
                 return
             }
         }
         id = fields["id"] ?? .null
-        requestQueue.yield(GatewayRequest(op: op, fields: fields, responseTopic: responseTopic, id: id))
+        requestQueue.yield(
+            GatewayRequest(op: op, fields: fields, responseTopic: responseTopic, id: id, reply: Reply(message)))
     }
 
-    func sendResponse(_ topic: String, id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>) {
+    func sendResponse(
+        _ topic: String, id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>, reply: Reply? = nil
+    ) {
         switch outcome {
         case .success(let data):
-            enqueue(topic, json: .object(["id": id, "status": .string("ok"), "data": data]))
+            answer(topic, json: .object(["id": id, "status": .string("ok"), "data": data]), reply: reply)
         case .failure(let failure):
             counters.errors += 1
-            enqueue(
+            answer(
                 topic,
                 json: .object([
                     "id": id, "status": .string("error"), "code": .string(failure.code.rawValue),
                     "message": .string(failure.message),
-                ]))
+                ]), reply: reply)
         }
     }
 
@@ -329,4 +334,5 @@ struct GatewayRequest: Sendable {
     var fields: [String: JSONValue]
     var responseTopic: String
     var id: JSONValue
+    var reply: Gateway.Reply?
 }

@@ -18,7 +18,7 @@ extension Gateway {
                 .failure(
                     GatewayFailure(
                         code: .unreachable, message: "\(node.displayName) is unreachable",
-                        hapStatus: AccessoryError.Status.communicationFailure.rawValue)))
+                        hapStatus: AccessoryError.Status.communicationFailure.rawValue)), reply: job.reply)
             return
         }
         pendingJobs.add(1, ordering: .relaxed)
@@ -58,7 +58,7 @@ extension Gateway {
         // the accessory's other changes; publishing it from here could put it after a newer one.
         // False when the watchdog has answered `timeout` meanwhile: no second answer.
         guard deadlines.finish(token) else { return }
-        await sendResult(job.resultTopic, op: job.op, id: job.id, outcome)
+        await sendResult(job.resultTopic, op: job.op, id: job.id, outcome, reply: job.reply)
     }
 
     /// Answers every request that overstays its deadline; runs until cancelled.
@@ -72,19 +72,21 @@ extension Gateway {
                     .failure(
                         GatewayFailure(
                             code: .timeout, message: "the accessory did not answer within \(timeout) s",
-                            hapStatus: AccessoryError.Status.timedOut.rawValue)))
+                            hapStatus: AccessoryError.Status.timedOut.rawValue)), reply: job.reply)
             }
         }
     }
 
-    func sendResult(_ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>)
-    {
+    func sendResult(
+        _ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>,
+        reply: Reply? = nil
+    ) {
         switch outcome {
         case .success(let value):
-            enqueue(topic, json: Payloads.result(id: id, op: op, value: value))
+            answer(topic, json: Payloads.result(id: id, op: op, value: value), reply: reply)
         case .failure(let failure):
             counters.errors += 1
-            enqueue(topic, json: Payloads.error(id: id, op: op, failure))
+            answer(topic, json: Payloads.error(id: id, op: op, failure), reply: reply)
         }
     }
 }

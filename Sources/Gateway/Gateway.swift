@@ -111,6 +111,20 @@ public actor Gateway: Service {
         var node: TopicTree.CharacteristicNode?
         var accessoryID: String
         var resultTopic: String
+        /// Where an MQTT 5 requester wants the answer as well.
+        var reply: Reply?
+    }
+
+    /// An MQTT 5 request's Response Topic and Correlation Data.
+    struct Reply: Sendable {
+        var topic: String
+        var correlationData: [UInt8]?
+
+        init?(_ message: MQTTMessage) {
+            guard let topic = message.properties.responseTopic, !topic.isEmpty else { return nil }
+            self.topic = topic
+            correlationData = message.properties.correlationData
+        }
     }
 
     public init(

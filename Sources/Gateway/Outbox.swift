@@ -11,7 +11,7 @@ import Synchronization
 /// costs a thread switch, most of a notification's time in the gateway.
 final class Outbox: Sendable {
     enum Item: Sendable {
-        case publish(topic: String, payload: [UInt8], retain: Bool, qos: MQTTQoS?)
+        case publish(topic: String, payload: [UInt8], retain: Bool, qos: MQTTQoS?, properties: MQTTPublishProperties?)
         /// Retained `meta`/`state` topics of many characteristics, their topic strings made as
         /// each is sent (queued whole, a large home's would all be in memory at once).
         case characteristics([CharacteristicTopics])
@@ -45,11 +45,31 @@ final class Outbox: Sendable {
 
     var backlog: Int { waiting.withLock { $0 } }
 
-    /// Publishes now if nothing waits and the client has room, else queues.
-    func publish(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) {
+    /// Under MQTT 5 every publication says what it is: JSON documents `application/json`, the
+    /// plain values of `state`, `$availability` and the status `text/plain`, all UTF-8.
+    static let json = MQTTPublishProperties(contentType: "application/json", isUTF8Text: true)
+    static let text = MQTTPublishProperties(contentType: "text/plain", isUTF8Text: true)
+
+    /// The properties of a publication on `topic`; a clear (empty payload) carries none.
+    static func typed(_ topic: String, _ payload: [UInt8]) -> MQTTPublishProperties {
+        guard !payload.isEmpty else { return MQTTPublishProperties() }
+        if topic.hasSuffix("/state") || topic.hasSuffix("/$availability") || topic.hasSuffix("/$gateway/status") {
+            return text
+        }
+        return json
+    }
+
+    /// Publishes now if nothing waits and the client has room, else queues. Without
+    /// `properties`, they follow from the topic (`typed`).
+    func publish(
+        _ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil, properties: MQTTPublishProperties? = nil
+    ) {
         if backlog == 0 {
             do {
-                if try mqtt.publishWithoutWaiting(topic, payload: payload, qos: qos ?? defaultQoS, retain: retain) {
+                if try mqtt.publishWithoutWaiting(
+                    topic, payload: payload, qos: qos ?? defaultQoS, retain: retain,
+                    properties: properties ?? Self.typed(topic, payload))
+                {
                     return
                 }
             } catch {
@@ -57,7 +77,7 @@ final class Outbox: Sendable {
                 return
             }
         }
-        queue(.publish(topic: topic, payload: payload, retain: retain, qos: qos), counting: 1)
+        queue(.publish(topic: topic, payload: payload, retain: retain, qos: qos, properties: properties), counting: 1)
     }
 
     func queue(_ list: [CharacteristicTopics]) {
@@ -91,8 +111,8 @@ final class Outbox: Sendable {
     func drain(republish: @Sendable (Republication) async -> Void) async {
         for await item in stream {
             switch item {
-            case .publish(let topic, let payload, let retain, let qos):
-                await send(topic, payload, retain: retain, qos: qos)
+            case .publish(let topic, let payload, let retain, let qos, let properties):
+                await send(topic, payload, retain: retain, qos: qos, properties: properties)
                 waiting.withLock { $0 -= 1 }
             case .characteristics(let list):
                 await send(list)
@@ -111,9 +131,13 @@ final class Outbox: Sendable {
         }
     }
 
-    func send(_ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil) async {
+    func send(
+        _ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil, properties: MQTTPublishProperties? = nil
+    ) async {
         do {
-            try await mqtt.publish(topic, payload: payload, qos: qos ?? defaultQoS, retain: retain)
+            try await mqtt.publish(
+                topic, payload: payload, qos: qos ?? defaultQoS, retain: retain,
+                properties: properties ?? Self.typed(topic, payload))
         } catch {
             logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
         }

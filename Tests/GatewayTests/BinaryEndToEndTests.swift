@@ -56,9 +56,14 @@ final class BinaryEndToEndTests: XCTestCase {
     }
 
     func startGateway(_ setup: E2EConfig, broker: MosquittoBroker) async throws -> ChildProcess {
+        try await Self.startGateway(setup, broker: broker)
+    }
+
+    /// `homemqtt run` on `setup`, once it has published `online`.
+    static func startGateway(_ setup: E2EConfig, broker: MosquittoBroker) async throws -> ChildProcess {
         let watcher = try await MQTTTestSubscriber.start(
             broker: broker, filter: "home/$gateway/status", clientID: "status-\(UUID().uuidString.prefix(6))")
-        let gateway = try ChildProcess(Self.binary, ["run", "--config", setup.configPath])
+        let gateway = try ChildProcess(binary, ["run", "--config", setup.configPath])
         do {
             try await watcher.waitForMessage("the gateway online", timeout: 20) { message in
                 if !gateway.isRunning { return true }
