@@ -242,7 +242,8 @@ extension Gateway {
         }
         dispatch(
             Job(
-                kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id, resultTopic: resultTopic,
+                kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id,
+                resultTopic: resultTopic,
                 reply: Reply(message)))
     }
 }

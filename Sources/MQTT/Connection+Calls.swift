@@ -201,7 +201,8 @@ extension Connection {
             if let data = properties.correlationData {
                 let rc = data.withUnsafeBytes { bytes in
                     mosquitto_property_add_binary(
-                        &list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), bytes.baseAddress, UInt16(clamping: bytes.count))
+                        &list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), bytes.baseAddress,
+                        UInt16(clamping: bytes.count))
                 }
                 if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
             }
