@@ -6,7 +6,7 @@ import MQTT
 /// under the base topic.
 extension Gateway {
     /// Topic levels the gateway publishes itself; a message on one is never a request.
-    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
+    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result", "$state"]
 
     func handle(message: MQTTMessage) async {
         guard message.topic.hasPrefix(base + "/") else {
@@ -43,6 +43,12 @@ extension Gateway {
                 return
             }
             await toggle(accessory: accessory, service: service, message: message)
+        case "$set" where config.accessoryState:
+            guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
+                reportUnknown(message, "no accessory at '\(path)'")
+                return
+            }
+            accessorySet(accessory, message: message)
         case "$identify":
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
                 reportUnknown(message, "no accessory at '\(path)'")

@@ -93,6 +93,9 @@ extension Gateway {
         if !discoveryOnly {
             out.append((node.topic + "/$info", Array(Payloads.info(node).encoded().utf8)))
             out.append((node.topic + "/$availability", availabilityPayload(node)))
+            if config.accessoryState {
+                out.append((accessoryStateTopic(node), Array(accessoryState(node).encoded().utf8)))
+            }
         }
         if let (topic, document) = discovery?.config(node) {
             out.append((topic, Array(document.encoded().utf8)))

@@ -27,13 +27,18 @@ extension Gateway {
         let info = node.topic + "/$info", availability = node.topic + "/$availability"
         setRetained(info, Array(Payloads.info(node).encoded().utf8))
         setRetained(availability, availabilityPayload(node))
-        guard let (topic, document) = discovery?.config(node) else { return [info, availability] }
+        var topics = [info, availability]
+        if config.accessoryState {
+            topics.append(accessoryStateTopic(node))
+            setRetained(topics[2], Array(accessoryState(node).encoded().utf8))
+        }
+        guard let (topic, document) = discovery?.config(node) else { return topics }
         setDiscovery(topic, document) {
             guard let old = publishedTree.accessory(id: node.id) else { return nil }
             if previousDiscovery == nil { previousDiscovery = discoveryContext(publishedTree) }
             return previousDiscovery?.config(old)?.document
         }
-        return [info, availability, topic]
+        return topics + [topic]
     }
 
     func treeBytes() -> [UInt8] {

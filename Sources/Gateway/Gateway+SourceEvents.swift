@@ -123,6 +123,7 @@ extension Gateway {
         let text = ValueCodec.text(value, format: format)
         if let previous, ValueCodec.text(previous, format: format) == text { return }
         enqueue(node.topic + "/state", Array(text.utf8), retain: true)
+        accessoryStateChanged(address.accessoryID)
     }
 
     /// The in-scope characteristics that can notify, straight from the tree (no array of every

@@ -18,7 +18,8 @@ extension Gateway {
                 .failure(
                     GatewayFailure(
                         code: .unreachable, message: "\(node.displayName) is unreachable",
-                        hapStatus: AccessoryError.Status.communicationFailure.rawValue)), reply: job.reply)
+                        hapStatus: AccessoryError.Status.communicationFailure.rawValue)), reply: job.reply,
+                part: job.part)
             return
         }
         pendingJobs.add(1, ordering: .relaxed)
@@ -58,7 +59,7 @@ extension Gateway {
         // the accessory's other changes; publishing it from here could put it after a newer one.
         // False when the watchdog has answered `timeout` meanwhile: no second answer.
         guard deadlines.finish(token) else { return }
-        await sendResult(job.resultTopic, op: job.op, id: job.id, outcome, reply: job.reply)
+        await sendResult(job.resultTopic, op: job.op, id: job.id, outcome, reply: job.reply, part: job.part)
     }
 
     /// Answers every request that overstays its deadline; runs until cancelled.
@@ -72,15 +73,19 @@ extension Gateway {
                     .failure(
                         GatewayFailure(
                             code: .timeout, message: "the accessory did not answer within \(timeout) s",
-                            hapStatus: AccessoryError.Status.timedOut.rawValue)), reply: job.reply)
+                            hapStatus: AccessoryError.Status.timedOut.rawValue)), reply: job.reply, part: job.part)
             }
         }
     }
 
     func sendResult(
         _ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>,
-        reply: Reply? = nil
+        reply: Reply? = nil, part: AccessorySet.Part? = nil
     ) {
+        if let part {
+            record(part, outcome)
+            return
+        }
         switch outcome {
         case .success(let value):
             answer(topic, json: Payloads.result(id: id, op: op, value: value), reply: reply)

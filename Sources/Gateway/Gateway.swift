@@ -60,6 +60,14 @@ public actor Gateway: Service {
     var metaPayloads: [MetaKey: [UInt8]] = [:]
     /// Every publish, in order.
     let outbox: Outbox
+    /// Accessories whose `$state` document changed since it was last published; published
+    /// together a moment after the first change, so a burst gives one message each.
+    var dirtyAccessoryStates: Set<String> = []
+    /// When the burst of changes now being gathered began, and when its last change came.
+    var accessoryStateBurst: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)?
+    /// A `$set` of several characteristics: its answers, gathered into one `$result`.
+    var accessorySets: [Int: AccessorySet] = [:]
+    var nextAccessorySet = 0
 
     // Phases.
     /// The whole tree and `online` have been queued: changes are published from now on.
@@ -113,6 +121,8 @@ public actor Gateway: Service {
         var resultTopic: String
         /// Where an MQTT 5 requester wants the answer as well.
         var reply: Reply?
+        /// Part of an accessory's `$set`: answered into it, not on its own.
+        var part: AccessorySet.Part? = nil
     }
 
     /// An MQTT 5 request's Response Topic and Correlation Data.

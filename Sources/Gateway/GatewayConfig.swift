@@ -94,6 +94,8 @@ public struct GatewayConfig: Sendable {
     public var scope = ScopeConfig()
     public var sources: [SourceConfig]
     public var homeAssistant = HomeAssistantConfig()
+    /// Each accessory's retained `$state` JSON document and its `$set`.
+    public var accessoryState = true
     public var logLevel = "info"
 
     /// The built-in default: a local broker and the simulated home beside the config.
@@ -217,6 +219,7 @@ public struct GatewayConfig: Sendable {
             }
             try ha.finish()
         }
+        if let on = try top.bool("accessory-state") { config.accessoryState = on }
         if let level = try top.string("log-level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
             guard levels.contains(level) else {
