@@ -39,6 +39,9 @@ struct RunBenchmarks: AsyncParsableCommand {
     @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP).")
     var only: Int?
 
+    @Flag(help: "The gateway without each accessory's $state document and $set (accessory-state: false).")
+    var noAccessoryState = false
+
     func validate() throws {
         if let only, !(1...4).contains(only) {
             throw ValidationError("--only must be 1, 2, 3 or 4, got \(only)")
@@ -47,13 +50,15 @@ struct RunBenchmarks: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapLogging(level: .warning)
+        BenchSettings.accessoryState.withLock { $0 = !noAccessoryState }
         let scenarios: [(Int, String, @Sendable (Scale) async throws -> [Row])] = [
             (1, ThroughputScenario.name, ThroughputScenario.run),
             (2, RoundTripScenario.name, RoundTripScenario.run),
             (3, StartupScenario.name, StartupScenario.run),
             (4, HAPScenario.name, HAPScenario.run),
         ]
-        print("homemqtt-bench --scale \(scale.rawValue) on \(Report.machine())")
+        let variant = noAccessoryState ? " --no-accessory-state" : ""
+        print("homemqtt-bench --scale \(scale.rawValue)\(variant) on \(Report.machine())")
         var rows: [Row] = []
         var failed = false
         for (number, name, body) in scenarios where only == nil || only == number {

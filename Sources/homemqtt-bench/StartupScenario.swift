@@ -97,6 +97,7 @@ enum StartupScenario {
             base-topic: home
             state-directory: \(files.file("state"))
             poll-interval: 0
+            accessory-state: \(BenchSettings.accessoryState.withLock { $0 })
             sources:
               - type: simulator
                 directory: \(directory.path)

@@ -175,6 +175,7 @@ final class InProcessGateway: Sendable {
             retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
+        config.accessoryState = BenchSettings.accessoryState.withLock { $0 }
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
         let mqtt = MQTTClient(configuration: config.mqtt, logger: quietLogger)
         let gateway = try Gateway(
@@ -217,4 +218,9 @@ final class InProcessGateway: Sendable {
 /// A monotonic instant as seconds since `origin`.
 func elapsed(_ origin: ContinuousClock.Instant, _ end: ContinuousClock.Instant = .now) -> Double {
     (end - origin).seconds
+}
+
+/// What the command line chose for every scenario's gateway.
+enum BenchSettings {
+    static let accessoryState = Mutex(true)
 }
