@@ -254,15 +254,7 @@ extension Gateway {
     func resolveRoom(_ request: RequestReader) async throws(GatewayFailure) -> Room {
         let key = try request.text("room")
         let home = await database.home
-        let all = [home.roomForEntireHome] + home.rooms
-        if let room = all.first(where: { $0.id == key })
-            ?? all.first(where: { $0.name.lowercased() == key.lowercased() })
-            ?? tree.rooms.first(where: { $0.slug == key })?.room
-        {
-            return room
-        }
-        throw GatewayFailure(
-            code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
+        return try tree.room(named: key, among: home.allRooms)
     }
 
     func resolveAccessory(_ request: RequestReader) throws(GatewayFailure) -> TopicTree.AccessoryNode {

@@ -46,17 +46,7 @@ extension HomeAssistantComponents {
             if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
             if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }
         }
-        if let heating = find(service, "heating-threshold") {
-            take(heating)
-            Self.temperature(
-                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
-        }
-        if let cooling = find(service, "cooling-threshold") {
-            take(cooling)
-            Self.temperature(
-                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
-            )
-        }
+        thresholds(service, into: &config)
         if let humidity = find(service, "current-relative-humidity"), humidity.haHasState {
             take(humidity)
             config["current_humidity_topic"] = .string(humidity.haStateTopic)
@@ -97,6 +87,21 @@ extension HomeAssistantComponents {
         }
     }
 
+    /// The heating and cooling thresholds as the low and high targets of a range.
+    private mutating func thresholds(_ service: TopicTree.ServiceNode, into config: inout [String: JSONValue]) {
+        if let heating = find(service, "heating-threshold") {
+            take(heating)
+            Self.temperature(
+                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
+        }
+        if let cooling = find(service, "cooling-threshold") {
+            take(cooling)
+            Self.temperature(
+                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
+            )
+        }
+    }
+
     /// HomeKit's heater-cooler: `active` is the power, `target-heater-cooler-state` the mode
     /// (auto keeps the temperature between the two thresholds), the thresholds the targets.
     mutating func heaterCooler(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
@@ -124,17 +129,7 @@ extension HomeAssistantComponents {
             take(current)
             config["current_temperature_topic"] = .string(current.haStateTopic)
         }
-        if let heating = find(service, "heating-threshold") {
-            take(heating)
-            Self.temperature(
-                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
-        }
-        if let cooling = find(service, "cooling-threshold") {
-            take(cooling)
-            Self.temperature(
-                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
-            )
-        }
+        thresholds(service, into: &config)
         return config
     }
 

@@ -1,7 +1,7 @@
 // Finding what a request or a CLI command names in the tree: an accessory by id, topic or name,
 // a service by slug, topic, name or instance id. The running gateway and the CLI without it
 // resolve names the same way.
-import HomeModel
+public import HomeModel
 
 extension TopicTree {
     /// The in-scope accessory `key` names (its id, its topic with or without the base, or its
@@ -19,6 +19,20 @@ extension TopicTree {
             )
         }
         return matches.first
+    }
+}
+
+extension TopicTree {
+    /// The room `key` names among `rooms`: its id, its name in any case, or its topic slug.
+    public func room(named key: String, among rooms: [Room]) throws(GatewayFailure) -> Room {
+        let lower = key.lowercased()
+        if let room = rooms.first(where: { $0.id == key }) ?? rooms.first(where: { $0.name.lowercased() == lower })
+            ?? self.rooms.first(where: { $0.slug == key })?.room
+        {
+            return room
+        }
+        let names = rooms.map(\.name).joined(separator: ", ")
+        throw GatewayFailure(code: .unknownRoom, message: "no room '\(key)'; rooms: \(names)")
     }
 }
 

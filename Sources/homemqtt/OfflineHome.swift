@@ -166,18 +166,10 @@ struct OfflineHome {
         }
     }
 
-    // Resolution as the gateway does it (Gateway+Requests.swift): by id, name or topic.
+    // Resolution as the gateway does it (TopicTree+Lookup.swift): by id, name or topic.
 
     func resolveRoom(_ key: String) throws(GatewayFailure) -> Room {
-        let all = home.allRooms
-        if let room = all.first(where: { $0.id == key })
-            ?? all.first(where: { $0.name.lowercased() == key.lowercased() })
-            ?? tree.rooms.first(where: { $0.slug == key })?.room
-        {
-            return room
-        }
-        throw GatewayFailure(
-            code: .unknownRoom, message: "no room '\(key)'; rooms: \(all.map(\.name).joined(separator: ", "))")
+        try tree.room(named: key, among: home.allRooms)
     }
 
     /// The accessory's id, and its node when a source loaded it without the gateway.
