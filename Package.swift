@@ -92,7 +92,7 @@ let package = Package(
         // Real processes for the tests and the bench: a mosquitto on a free loopback port, the
         // HAP-python peer, child processes, temporary directories. Under Sources/ because the
         // bench, a shipped product, links it.
-        .target(name: "Harness", dependencies: ["MQTT"]),
+        .target(name: "Harness", dependencies: ["MQTT", "HAP"]),
         // The test targets' helpers (subscribers that await a message), re-exporting Harness.
         .target(
             name: "TestSupport",

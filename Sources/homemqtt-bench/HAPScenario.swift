@@ -40,8 +40,7 @@ enum HAPScenario {
     {
         let controller = HAPController(
             store: HAPPairingStore(directory: URL(fileURLWithPath: state.file("pairings"))), logger: quietLogger)
-        let pairing = try await controller.pair(
-            host: "127.0.0.1", port: peer.port, setupCode: HAPPeer.defaultSetupCode, name: "Bench Peer")
+        let pairing = try await HAPPeer.pair(controller, port: peer.port, name: "Bench Peer")
         let brightness = Catalog.characteristicType(named: "brightness").map {
             StandardUUID.longForm($0.uuid).lowercased()
         }

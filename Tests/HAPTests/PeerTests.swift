@@ -44,24 +44,6 @@ final class PeerTests: XCTestCase {
         return false
     }
 
-    /// HAP-python drops leading zeros in SRP and refuses a correct proof about once in 80
-    /// pairings; a correct client retries. A wrong code fails every time.
-    func pairRetrying(_ controller: HAPController, port: Int) async throws -> HAPPairing {
-        var last: HAPError?
-        for _ in 0..<4 {
-            do {
-                return try await controller.pair(
-                    host: "127.0.0.1", port: port, setupCode: setupCode, name: "Peer Bridge")
-            } catch {
-                last = error
-                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else {
-                    throw error
-                }
-            }
-        }
-        throw last ?? HAPError(code: .protocolError, message: "pairing failed")
-    }
-
     func testWrongSetupCodeIsRefused() async throws {
         try PeerProcess.requireVenv()
         let temporary = try TemporaryDirectory()
@@ -111,7 +93,7 @@ final class PeerTests: XCTestCase {
         let controller = HAPController(store: store)
 
         // Pair-setup, then the pairing file is private.
-        let pairing = try await pairRetrying(controller, port: port)
+        let pairing = try await HAPPeer.pair(controller, port: port, setupCode: setupCode, name: "Peer Bridge")
         let got3 = try await peer.command("pairings")
         XCTAssertEqual(got3, "PAIRINGS 1")
         let files = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter {

@@ -27,7 +27,7 @@ final class RuntimePairingTests: XCTestCase {
         let none = await source.accessories()
         XCTAssertEqual(none, [])
 
-        let paired = try await Self.pair(controller, port: peer.port)
+        let paired = try await HAPPeer.pair(controller, port: peer.port)
 
         // add: connected, its accessories reported, and usable at once.
         let added = await source.add(pairing: paired)
@@ -84,21 +84,5 @@ final class RuntimePairingTests: XCTestCase {
         runner.cancel()
         _ = await runner.result
         try await controller.unpair(id: paired.accessoryPairingID)
-    }
-
-    /// Pairs, retrying only HAP-python's occasional SRP failure (see PeerTests.pairRetrying).
-    static func pair(_ controller: HAPController, port: Int) async throws -> HAPPairing {
-        var last: HAPError?
-        for _ in 0..<4 {
-            do {
-                return try await controller.pair(host: "127.0.0.1", port: port, setupCode: "031-45-154")
-            } catch {
-                last = error
-                guard error.code.rawValue == "wrong-setup-code" || error.code.rawValue == "bad-signature" else {
-                    throw error
-                }
-            }
-        }
-        throw last ?? HAPError(code: .protocolError, message: "pairing failed")
     }
 }
