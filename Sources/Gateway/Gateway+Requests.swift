@@ -283,10 +283,7 @@ extension Gateway {
     public static func decodeScope(_ value: JSONValue) throws(GatewayFailure) -> ScopeConfig {
         let fields = try RequestReader(value, path: "scope", failure: GatewayFailure.requestField)
         func list(_ key: String) throws(GatewayFailure) -> ScopeList? {
-            guard let lists = try fields.reader(key) else { return nil }
-            let list = ScopeList(allow: try lists.strings("allow"), deny: try lists.strings("deny") ?? [])
-            try lists.finish()
-            return list
+            try ScopeList.read(key, in: fields, single: false)
         }
         var scope = ScopeConfig()
         if let v = try list("manufacturers") { scope.manufacturers = v }

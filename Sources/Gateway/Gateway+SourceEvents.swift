@@ -18,7 +18,7 @@ extension Gateway {
         // value: only an event is a press.
         for service in accessory.services {
             for characteristic in service.characteristics {
-                guard let value = characteristic.value, characteristic.type != StandardUUID.programmableSwitchEvent
+                guard let value = characteristic.value, !characteristic.isEvent
                 else { continue }
                 update(CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid), value)
             }

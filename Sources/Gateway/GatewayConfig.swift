@@ -16,6 +16,18 @@ public struct ScopeList: Sendable, Hashable, Codable {
         self.deny = deny
     }
 
+    /// The `{allow, deny}` mapping under `key`, in the config file (`single`: one name alone
+    /// is a list of one) or in `scope/set`; nil when absent.
+    static func read<Node, Failure>(_ key: String, in scope: StrictReader<Node, Failure>, single: Bool)
+        throws(Failure) -> ScopeList?
+    {
+        guard let lists = try scope.reader(key) else { return nil }
+        let list = ScopeList(
+            allow: try lists.strings("allow", single: single), deny: try lists.strings("deny", single: single) ?? [])
+        try lists.finish()
+        return list
+    }
+
     public var isUnrestricted: Bool { allow == nil && deny.isEmpty }
 }
 
@@ -335,12 +347,7 @@ extension ScopeConfig {
     static func read(_ scope: ConfigReader) throws(ConfigError) -> ScopeConfig {
         var config = ScopeConfig()
         func list(_ key: String, _ scope: ConfigReader) throws(ConfigError) -> ScopeList {
-            guard let mapping = try scope.reader(key) else { return ScopeList() }
-            let result = ScopeList(
-                allow: try mapping.strings("allow", single: true), deny: try mapping.strings("deny", single: true) ?? []
-            )
-            try mapping.finish()
-            return result
+            try ScopeList.read(key, in: scope, single: true) ?? ScopeList()
         }
         config.manufacturers = try list("manufacturers", scope)
         config.serviceTypes = try list("service-types", scope)

@@ -17,7 +17,7 @@ public struct TopicTree: Sendable {
         public var isReadOnlyScope: Bool
 
         /// A button's press: published on `state` once per press, never retained.
-        public var isEvent: Bool { characteristic.type == StandardUUID.programmableSwitchEvent }
+        public var isEvent: Bool { characteristic.isEvent }
     }
 
     public struct ServiceNode: Sendable {

@@ -213,6 +213,11 @@ public struct Characteristic: Sendable, Hashable {
     }
 }
 
+extension Characteristic {
+    /// A button's press (`input-event`): an event, never a state to keep or replay.
+    public var isEvent: Bool { type == StandardUUID.programmableSwitchEvent }
+}
+
 public struct AccessoryService: Sendable, Hashable {
     public var iid: UInt64
     /// The type UUID in long, upper-case form.

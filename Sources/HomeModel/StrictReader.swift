@@ -64,7 +64,7 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     public func keyPath(_ key: String) -> String { Self.join(path, key) }
 
     /// An error about `key` (nil: this mapping itself).
-    public func error(_ key: String?, _ code: ErrorCode = .invalidValue, _ message: String) -> Failure {
+    public func error(_ key: String?, _ code: ErrorCode, _ message: String) -> Failure {
         failure(code, key.map(keyPath) ?? (path.isEmpty ? nil : path), message)
     }
 

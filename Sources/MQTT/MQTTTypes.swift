@@ -169,12 +169,6 @@ public struct MQTTPublishProperties: Sendable, Hashable {
         self.responseTopic = responseTopic
         self.correlationData = correlationData
     }
-
-    /// Whether there is anything to send.
-    public var isEmpty: Bool {
-        messageExpiry == nil && userProperties.isEmpty && contentType == nil && !isUTF8Text && responseTopic == nil
-            && correlationData == nil
-    }
 }
 
 /// A received message, copied out of libmosquitto's callback.

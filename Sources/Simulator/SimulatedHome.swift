@@ -220,7 +220,7 @@ public actor SimulatedHome: AccessorySource {
         accessoryList[ai].services[si].characteristics[ci].value = value
         let address = CharacteristicAddress(
             accessoryID: accessoryList[ai].id, iid: accessoryList[ai].services[si].characteristics[ci].iid)
-        let isEvent = accessoryList[ai].services[si].characteristics[ci].type == StandardUUID.programmableSwitchEvent
+        let isEvent = accessoryList[ai].services[si].characteristics[ci].isEvent
         if reportAlways || ((old != value || isEvent) && notifying.contains(address) && accessoryList[ai].isReachable) {
             hub.yield(.valueUpdated(address, value))
         }
