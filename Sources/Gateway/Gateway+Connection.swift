@@ -11,6 +11,7 @@ extension Gateway {
             if !wasConnected {
                 logger.info("reconnected to the broker; republishing")
                 enqueue(.all)
+                notifyObservers(.connection(true))
             }
             wasConnected = true
         case .disconnected(nil):
@@ -19,6 +20,7 @@ extension Gateway {
         case .reconnecting(let error), .disconnected(let error):
             if wasConnected {
                 logger.warning("lost the broker", metadata: ["error": "\(error.map { "\($0)" } ?? "none")"])
+                notifyObservers(.connection(false))
             }
             wasConnected = false
         default:

@@ -157,6 +157,7 @@ extension Gateway {
             enqueue(statusTopic, Array("offline".utf8), retain: true)
         }
         isStopped = true
+        finishObservers()
         outbox.finish()
         await outbox.wait(below: 1, until: deadline + Self.stopGrace)
         logger.info("gateway stopped")

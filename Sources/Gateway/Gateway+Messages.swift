@@ -11,6 +11,7 @@ extension Gateway {
     func handle(message: MQTTMessage) async {
         guard message.topic.hasPrefix(base + "/") else {
             if config.homeAssistant.enabled { handleHomeAssistant(message) }
+            refuseLocal(message, code: "unknown-topic", "'\(message.topic)' is not under \(base)/")
             return
         }
         let rest = message.topic.dropFirst(base.count + 1)
@@ -28,6 +29,7 @@ extension Gateway {
                 logger.info("clearing a stale retained topic", metadata: ["topic": "\(message.topic)"])
                 enqueue(message.topic, [], retain: true)
             }
+            refuseLocal(message, code: "unknown-topic", "'\(kind)' is published by the gateway, not a request")
             return
         }
         switch kind {
@@ -98,6 +100,7 @@ extension Gateway {
 
     func reportUnknown(_ message: MQTTMessage, _ text: String) {
         guard !message.retain || !message.payload.isEmpty else { return }
+        refuseLocal(message, code: "unknown-topic", text)
         enqueue(
             "\(base)/$gateway/error",
             json: .object([

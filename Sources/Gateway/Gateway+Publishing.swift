@@ -18,7 +18,7 @@ extension Gateway {
     func answer(_ topic: String, json: JSONValue, reply: Reply?) {
         let payload = Array(json.encoded().utf8)
         enqueue(topic, payload, retain: false)
-        if let reply {
+        if let reply, !answerLocally(replyTopic: reply.topic, json) {
             var properties = Outbox.json
             properties.correlationData = reply.correlationData
             enqueue(reply.topic, payload, retain: false, properties: properties)
@@ -146,11 +146,13 @@ extension Gateway {
         ]
         object.merge(extra) { a, _ in a }
         enqueue("\(base)/$gateway/event", json: .object(object))
+        notifyObservers(.event(.object(object)))
     }
 
     func event(_ name: GatewayEvent, fields: [String: JSONValue]) {
         var object = fields
         object["event"] = .string(name.rawValue)
         enqueue("\(base)/$gateway/event", json: .object(object))
+        notifyObservers(.event(.object(object)))
     }
 }

@@ -98,6 +98,7 @@ extension Gateway {
         }
         enqueue(characteristicChanges(from: publishedTree, to: tree))
         publishedTree = tree
+        publishedTreeChanged()
     }
 
     /// What turns the retained `meta`/`state` topics of `old` into those of `new`: the topics
@@ -206,6 +207,7 @@ extension Gateway {
         }
         setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
         publishedTree = tree
+        publishedTreeChanged()
         // `online` last: a client that sees it knows the whole tree is there.
         enqueue(statusTopic, Array("online".utf8), retain: true)
         notificationTargets.yield(notifyingAddresses())

@@ -115,6 +115,7 @@ extension Gateway {
             // must not see an old press as a new one).
             let text = ValueCodec.text(value, format: node.characteristic.metadata.format)
             enqueue(node.topic + "/state", Array(text.utf8), retain: false)
+            notifyObservers(.value(node, value))
             return
         }
         guard previous != value else { return }
@@ -124,6 +125,7 @@ extension Gateway {
         if let previous, ValueCodec.text(previous, format: format) == text { return }
         enqueue(node.topic + "/state", Array(text.utf8), retain: true)
         accessoryStateChanged(address.accessoryID)
+        notifyObservers(.value(node, value))
     }
 
     /// The in-scope characteristics that can notify, straight from the tree (no array of every

@@ -69,6 +69,13 @@ public actor Gateway: Service {
     var accessorySets: [Int: AccessorySet] = [:]
     var nextAccessorySet = 0
 
+    // Views of the home beside its MQTT topics (Homie, the web page): `Gateway+Views`.
+    var observers: [Int: AsyncStream<GatewayChange>.Continuation] = [:]
+    var nextObserver = 0
+    /// In-process requests waiting for their answer, by the number in their local reply topic.
+    var localAnswers: [Int: CheckedContinuation<JSONValue, Never>] = [:]
+    var nextLocalRequest = 0
+
     // Phases.
     /// The whole tree and `online` have been queued: changes are published from now on.
     var isStarted = false
