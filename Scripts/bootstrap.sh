@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what HomeMQTT needs on a Debian machine, idempotently and without questions:
 # libmosquitto (build), mosquitto and its clients (tests, local broker), openssl (TLS tests),
-# systemd-analyze and util-linux (the systemd unit's tests), and a Python venv with HAP-python (the real HAP peer the HAP tests talk to).
+# systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
+# tests run the gateway against), and a Python venv with the test peers of Tests/requirements.txt
+# (HAP-python, the real HAP peer; paho-mqtt, for the Homie v5 controller).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,7 @@ command -v openssl >/dev/null || need+=(openssl)
 # /etc; setpriv runs it as nobody (a config file it cannot read).
 command -v systemd-analyze >/dev/null || need+=(systemd)
 { command -v unshare && command -v setpriv; } >/dev/null || need+=(util-linux)
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then
@@ -29,7 +32,9 @@ venv=.venv
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c 'import pyhap' 2>/dev/null; then
-    "$venv/bin/pip" install -q --disable-pip-version-check -r Tests/HAPTests/peer/requirements.txt
+# Installed again whenever the requirements differ from those last installed.
+if ! cmp -s Tests/requirements.txt "$venv/.installed-requirements"; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r Tests/requirements.txt
+    cp Tests/requirements.txt "$venv/.installed-requirements"
 fi
 echo "bootstrap: ready"

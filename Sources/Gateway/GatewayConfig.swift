@@ -106,6 +106,7 @@ public struct GatewayConfig: Sendable {
     public var scope = ScopeConfig()
     public var sources: [SourceConfig]
     public var homeAssistant = HomeAssistantConfig()
+    public var homie = HomieConfig()
     /// Each accessory's retained `$state` JSON document and its `$set`.
     public var accessoryState = true
     public var logLevel = "info"
@@ -230,6 +231,10 @@ public struct GatewayConfig: Sendable {
                 config.homeAssistant.supportURL = url
             }
             try ha.finish()
+        }
+        if let homie = try top.reader("homie") {
+            config.homie = try HomieConfig.read(homie)
+            try homie.finish()
         }
         if let on = try top.bool("accessory-state") { config.accessoryState = on }
         if let level = try top.string("log-level") {

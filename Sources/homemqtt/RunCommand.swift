@@ -47,8 +47,19 @@ struct RunCommand: AsyncParsableCommand {
                 pairing: hap.map { HAPPairingManager(source: $0, logger: logger) }, logger: logger)
             // Every phase, from loading the files to serving, is a service of this one group:
             // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
+            var services = gateway.services
+            if config.homie.enabled {
+                // A second connection: a Homie root device's will is its own `$state`.
+                let homieMQTT = MQTTClient(
+                    configuration: HomieOutput.configuration(gateway: config.mqtt, homie: config.homie), logger: logger)
+                let homie = HomieOutput(
+                    gateway: gateway, mqtt: homieMQTT, config: config.homie, clientID: config.mqtt.clientID,
+                    logger: logger)
+                // Stopped before its client, so its `disconnected` goes out on the open connection.
+                services += [.init(service: homieMQTT), .init(service: homie)]
+            }
             var group = ServiceGroupConfiguration(
-                services: gateway.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             group.maximumGracefulShutdownDuration = .seconds(4)
             try await ServiceGroup(configuration: group).run()
         } catch is CancellationError {
