@@ -24,13 +24,18 @@ public actor HomieOutput: Service {
     /// A version is never reused: it starts from the clock, so it rises across restarts too.
     var nextVersion = Int(Date().timeIntervalSince1970 * 1000)
 
-    /// Retained Homie messages go at QoS 2, as the convention recommends; momentary events
-    /// (non-retained properties) at QoS 0.
-    static let qos = MQTTQoS.exactlyOnce
+    /// The QoS of retained messages and sets: the gateway's (`broker.qos`, 1 by default). The
+    /// convention recommends 2 but allows 1 for a whole network, and some brokers refuse 2
+    /// (RabbitMQ closes the connection of a client that publishes at QoS 2). Momentary events
+    /// (non-retained properties) go at QoS 0, as it says.
+    let qos: MQTTQoS
 
     /// `mqtt` is the Homie connection, whose will `configuration(for:)` sets.
-    public init(gateway: Gateway, mqtt: MQTTClient, config: HomieConfig, clientID: String, logger: Logger) {
+    public init(
+        gateway: Gateway, mqtt: MQTTClient, config: HomieConfig, clientID: String, qos: MQTTQoS, logger: Logger
+    ) {
         self.gateway = gateway
+        self.qos = qos
         self.mqtt = mqtt
         self.domain = config.domain
         self.rootID = Self.rootID(config, clientID: clientID)
@@ -91,7 +96,7 @@ public actor HomieOutput: Service {
         isConnected = state.isConnected
         guard isConnected else { return }
         do {
-            try await mqtt.subscribe("\(domain)/5/+/+/+/set", qos: .exactlyOnce)
+            try await mqtt.subscribe("\(domain)/5/+/+/+/set", qos: qos)
         } catch {
             logger.error("Homie: cannot subscribe to set topics", metadata: ["error": "\(error)"])
         }
@@ -173,9 +178,10 @@ public actor HomieOutput: Service {
 
     /// Sends in order without waiting for each acknowledgement unless the client's window is
     /// full. Not connected: dropped, since a new connection publishes everything again.
-    private func send(_ topic: String, _ payload: [UInt8], retain: Bool = true, qos: MQTTQoS = qos, json: Bool = false)
-        async
-    {
+    private func send(
+        _ topic: String, _ payload: [UInt8], retain: Bool = true, qos: MQTTQoS? = nil, json: Bool = false
+    ) async {
+        let qos = qos ?? self.qos
         var properties = MQTTPublishProperties()
         if !payload.isEmpty {
             properties = MQTTPublishProperties(contentType: json ? "application/json" : nil, isUTF8Text: true)
@@ -258,6 +264,6 @@ public actor HomieOutput: Service {
         }
         // Awaited: its acknowledgement comes after those sent before it.
         try? await mqtt.publish(
-            published.deviceTopic(rootID) + "/$state", payload: Array("disconnected".utf8), qos: Self.qos, retain: true)
+            published.deviceTopic(rootID) + "/$state", payload: Array("disconnected".utf8), qos: qos, retain: true)
     }
 }

@@ -54,7 +54,7 @@ struct RunCommand: AsyncParsableCommand {
                     configuration: HomieOutput.configuration(gateway: config.mqtt, homie: config.homie), logger: logger)
                 let homie = HomieOutput(
                     gateway: gateway, mqtt: homieMQTT, config: config.homie, clientID: config.mqtt.clientID,
-                    logger: logger)
+                    qos: config.qos, logger: logger)
                 // Stopped before its client, so its `disconnected` goes out on the open connection.
                 services += [.init(service: homieMQTT), .init(service: homie)]
             }
