@@ -134,17 +134,22 @@ public struct TopicTree: Sendable {
         return node
     }
 
-    /// Catalog name of a standard type; for a custom one, its own name or its UUID.
+    /// Catalog name of a standard type, the vendor catalog's for a known vendor type; for
+    /// another custom one its UUID.
     static func typeName(characteristic: Characteristic) -> String {
-        Catalog.characteristicType(uuid: characteristic.type)?.name ?? characteristic.type.lowercased()
+        Catalog.characteristicType(uuid: characteristic.type)?.name
+            ?? VendorCatalog.characteristicType(uuid: characteristic.type)?.name ?? characteristic.type.lowercased()
     }
 
     static func typeName(service: AccessoryService) -> String {
-        Catalog.serviceType(uuid: service.type)?.name ?? service.type.lowercased()
+        if let name = Catalog.serviceType(uuid: service.type)?.name { return name }
+        if let short = StandardUUID.bluetoothShortForm(service.type) { return "bluetooth-" + short }
+        return service.type.lowercased()
     }
 
     static func characteristicName(_ characteristic: Characteristic) -> String {
         if let type = Catalog.characteristicType(uuid: characteristic.type) { return type.name }
+        if let vendor = VendorCatalog.characteristicType(uuid: characteristic.type) { return vendor.name }
         if let name = characteristic.name, !name.isEmpty { return name }
         return "custom-" + characteristic.type.prefix(8).lowercased()
     }

@@ -144,12 +144,19 @@ extension HAPSource {
         let json = try await connection.accessoriesJSON()
         guard isCurrent(pairing.accessoryPairingID, token) else { throw HAPError.closed("the pairing was removed") }
         let fresh: [Accessory]
+        var problems: [String] = []
         do {
-            fresh = try HAPAccessoryJSON.parse(json: json, idPrefix: pairing.idPrefix, category: pairing.category)
+            fresh = try HAPAccessoryJSON.parse(
+                json: json, idPrefix: pairing.idPrefix, category: pairing.category, problems: &problems)
         } catch {
             throw HAPError(
                 code: .protocolError,
                 message: "the accessory's /accessories does not describe accessories: \(error.message)")
+        }
+        for problem in problems {
+            logger.warning(
+                "a value the accessory sent cannot be read",
+                metadata: ["pairing": "\(pairing.accessoryPairingID)", "problem": "\(problem)"])
         }
         let prefix = pairing.idPrefix + ":"
         let freshIDs = Set(fresh.map(\.id))

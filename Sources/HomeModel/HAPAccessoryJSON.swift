@@ -11,11 +11,21 @@ public enum HAPAccessoryJSON {
     /// (bridge) and every other accessory 1 (other).
     public static func parse(_ bytes: [UInt8], idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory]
     {
-        try parse(json: JSONValue(parsing: bytes), idPrefix: idPrefix, category: category)
+        var problems: [String] = []
+        return try parse(json: JSONValue(parsing: bytes), idPrefix: idPrefix, category: category, problems: &problems)
     }
 
     public static func parse(json: JSONValue, idPrefix: String, category: Int? = nil) throws(ModelError) -> [Accessory]
     {
+        var problems: [String] = []
+        return try parse(json: json, idPrefix: idPrefix, category: category, problems: &problems)
+    }
+
+    /// `problems` gets a line for each value that cannot be read as its format says (the
+    /// characteristic is kept, without a value), for the caller to report.
+    public static func parse(
+        json: JSONValue, idPrefix: String, category: Int? = nil, problems: inout [String]
+    ) throws(ModelError) -> [Accessory] {
         let list: [JSONValue]
         if let a = json.arrayValue {
             list = a
@@ -28,7 +38,7 @@ public enum HAPAccessoryJSON {
         var accessories: [Accessory] = []
         var seen = Set<UInt64>()
         for (index, item) in list.enumerated() {
-            let accessory = try parseAccessory(item, index: index, idPrefix: idPrefix)
+            let accessory = try parseAccessory(item, index: index, idPrefix: idPrefix, problems: &problems)
             guard seen.insert(accessory.aid).inserted else {
                 throw ModelError(code: .badAccessories, message: "accessory aid \(accessory.aid) appears twice")
             }
@@ -47,7 +57,9 @@ public enum HAPAccessoryJSON {
         return accessories
     }
 
-    static func parseAccessory(_ json: JSONValue, index: Int, idPrefix: String) throws(ModelError) -> Accessory {
+    static func parseAccessory(
+        _ json: JSONValue, index: Int, idPrefix: String, problems: inout [String]
+    ) throws(ModelError) -> Accessory {
         guard case .object = json else {
             throw ModelError(code: .badAccessories, message: "accessory #\(index) is not an object")
         }
@@ -59,7 +71,7 @@ public enum HAPAccessoryJSON {
         }
         var services: [AccessoryService] = []
         for s in servicesJSON {
-            services.append(try parseService(s, aid: aid))
+            services.append(try parseService(s, aid: aid, problems: &problems))
         }
         let info = services.first { $0.type == StandardUUID.accessoryInformation }
         func infoString(_ short: String) -> String? {
@@ -78,7 +90,9 @@ public enum HAPAccessoryJSON {
         )
     }
 
-    static func parseService(_ json: JSONValue, aid: UInt64) throws(ModelError) -> AccessoryService {
+    static func parseService(_ json: JSONValue, aid: UInt64, problems: inout [String]) throws(ModelError)
+        -> AccessoryService
+    {
         guard let iid = json["iid"]?.uint64Value else {
             throw ModelError(code: .badAccessories, message: "a service of accessory \(aid) has no integer 'iid'")
         }
@@ -90,7 +104,7 @@ public enum HAPAccessoryJSON {
         }
         var characteristics: [Characteristic] = []
         for c in chars {
-            characteristics.append(try parseCharacteristic(c, aid: aid))
+            characteristics.append(try parseCharacteristic(c, aid: aid, problems: &problems))
         }
         let linked = (json["linked"]?.arrayValue ?? []).compactMap(\.uint64Value)
         var name: String?
@@ -106,7 +120,9 @@ public enum HAPAccessoryJSON {
         )
     }
 
-    static func parseCharacteristic(_ json: JSONValue, aid: UInt64) throws(ModelError) -> Characteristic {
+    static func parseCharacteristic(_ json: JSONValue, aid: UInt64, problems: inout [String]) throws(ModelError)
+        -> Characteristic
+    {
         guard let iid = json["iid"]?.uint64Value else {
             throw ModelError(
                 code: .badAccessories, message: "a characteristic of accessory \(aid) has no integer 'iid'")
@@ -146,7 +162,8 @@ public enum HAPAccessoryJSON {
         }
         let metadata = CharacteristicMetadata(
             format: format,
-            unit: json["unit"]?.stringValue,
+            // A vendor characteristic's unit, when it does not say one, is the vendor's.
+            unit: json["unit"]?.stringValue ?? VendorCatalog.characteristicType(uuid: normalizeType(type))?.unit,
             minValue: minValue,
             maxValue: maxValue,
             minStep: json["minStep"]?.doubleValue,
@@ -156,8 +173,15 @@ public enum HAPAccessoryJSON {
             permissions: perms
         )
         // A value that does not fit its format is kept as unknown (nil) rather than failing the
-        // accessory: real devices send odd values (hex in a `data` field) for things nobody reads.
-        let value: CharacteristicValue? = rawValue.flatMap { try? convert($0, format: format) } ?? nil
+        // accessory, and reported.
+        var value: CharacteristicValue?
+        if let rawValue {
+            do throws(ModelError) {
+                value = try convert(rawValue, format: format)
+            } catch {
+                problems.append("characteristic \(aid).\(iid) (\(normalizeType(type))): \(error.message)")
+            }
+        }
         return Characteristic(
             iid: iid,
             type: normalizeType(type),
@@ -223,9 +247,43 @@ public enum HAPAccessoryJSON {
         case .tlv8, .data:
             guard let s = json.stringValue else { throw bad() }
             if s.isEmpty { return .data([]) }
-            guard let d = Data(base64Encoded: s) else { throw bad() }
+            // HAP sends base64; some accessories (Eve) send lowercase hex. Lowercase hex digits
+            // with at least one decimal digit, of even length, are read as hex: base64 of real
+            // data is almost never made of those 16 characters alone, and the base64 of zero
+            // bytes (`AAAA`) is upper case.
+            if let bytes = hexBytes(s) { return .data(bytes) }
+            guard let d = Data(base64Encoded: s) else {
+                throw ModelError(
+                    code: .invalidValue,
+                    message:
+                        "\(format.rawValue) value '\(s.prefix(24))\(s.count > 24 ? "…" : "")' is neither base64 nor hex"
+                )
+            }
             return .data(Array(d))
         }
+    }
+
+    /// The bytes of a string of lowercase hex digits of even length with a decimal digit among
+    /// them, nil for anything else.
+    static func hexBytes(_ s: String) -> [UInt8]? {
+        let digits = Array(s.utf8)
+        guard digits.count >= 2, digits.count % 2 == 0,
+            digits.contains(where: { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        for i in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = nibble(digits[i]), let low = nibble(digits[i + 1]) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return out
     }
 
     /// The JSON HAP expects for a model value written to a characteristic of `format`.

@@ -243,9 +243,11 @@ public struct AccessoryService: Sendable, Hashable {
     }
 
     /// HomeKit's rule: hidden services and the accessory-information and protocol-information
-    /// services are not user-interactive.
+    /// services are not user-interactive; nor are Bluetooth GATT services, which are no HAP
+    /// services at all.
     public var isUserInteractive: Bool {
         !isHidden && !StandardUUID.nonInteractiveServices.contains(type)
+            && !type.uppercased().hasSuffix(StandardUUID.bluetoothBaseSuffix)
     }
 
     public func characteristic(iid: UInt64) -> Characteristic? {
@@ -329,8 +331,12 @@ public enum StandardUUID {
     /// value twice is two presses, and reading it gives nothing that lasts.
     public static let programmableSwitchEvent = longForm("73")
     /// Services that exist for the protocol, not for people: accessory information, protocol
-    /// information and the pairing service.
-    public static let nonInteractiveServices: Set<String> = [accessoryInformation, protocolInformation, longForm("55")]
+    /// information, pairing, and the transports, runtime information, metrics, diagnostics,
+    /// firmware and asset updates, relays and bridge configuration that Home never shows.
+    public static let nonInteractiveServices: Set<String> = Set(
+        [
+            "3E", "A2", "55", "701", "22A", "239", "129", "203", "270", "237", "236", "267", "5A", "A1", "99",
+        ].map(longForm))
 
     /// Apple's base UUID suffix for short-form HAP types.
     public static let baseSuffix = "-0000-1000-8000-0026BB765291"
@@ -350,5 +356,16 @@ public enum StandardUUID {
         guard u.hasSuffix(baseSuffix), u.count == 36 else { return nil }
         let head = u.prefix(8).drop { $0 == "0" }
         return head.isEmpty ? "0" : String(head)
+    }
+
+    /// The Bluetooth SIG's base UUID suffix: BLE GATT services (`00001801-…`, Generic Attribute)
+    /// that some accessories list beside their HAP services.
+    public static let bluetoothBaseSuffix = "-0000-1000-8000-00805F9B34FB"
+
+    /// The 4-digit short form (`1801`, lowercase) of a Bluetooth SIG UUID, nil for any other.
+    public static func bluetoothShortForm(_ uuid: String) -> String? {
+        let u = uuid.uppercased()
+        guard u.hasSuffix(bluetoothBaseSuffix), u.count == 36, u.hasPrefix("0000") else { return nil }
+        return String(u.dropFirst(4).prefix(4)).lowercased()
     }
 }

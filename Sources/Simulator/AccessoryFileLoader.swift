@@ -71,6 +71,9 @@ import Yams
 public struct SimulatorConfiguration: Sendable {
     public var accessories: [Accessory]
     public var behaviours: [ServiceBehaviour]
+    /// What was read but not understood and left out (a dump's value that is not of its
+    /// format), one line each, naming the file.
+    public var warnings: [String] = []
 
     public init(accessories: [Accessory] = [], behaviours: [ServiceBehaviour] = []) {
         self.accessories = accessories
@@ -132,6 +135,7 @@ public enum AccessoryFileLoader {
             }
             result.accessories += loaded.config.accessories
             result.behaviours += loaded.config.behaviours
+            result.warnings += loaded.config.warnings
         }
         return result
     }
@@ -244,10 +248,13 @@ extension SimulatedHome {
     /// Loads every accessory file of a directory; nothing starts if one of them is bad.
     /// - Parameter hub: where the home reports its events (a `DeferredSource`'s, when the home
     ///   is loaded by the service that runs it).
+    /// - Parameter warn: told each line of `SimulatorConfiguration.warnings`.
     public static func load(
-        directory: URL, clock: SimulatorClock = .system, hub: EventHub<SourceEvent> = EventHub()
+        directory: URL, clock: SimulatorClock = .system, hub: EventHub<SourceEvent> = EventHub(),
+        warn: (String) -> Void = { _ in }
     ) throws(SimulatorError) -> SimulatedHome {
         let config = try AccessoryFileLoader.load(directory: directory)
+        config.warnings.forEach(warn)
         return SimulatedHome(accessories: config.accessories, behaviours: config.behaviours, clock: clock, hub: hub)
     }
 

@@ -11,9 +11,10 @@ enum DumpImporter {
     static func load(bytes: [UInt8], file: String, stem: String) throws(SimulatorError) -> SimulatorConfiguration {
         var accessories: [Accessory]
         let json: JSONValue
+        var problems: [String] = []
         do {
             json = try JSONValue(parsing: bytes)
-            accessories = try HAPAccessoryJSON.parse(bytes, idPrefix: "sim:\(stem)")
+            accessories = try HAPAccessoryJSON.parse(json: json, idPrefix: "sim:\(stem)", problems: &problems)
         } catch {
             throw SimulatorError(
                 file: file, code: error.code == .badJSON || error.code == .invalidJSON ? .invalidJSON : .invalidDump,
@@ -33,7 +34,9 @@ enum DumpImporter {
                 accessories[ai].category = inferredCategory(accessories[ai].services)
             }
         }
-        return SimulatorConfiguration(accessories: accessories)
+        var configuration = SimulatorConfiguration(accessories: accessories)
+        configuration.warnings = problems.map { "\(file): \($0); the value is left out" }
+        return configuration
     }
 
     struct Key: Hashable {

@@ -57,7 +57,9 @@ enum Setup {
                     DeferredSource(name: "simulator") { hub in
                         logger.info("loading accessory files", metadata: ["directory": "\(directory)"])
                         do {
-                            return try SimulatedHome.load(directory: url, hub: hub)
+                            return try SimulatedHome.load(directory: url, hub: hub) { warning in
+                                logger.warning("accessory file", metadata: ["problem": "\(warning)"])
+                            }
                         } catch {
                             throw CLIError("\(error)", code: .config)
                         }

@@ -108,16 +108,10 @@ final class HomeAssistantDevicesTests: XCTestCase {
             "Koogeek-LS1-20833F Timezone: number off config",
         ],
         "nanoleaf_bulb.json": [
-            "Nanoleaf A19 0US9 Custom 0000022b: binary_sensor off diagnostic",
-            "Nanoleaf A19 0US9 Custom 0000023a: sensor off diagnostic",
-            "Nanoleaf A19 0US9 Custom 0000024a: sensor off diagnostic",
-            "Nanoleaf A19 0US9 Custom 00000702: sensor off diagnostic",
-            "Nanoleaf A19 0US9 Custom 00000703: sensor off diagnostic",
-            "Nanoleaf A19 0US9 Custom 00000706: sensor off diagnostic",
-            "Nanoleaf A19 0US9 Nanoleaf Bulb Active transition count: sensor",
-            "Nanoleaf A19 0US9 Nanoleaf Bulb Hue: number °",
-            "Nanoleaf A19 0US9 Nanoleaf Bulb Saturation: number %",
-            "Nanoleaf A19 0US9 Nanoleaf Bulb: light",
+            "Nanoleaf A19 0US9 Active transition count: sensor",
+            "Nanoleaf A19 0US9 Hue: number °",
+            "Nanoleaf A19 0US9 Saturation: number %",
+            "Nanoleaf A19 0US9: light",
         ],
     ]
 

@@ -14,6 +14,11 @@ enum SharedCatalog {
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: [String: Any]])
     }
 
+    /// HAP-python's table with the types HAP-NodeJS and aiohomekit add (`more-<name>`).
+    static func merged(_ name: String) throws -> [String: [String: Any]] {
+        try load(name).merging(load("more-" + name)) { a, _ in a }
+    }
+
     static func double(_ any: Any?) -> Double? { (any as? NSNumber)?.doubleValue }
 }
 
@@ -27,8 +32,9 @@ enum SharedCatalog {
     }
 
     @Test func everyCharacteristicMatchesTheSharedCatalog() throws {
-        let source = try SharedCatalog.load("characteristics.json")
-        #expect(source.count == 149)
+        let source = try SharedCatalog.merged("characteristics.json")
+        #expect(try SharedCatalog.load("characteristics.json").count == 149)
+        #expect(source.count == 257)
         #expect(Catalog.characteristicTypes.count == source.count)
         for (hapName, spec) in source {
             let uuid = try #require(spec["UUID"] as? String)
@@ -56,9 +62,10 @@ enum SharedCatalog {
     }
 
     @Test func everyServiceMatchesTheSharedCatalog() throws {
-        let chars = try SharedCatalog.load("characteristics.json")
-        let source = try SharedCatalog.load("services.json")
-        #expect(source.count == 44)
+        let chars = try SharedCatalog.merged("characteristics.json")
+        let source = try SharedCatalog.merged("services.json")
+        #expect(try SharedCatalog.load("services.json").count == 44)
+        #expect(source.count == 77)
         #expect(Catalog.serviceTypes.count == source.count)
         func uuids(_ names: Any?) throws -> [String] {
             try (names as? [String] ?? []).map { try #require(chars[$0]?["UUID"] as? String) }
