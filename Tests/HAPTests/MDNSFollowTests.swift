@@ -204,6 +204,28 @@ final class MDNSFollowTests: XCTestCase {
             $0.contains("/extra-switch/")
         }
         XCTAssertFalse(gateway.standardError.contains("Fatal error"), gateway.standardError)
-        if ProcessInfo.processInfo.environment["MDNS_TEST_LOG"] != nil { print(gateway.standardError) }
+
+        // Moved while the gateway was down: the saved port no longer answers, and the gateway
+        // finds the accessory on the network by itself at start.
+        let stopped = await gateway.terminate(grace: 10)
+        XCTAssertEqual(stopped, 0, gateway.standardError)
+        await rig.peer!.stop()
+        rig.peer = try await HAPPeer.start(port: 40_003, state: peerState, advertise: true, launcher: ns.launcher)
+        let beforeStart = sub.outputLines.count
+        let started = ContinuousClock.now
+        let second = try ChildProcess("ip", ns.exec + [homemqtt, "run", "--config", config])
+        rig.processes.append(second)
+        do {
+            try await waitForLine(sub, "online at the port it moved to meanwhile", from: beforeStart, timeout: 30) {
+                $0 == "\(accessory)/$availability online"
+            }
+        } catch {
+            XCTFail("gateway stderr: \(second.standardError)")
+            throw error
+        }
+        print("mDNS follow: online \(ContinuousClock.now - started) after a gateway start with a stale port")
+        if ProcessInfo.processInfo.environment["MDNS_TEST_LOG"] != nil { print(second.standardError) }
+        let saved = try await runChecked("ip", ns.exec + [homemqtt, "pairings", "--config", config])
+        XCTAssertTrue(saved.standardOutput.contains("127.0.0.1:40003"), saved.standardOutput)
     }
 }
