@@ -119,7 +119,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "HAPTests", dependencies: ["HAP", "HomeModel", "TestSupport"], exclude: ["peer"]),
+        // homemqtt: the mDNS test runs the binary with the peer in a network namespace.
+        .testTarget(
+            name: "HAPTests", dependencies: ["HAP", "HomeModel", "TestSupport", "homemqtt"], exclude: ["peer"]),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

@@ -49,10 +49,16 @@ extension HAPSource {
             if let c = connections.removeValue(forKey: pairingID) { await c.close() }
             setReachable(pairingID, false)
             if Task.isCancelled { return }
-            do {
-                try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
-            } catch { return }
-            delay = min(delay * backoff.factor, backoff.max)
+            // The accessory may have moved (reboot, DHCP): ask the network before retrying.
+            let asked = Date()
+            if !nudged.contains(pairingID) { await lookUp(pairingID, timeout: min(1, delay)) }
+            let waited = Date().timeIntervalSince(asked)
+            if await pause(pairingID, seconds: delay - waited) {
+                delay = backoff.initial
+            } else {
+                delay = min(delay * backoff.factor, backoff.max)
+            }
+            if Task.isCancelled { return }
         }
     }
 
@@ -140,7 +146,7 @@ extension HAPSource {
     }
 
     /// Fetches `/accessories` and turns differences from what we knew into events.
-    private func refresh(_ pairing: HAPPairing, token: UUID, connection: HAPConnection) async throws(HAPError) {
+    func refresh(_ pairing: HAPPairing, token: UUID, connection: HAPConnection) async throws(HAPError) {
         let json = try await connection.accessoriesJSON()
         guard isCurrent(pairing.accessoryPairingID, token) else { throw HAPError.closed("the pairing was removed") }
         let fresh: [Accessory]
@@ -201,7 +207,7 @@ extension HAPSource {
         return s
     }
 
-    private func setReachable(_ pairingID: String, _ reachable: Bool) {
+    func setReachable(_ pairingID: String, _ reachable: Bool) {
         for var acc in accessoriesFor(pairingID) where acc.isReachable != reachable {
             acc.isReachable = reachable
             accessoriesByID[acc.id] = acc
@@ -210,7 +216,7 @@ extension HAPSource {
     }
 
     /// One `PUT /characteristics` per accessory with `ev: true` for its notifying characteristics.
-    private func subscribeAll(_ pairingID: String, connection: HAPConnection) async throws(HAPError) {
+    func subscribeAll(_ pairingID: String, connection: HAPConnection) async throws(HAPError) {
         for acc in accessoriesFor(pairingID) {
             var items: [HAPCharacteristicID: [String: JSONValue]] = [:]
             for s in acc.services {

@@ -8,7 +8,9 @@ import ServiceLifecycle
 
 /// Accessories of every paired HAP accessory server in the store, kept connected: pair-verify
 /// on each connection, events subscribed, reconnect with backoff, `/accessories` refetched after
-/// each reconnect (differences become added/removed/changed events).
+/// each reconnect (differences become added/removed/changed events). Each accessory is followed
+/// on the network by its pairing id (mDNS, `HAPBrowser`): a new address or port is used and
+/// saved, and a new configuration number (`c#`) re-reads `/accessories`.
 public actor HAPSource: AccessorySource {
     /// A short name for logs and the health report, as `AccessorySource` asks.
     public nonisolated let sourceName = "hap"
@@ -24,6 +26,10 @@ public actor HAPSource: AccessorySource {
     let backoff: (initial: Double, factor: Double, max: Double)
     /// Hands every event to each `events()` stream.
     let hub = EventHub<SourceEvent>()
+    /// Follows the paired accessories on the network; nil when told not to (`followsNetwork`).
+    let browser: HAPBrowser?
+    /// Pairings whose loop should stop waiting and connect now: mDNS saw them at a new address.
+    var nudged: Set<String> = []
 
     /// The pairings served now, by accessory pairing id.
     var pairings: [String: HAPPairing] = [:]
@@ -60,13 +66,15 @@ public actor HAPSource: AccessorySource {
 
     public init(
         store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap"), pollInterval: Double = 60,
-        connectTimeout: Double = 5, backoff: (initial: Double, factor: Double, max: Double) = (0.5, 1.5, 60)
+        connectTimeout: Double = 5, backoff: (initial: Double, factor: Double, max: Double) = (0.5, 1.5, 60),
+        followsNetwork: Bool = true
     ) {
         self.store = store
         self.logger = logger
         self.pollInterval = pollInterval
         self.connectTimeout = connectTimeout
         self.backoff = backoff
+        browser = followsNetwork ? HAPBrowser(logger: logger) : nil
         (startStream, starts) = AsyncStream.makeStream(of: (String, UUID).self)
     }
 
@@ -96,8 +104,12 @@ public actor HAPSource: AccessorySource {
         logger.info("HAP source starting with \(pairings.count) paired accessory server(s)")
         // Graceful shutdown cancels the connection loops; each closes its connection.
         let startStream = self.startStream
+        let networkEvents = await startBrowser()
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
+                if let networkEvents {
+                    group.addTask { for await event in networkEvents { await self.apply(event) } }
+                }
                 for await (pairingID, token) in startStream {
                     group.addTask { await self.supervise(pairingID, token: token) }
                 }
@@ -106,6 +118,7 @@ public actor HAPSource: AccessorySource {
         }
         isRunning = false
         for id in Array(loops.keys) { finishLoop(id) }
+        await browser?.stop()
         await closeAll()
         hub.finish()
     }
@@ -138,6 +151,7 @@ public actor HAPSource: AccessorySource {
     public func remove(pairingID: String) async {
         guard loops[pairingID] != nil else { return }
         pairings[pairingID] = nil
+        nudged.remove(pairingID)
         finishLoop(pairingID)
         let prefix = "hap:\(pairingID):"
         let gone = order.filter { $0.hasPrefix(prefix) }
@@ -176,6 +190,9 @@ public actor HAPSource: AccessorySource {
     }
 
     func isCurrent(_ pairingID: String, _ token: UUID) -> Bool { loops[pairingID]?.token == token }
+
+    /// The token of the pairing's current loop, for work done outside it (a `c#` re-read).
+    func currentToken(_ pairingID: String) -> UUID? { loops[pairingID]?.token }
 
     func attempted(_ pairingID: String, _ token: UUID) {
         guard var loop = loops[pairingID], loop.token == token, !loop.attempted else { return }

@@ -38,19 +38,27 @@ public final class HAPPeer: @unchecked Sendable {
     /// it to restart the same accessory with its pairings). `HAP_PEER_LOG=/path` keeps its debug log.
     /// Spawned by TestSupport's `ChildProcess`, not Foundation's `Process`, whose child reaping
     /// interferes with the other tests' processes when suites run in parallel.
-    public init(port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode) throws
-    {
+    /// `advertise` makes it announce itself through mDNS (python-zeroconf on 127.0.0.1) as a
+    /// real accessory does; `launcher` is a command it runs under (`ip netns exec <name>`).
+    public init(
+        port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
+        advertise: Bool = false, launcher: [String] = []
+    ) throws {
         var args = [Self.script.path, "--port", String(port), "--pincode", setupCode, "--state", state]
         if bridge { args.append("--bridge") }
+        if advertise { args.append("--mdns") }
         if ProcessInfo.processInfo.environment["HAP_PEER_LOG"] != nil { args.append("--debug") }
-        child = try ChildProcess(Self.python.path, args, standardInput: true)
+        let command = launcher + [Self.python.path] + args
+        child = try ChildProcess(command[0], Array(command.dropFirst()), standardInput: true)
     }
 
     /// Starts a peer and waits until it accepts connections.
     public static func start(
-        port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode
+        port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
+        advertise: Bool = false, launcher: [String] = []
     ) async throws -> HAPPeer {
-        let peer = try HAPPeer(port: port, state: state, bridge: bridge, setupCode: setupCode)
+        let peer = try HAPPeer(
+            port: port, state: state, bridge: bridge, setupCode: setupCode, advertise: advertise, launcher: launcher)
         do {
             try await peer.waitReady()
         } catch {

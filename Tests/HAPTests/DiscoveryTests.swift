@@ -29,7 +29,8 @@ final class DiscoveryTests: XCTestCase {
             [
                 HAPDiscoveredAccessory(
                     id: "AA:BB:CC:DD:EE:FF", name: "Peer Light", model: "Peer Light", category: 5, isPaired: false,
-                    configurationNumber: 3, featureFlags: 0, host: "127.0.0.1", port: 0xCA13)
+                    configurationNumber: 3, featureFlags: 0, host: "127.0.0.1", port: 0xCA13,
+                    addresses: ["127.0.0.1"])
             ])
     }
 

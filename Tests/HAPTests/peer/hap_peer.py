@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""A real HAP accessory server (HAP-python) for HomeMQTT's HAP tests, without mDNS.
+"""A real HAP accessory server (HAP-python) for HomeMQTT's HAP tests.
 
-Usage: hap_peer.py --port P --pincode 031-45-154 --state FILE [--bridge] [--mac AA:BB:..]
+Usage: hap_peer.py --port P --pincode 031-45-154 --state FILE [--bridge] [--mac AA:BB:..] [--mdns]
+
+Without --mdns it does not advertise (the tests talk to 127.0.0.1 directly); with --mdns it
+advertises `_hap._tcp` through python-zeroconf on 127.0.0.1, as a real accessory does on its
+network (the tests run it in a network namespace whose loopback carries multicast).
 
 Prints "READY <port>" on stdout once it accepts connections (port 0 picks a free one).
 Commands on stdin, one per line; each answers one line on stdout:
@@ -12,6 +16,7 @@ Commands on stdin, one per line; each answers one line on stdout:
   add-switch <name>               add a bridged switch and bump the configuration number
                                   -> "OK <aid>"
   drop                            close all controller connections -> "OK"
+  find <CharacteristicName>       the first characteristic of that name -> "OK <aid> <iid>"
   timings                         the peer's own time per request handled since the last
                                   `timings` (decrypt, HTTP, handler, encrypt, write), for the
                                   benchmark's floor -> "TIMINGS <n> <median µs> <total µs>"
@@ -133,6 +138,7 @@ def main():
     parser.add_argument("--bridge", action="store_true")
     parser.add_argument("--mac", default=None)
     parser.add_argument("--debug", action="store_true")
+    parser.add_argument("--mdns", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr)
 
@@ -148,7 +154,8 @@ def main():
     asyncio.set_event_loop(loop)
     driver = AccessoryDriver(
         address="127.0.0.1", port=port, persist_file=args.state, pincode=args.pincode.encode(),
-        mac=args.mac, loop=loop, async_zeroconf_instance=NoZeroconf(),
+        mac=args.mac, loop=loop,
+        **({"interface_choice": ["127.0.0.1"]} if args.mdns else {"async_zeroconf_instance": NoZeroconf()}),
     )
     if args.bridge:
         top = Bridge(driver, "Peer Bridge")
@@ -184,6 +191,17 @@ def main():
                 HANDLING_SECONDS.clear()
                 median = samples[len(samples) // 2] * 1e6 if samples else 0.0
                 reply(f"TIMINGS {len(samples)} {median:.1f} {sum(samples) * 1e6:.1f}")
+            elif parts[0] == "find":
+                top = driver.accessory
+                accs = [top] + (list(top.accessories.values()) if isinstance(top, Bridge) else [])
+                found = [
+                    (acc.aid, acc.iid_manager.get_iid(char))
+                    for acc in accs for serv in acc.services for char in serv.characteristics
+                    if char.display_name == parts[1]
+                ]
+                if not found:
+                    raise KeyError(f"no characteristic {parts[1]}")
+                reply(f"OK {found[0][0]} {found[0][1]}")
             elif parts[0] == "drop":
                 # Close every controller connection, as an accessory does when it reboots.
                 for conn in list(driver.http_server.connections.values()):

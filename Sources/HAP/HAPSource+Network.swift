@@ -1,0 +1,102 @@
+import Foundation
+import HomeModel
+import Logging
+
+// The HAP source following its accessories on the network: the stored host and port are the
+// last known address, replaced (and saved) when mDNS says otherwise; a failed connection asks
+// mDNS afresh before the next retry; a new configuration number re-reads `/accessories`.
+
+extension HAPSource {
+    /// Starts the browser and returns its events, or nil when the source does not follow the
+    /// network or the browser cannot run (then the stored addresses are all there is).
+    func startBrowser() async -> AsyncStream<HAPBrowser.Event>? {
+        guard let browser else { return nil }
+        let events = browser.events()
+        do {
+            try await browser.start()
+            return events
+        } catch {
+            logger.warning("accessories are not followed on the network: \(error.message)")
+            return nil
+        }
+    }
+
+    /// The served pairing with this pairing id; mDNS may spell it in another case.
+    private func servedPairingID(_ id: String) -> String? {
+        if pairings[id] != nil { return id }
+        return pairings.keys.first { $0.caseInsensitiveCompare(id) == .orderedSame }
+    }
+
+    /// What mDNS says about an accessory, applied to its pairing.
+    func apply(_ event: HAPBrowser.Event) async {
+        // A removal (goodbye, expiry) changes nothing: the last known address stays, and the
+        // connection loop finds out by itself whether the accessory still answers there.
+        guard case .updated(let found) = event, let id = servedPairingID(found.id), var pairing = pairings[id],
+            !found.addresses.isEmpty
+        else { return }
+        let moved = !found.addresses.contains(pairing.host) || found.port != pairing.port
+        let oldConfiguration = pairing.configurationNumber
+        guard moved || oldConfiguration != found.configurationNumber else { return }
+        if moved {
+            logger.info(
+                "accessory \(id) is now at \(found.host):\(found.port) (was \(pairing.host):\(pairing.port))")
+            // Keep the address in use when the accessory still has it (multi-homed).
+            if !found.addresses.contains(pairing.host) { pairing.host = found.host }
+            pairing.port = found.port
+        }
+        pairing.configurationNumber = found.configurationNumber
+        pairings[id] = pairing
+        do {
+            try store.save(pairing)
+        } catch {
+            logger.warning("cannot save the new address of accessory \(id): \(error.message)")
+        }
+        if moved {
+            // A connection to the old address is to an accessory that is gone from there.
+            if let c = connections[id] { await c.close() }
+            nudged.insert(id)
+        } else if let old = oldConfiguration, old != found.configurationNumber {
+            await configurationChanged(id, from: old, to: found.configurationNumber)
+        }
+    }
+
+    /// Called when a paired accessory announces a new configuration number (`c#`): its
+    /// attribute database changed (firmware update, a bridge that gained or lost an
+    /// accessory). Re-reads `/accessories` on the open session and reports the difference as
+    /// accessoryAdded/Changed/Removed events — the same path as after a reconnect — then
+    /// subscribes to the events of what is new; the session and the subscriptions of what did
+    /// not change stay. When not connected, the next connection re-reads it anyway.
+    func configurationChanged(_ pairingID: String, from old: Int, to new: Int) async {
+        guard let connection = connections[pairingID], let pairing = pairings[pairingID],
+            let token = currentToken(pairingID)
+        else { return }
+        logger.info("accessory \(pairingID) changed its configuration (c# \(old) → \(new)); reading it again")
+        do throws(HAPError) {
+            try await refresh(pairing, token: token, connection: connection)
+            guard connections[pairingID] === connection else { return }
+            try await subscribeAll(pairingID, connection: connection)
+            setReachable(pairingID, true)
+        } catch {
+            logger.warning("cannot read the new configuration of accessory \(pairingID): \(error.message)")
+        }
+    }
+
+    /// Asks mDNS for the accessory afresh (after a failed connection) and applies the answer.
+    func lookUp(_ pairingID: String, timeout: Double) async {
+        guard let browser, let found = await browser.lookup(id: pairingID, timeout: timeout) else { return }
+        await apply(.updated(found))
+    }
+
+    /// Waits `seconds` before a retry, or less when mDNS saw the accessory at a new address.
+    /// Returns whether it was cut short that way.
+    func pause(_ pairingID: String, seconds: Double) async -> Bool {
+        let end = Date().addingTimeInterval(max(0, seconds))
+        while true {
+            if nudged.remove(pairingID) != nil { return true }
+            let left = end.timeIntervalSinceNow
+            if left <= 0 || Task.isCancelled { return false }
+            // Short slices: a nudge is seen within 50 ms, and the loop stays cancellable.
+            try? await Task.sleep(nanoseconds: UInt64(min(left, 0.05) * 1_000_000_000))
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import XCTest
+
+@testable import HAP
+
+/// The browser's record rules (RFC 6762): TTLs, goodbyes, cache flush, known answers, refresh.
+final class MDNSCacheTests: XCTestCase {
+    let instance = "Peer Bridge AB12._hap._tcp.local"
+
+    func announcement(port: Int, address: String = "127.0.0.1", ttl: UInt32 = 120, cn: String = "2")
+        -> [DNSMessage.Record]
+    {
+        [
+            DNSMessage.Record(name: "_hap._tcp.local", data: .ptr(instance), ttl: ttl * 10),
+            DNSMessage.Record(name: instance, data: .srv(target: "peer.local", port: port), ttl: ttl, cacheFlush: true),
+            DNSMessage.Record(
+                name: instance, data: .txt(["id": "AA:BB:CC:DD:EE:FF", "c#": cn, "sf": "0"]), ttl: ttl * 10,
+                cacheFlush: true),
+            DNSMessage.Record(name: "peer.local", data: .a(address), ttl: ttl, cacheFlush: true),
+        ]
+    }
+
+    func testAMovedAccessoryReplacesItsOldPortAndAGoodbyeRemovesIt() throws {
+        var cache = MDNSCache()
+        cache.insert(announcement(port: 40001), now: 0)
+        XCTAssertEqual(cache.accessories()["AA:BB:CC:DD:EE:FF"]?.accessory.port, 40001)
+        // Announced again later on another port, with the cache-flush bit: the old SRV goes.
+        cache.insert(announcement(port: 40002, cn: "3"), now: 10)
+        let moved = try XCTUnwrap(cache.accessories()["AA:BB:CC:DD:EE:FF"]?.accessory)
+        XCTAssertEqual(moved.port, 40002)
+        XCTAssertEqual(moved.configurationNumber, 3)
+        XCTAssertEqual(moved.isPaired, true)
+        // Goodbye: TTL 0 removes the records.
+        cache.insert(announcement(port: 40002, ttl: 0, cn: "3"), now: 11)
+        XCTAssertTrue(cache.accessories().isEmpty)
+        XCTAssertTrue(cache.entries.isEmpty)
+    }
+
+    func testRecordsExpireWithTheirTTLAndOthersAreNotKept() {
+        var cache = MDNSCache()
+        cache.insert(
+            announcement(port: 1) + [
+                DNSMessage.Record(name: "x._airplay._tcp.local", data: .srv(target: "a", port: 1))
+            ],
+            now: 0)
+        XCTAssertEqual(cache.entries.count, 4)
+        XCTAssertFalse(cache.expire(now: 119))
+        XCTAssertTrue(cache.expire(now: 121))
+        // SRV and A (120 s) are gone; PTR and TXT (1200 s) stay; the accessory is incomplete.
+        XCTAssertEqual(cache.entries.count, 2)
+        XCTAssertTrue(cache.accessories().isEmpty)
+        XCTAssertEqual(
+            cache.missing(),
+            [DNSMessage.Question(name: instance, type: DNSMessage.RecordType.srv)])
+    }
+
+    func testKnownAnswersAreThoseWithMoreThanHalfTheirTTLLeft() {
+        var cache = MDNSCache()
+        cache.insert(announcement(port: 1), now: 0)
+        let ptr = DNSMessage.Question(name: "_hap._tcp.local", type: DNSMessage.RecordType.ptr)
+        XCTAssertEqual(cache.knownAnswers(for: ptr, now: 100).map(\.ttl), [1100])
+        XCTAssertEqual(cache.knownAnswers(for: ptr, now: 599).count, 1)
+        XCTAssertEqual(cache.knownAnswers(for: ptr, now: 601).count, 0)
+    }
+
+    func testRefreshQueriesAtEightyToNinetyFivePercent() {
+        var cache = MDNSCache()
+        cache.insert(announcement(port: 1), now: 0)
+        XCTAssertEqual(cache.dueRefreshes(now: 95), [])
+        let srv = DNSMessage.Question(name: instance, type: DNSMessage.RecordType.srv)
+        let a = DNSMessage.Question(name: "peer.local", type: DNSMessage.RecordType.a)
+        XCTAssertEqual(Set(cache.dueRefreshes(now: 96)), [srv, a])
+        XCTAssertEqual(cache.dueRefreshes(now: 97), [])
+        XCTAssertEqual(Set(cache.dueRefreshes(now: 102)), [srv, a])
+        XCTAssertEqual(Set(cache.dueRefreshes(now: 115)), [srv, a])
+        XCTAssertEqual(cache.dueRefreshes(now: 119), [])
+        // An answer restarts the record's life and its refresh schedule.
+        cache.insert(announcement(port: 1), now: 119)
+        XCTAssertEqual(cache.dueRefreshes(now: 120), [])
+    }
+}
