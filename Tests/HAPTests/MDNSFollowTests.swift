@@ -205,6 +205,20 @@ final class MDNSFollowTests: XCTestCase {
         }
         XCTAssertFalse(gateway.standardError.contains("Fatal error"), gateway.standardError)
 
+        // And taken away again (c# up once more): its retained topics are cleared.
+        let addedAID = added.split(separator: " ").last.map(String.init) ?? ""
+        let beforeRemove = sub.outputLines.count
+        let removed = try await rig.peer!.command("remove-accessory \(addedAID)")
+        XCTAssertTrue(removed.hasPrefix("OK"), removed)
+        try await waitForLine(sub, "the removed switch announced", from: beforeRemove, timeout: 20) {
+            $0.hasPrefix("home/$gateway/event ") && $0.contains("accessory-removed") && $0.contains("Extra Switch")
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let left = try await runProcess(
+            "ip", ns.exec + ["mosquitto_sub", "-p", "1883", "-v", "-t", "home/#", "-W", "2"])
+        let ghosts = left.standardOutput.split(separator: "\n").filter { $0.contains("/extra-switch/") }
+        XCTAssertEqual(ghosts, [], "no retained topic of the removed switch stays")
+
         // Moved while the gateway was down: the saved port no longer answers, and the gateway
         // finds the accessory on the network by itself at start.
         let stopped = await gateway.terminate(grace: 10)

@@ -214,6 +214,11 @@ def main():
                 driver.accessory.add_accessory(acc)
                 driver.config_changed()
                 reply(f"OK {acc.aid}")
+            elif parts[0] == "remove-accessory":
+                # A bridge that loses a device: gone from /accessories, and c# goes up.
+                del driver.accessory.accessories[int(parts[1])]
+                driver.config_changed()
+                reply("OK")
             else:
                 reply(f"ERR unknown command {parts[0]}")
         except Exception as ex:  # a bad command must not kill the peer
