@@ -6,20 +6,41 @@ import NIOPosix
 // One TCP connection to a HAP accessory: HTTP requests and responses, EVENT/1.0 messages, and
 // the encrypted session after pair-verify.
 
-/// Passes received bytes and the close of the channel into an AsyncStream.
-private final class InboundBridge: ChannelInboundHandler, Sendable {
+/// Hands received bytes and the close of the channel to the connection, on the channel's event
+/// loop, which is the connection's executor: no hop between the socket and the parser.
+private final class InboundBridge: ChannelInboundHandler, @unchecked Sendable {
+    // Touched only on the channel's event loop (handler callbacks and `attach`).
     typealias InboundIn = ByteBuffer
-    let continuation: AsyncStream<[UInt8]>.Continuation
+    private var connection: HAPConnection?
+    private var early: [[UInt8]] = []
+    private var closedEarly = false
 
-    init(_ continuation: AsyncStream<[UInt8]>.Continuation) { self.continuation = continuation }
+    /// On the event loop: from now on bytes go to `connection` (those that came first as well).
+    func attach(_ connection: HAPConnection) {
+        self.connection = connection
+        connection.assumeIsolated { c in
+            for chunk in early { c.receive(chunk) }
+            if closedEarly { c.receiveClose() }
+        }
+        early = []
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
-        if let bytes = buffer.readBytes(length: buffer.readableBytes) { continuation.yield(bytes) }
+        guard let bytes = buffer.readBytes(length: buffer.readableBytes) else { return }
+        guard let connection else {
+            early.append(bytes)
+            return
+        }
+        connection.assumeIsolated { $0.receive(bytes) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        continuation.finish()
+        if let connection {
+            connection.assumeIsolated { $0.receiveClose() }
+        } else {
+            closedEarly = true
+        }
         context.fireChannelInactive()
     }
 
@@ -70,6 +91,10 @@ private final class ResponseSlot: @unchecked Sendable {
 
 /// One TCP connection to an accessory: plain HTTP until pair-verify, then the encrypted
 /// session. One request at a time; `EVENT/1.0` messages go to `events`.
+///
+/// The actor runs on its channel's event loop: a request is written, and its response read,
+/// decrypted and parsed, on the thread that does the socket's I/O, and the requester is resumed
+/// from there. Only the caller's own hop onto the actor and back remains.
 public actor HAPConnection {
     public nonisolated let host: String
     public nonisolated let port: Int
@@ -84,14 +109,17 @@ public actor HAPConnection {
     private var pending: ResponseSlot?
     private var requestInFlight = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
-    private var readerTask: Task<Void, Never>?
     public private(set) var closeReason: HAPError?
     let logger: Logger
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        channel.eventLoop.executor.asUnownedSerialExecutor()
+    }
 
     public var isEncrypted: Bool { cipher != nil }
     public var isOpen: Bool { closeReason == nil }
 
-    private init(host: String, port: Int, channel: any Channel, inbound: AsyncStream<[UInt8]>, logger: Logger) {
+    private init(host: String, port: Int, channel: any Channel, logger: Logger) {
         self.host = host
         self.port = port
         self.channel = channel
@@ -99,40 +127,27 @@ public actor HAPConnection {
         (events, eventContinuation) = AsyncStream.makeStream(of: HAPHTTPMessage.self)
     }
 
-    /// The reader lives exactly as long as the connection; `fail`/`close` cancel it.
-    private func startReader(_ inbound: AsyncStream<[UInt8]>) {
-        guard readerTask == nil, closeReason == nil else { return }
-        readerTask = Task { [weak self] in
-            for await chunk in inbound {
-                guard let self else { return }
-                await self.receive(chunk)
-            }
-            await self?.fail(.closed())
-        }
-    }
-
     /// Opens a TCP connection; `unreachable` if nothing answers within `timeout` seconds.
     public static func connect(host: String, port: Int, timeout: Double = 5, logger: Logger = Logger(label: "hap"))
         async throws(HAPError) -> HAPConnection
     {
-        let (inbound, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let bridge = InboundBridge()
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.milliseconds(Int64(timeout * 1000)))
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(InboundBridge(continuation))
+                    try channel.pipeline.syncOperations.addHandler(bridge)
                 }
             }
         let channel: any Channel
         do {
             channel = try await bootstrap.connect(host: host, port: port).get()
         } catch {
-            continuation.finish()
             throw HAPError(code: .unreachable, message: "cannot connect to the accessory at \(host):\(port): \(error)")
         }
-        let connection = HAPConnection(host: host, port: port, channel: channel, inbound: inbound, logger: logger)
-        await connection.startReader(inbound)
+        let connection = HAPConnection(host: host, port: port, channel: channel, logger: logger)
+        try? await channel.eventLoop.submit { bridge.attach(connection) }.get()
         return connection
     }
 
@@ -141,7 +156,9 @@ public actor HAPConnection {
         cipher = HAPSessionCipher(sharedSecret: sharedSecret)
     }
 
-    private func receive(_ chunk: [UInt8]) {
+    fileprivate func receiveClose() { fail(.closed()) }
+
+    fileprivate func receive(_ chunk: [UInt8]) {
         guard closeReason == nil else { return }
         do {
             var plain = chunk
@@ -170,7 +187,6 @@ public actor HAPConnection {
         pending?.resolve(.failure(closeReason ?? error))
         pending = nil
         eventContinuation.finish()
-        readerTask?.cancel()
         channel.close(promise: nil)
     }
 

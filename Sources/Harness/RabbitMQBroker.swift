@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A RabbitMQ node with its MQTT plugin (Debian's `rabbitmq-server`, MQTT 3.1.1): a second
 /// broker implementation for the tests, started in a directory of its own on free ports, as
