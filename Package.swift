@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The only C in the package: libmosquitto as a system library.
@@ -78,10 +79,28 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // The live web view: HTTP, the WebSocket and /metrics, kept out of Gateway, which has no
+        // HTTP. Its pages are under Assets/ and compiled in (Assets+Generated.swift), so the
+        // binary alone serves them.
+        .target(
+            name: "WebView",
+            dependencies: [
+                "Gateway", "HomeModel", "MQTT",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            exclude: ["Assets"]
+        ),
         .executableTarget(
             name: "homemqtt",
             dependencies: [
-                "Gateway", "HomeModel", "Simulator", "HAP", "MQTT",
+                "Gateway", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -91,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "homemqtt-bench",
             dependencies: [
-                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness",
+                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -135,6 +154,17 @@ let package = Package(
                 "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt", "HAP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "WebViewTests",
+            dependencies: [
+                // homemqtt: built for the tests that run the binary and drive a browser at it.
+                "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ],

@@ -7,7 +7,7 @@ import Yams
 
 /// The web view's settings. Off by default: a gateway that nobody looks at in a browser opens
 /// no port.
-public struct WebConfig: Sendable, Hashable {
+public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
     public var enabled = false
     /// The address to listen on; loopback unless the file says otherwise.
     public var host = "127.0.0.1"
@@ -20,6 +20,11 @@ public struct WebConfig: Sendable, Hashable {
 
     /// `host:port` as configured, for logs and the README's address (`[::1]:8080` for IPv6).
     public var listenDisplay: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// What a log shows of it (ServiceLifecycle logs its services at debug): never the token.
+    public var description: String {
+        "WebConfig(enabled: \(enabled), listen: \(listenDisplay), token: \(token == nil ? "none" : "***"))"
+    }
 
     /// Whether only this machine can reach the address: a token is then optional.
     public var isLoopback: Bool { Self.isLoopback(host) }
