@@ -167,20 +167,28 @@ def scale(args):
         # Measured in the page too: from navigation start to now.
         in_page = driver.execute_script("return performance.now()") / 1000
         print(f"figure: tiles {args.scale} in {elapsed:.3f} s (page clock {in_page:.3f} s)", flush=True)
-        # Responsive while values change: a click is answered (a round trip through the gateway).
-        driver.execute_script("window.__frames = 0; const s = App.socket; const o = s.onmessage; "
-                              "s.onmessage = (m) => { window.__frames++; o(m); };")
-        time.sleep(2)
-        frames = driver.execute_script("return window.__frames")
+        # Live and responsive while values change: updates counted for a few seconds, and a
+        # request answered meanwhile (a round trip through the gateway).
+        driver.execute_script(
+            "window.__frames = 0; window.__values = 0; const s = App.socket; const o = s.onmessage;"
+            "s.onmessage = (m) => { window.__frames++; o(m); };"
+            "const a = App.applyValues; App.applyValues = (v) => { window.__values += Object.keys(v).length; a(v); };")
+        window = 3
+        time.sleep(window)
+        frames, values = driver.execute_script("return [window.__frames, window.__values]")
         probe = time.monotonic()
         result = driver.execute_async_script(
             "const done = arguments[arguments.length - 1];"
             "App.gatewayRequest('health', {}).then((a) => done(a.status));")
-        print(f"figure: request answered in {time.monotonic() - probe:.3f} s with {result}; "
-              f"{frames / 2:.1f} update frames/s received", flush=True)
+        answered = time.monotonic() - probe
+        if result != "ok":
+            raise AssertionError(f"the health request was answered {result}")
+        print(f"figure: request answered in {answered:.3f} s; {frames / window:.1f} update frames/s, "
+              f"{values / window:.0f} values/s received", flush=True)
         if args.artifacts:
             driver.save_screenshot(f"{args.artifacts}/web-scale.png")
-        print(json.dumps({"tiles_seconds": elapsed, "frames_per_second": frames / 2}), flush=True)
+        print(json.dumps({"tiles_seconds": elapsed, "frames_per_second": frames / window,
+                          "values_per_second": values / window, "request_seconds": answered}), flush=True)
     finally:
         driver.quit()
 
