@@ -239,7 +239,7 @@ public struct GatewayConfig: Sendable {
             try homie.finish()
         }
         if let on = try top.bool("accessory-state") { config.accessoryState = on }
-        if let web = try top.reader("web") { config.web = try WebConfig.read(web, resolve: resolve) }
+        config.web = try WebConfig.read(top, environment: environment, resolve: resolve)
         if let level = try top.string("log-level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
             guard levels.contains(level) else {

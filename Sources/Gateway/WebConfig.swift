@@ -54,13 +54,37 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
         return (host.isEmpty ? "127.0.0.1" : String(host), number)
     }
 
-    /// Reads `web:` strictly: unknown keys are errors listing the allowed ones, and a token is
-    /// required as soon as the page would be reachable from another machine.
-    static func read(_ web: ConfigReader, resolve: (String) -> String) throws(ConfigError) -> WebConfig {
+    /// Reads `web:` of the file's top level strictly: unknown keys are errors listing the allowed
+    /// ones, and a token is required as soon as the page would be reachable from another machine.
+    /// `HOMEMQTT_WEB_ENABLED` (`true`/`false`) overrides `enabled`: a demo or a container turns
+    /// the page on without editing the file.
+    static func read(
+        _ top: ConfigReader, environment: [String: String], resolve: (String) -> String
+    ) throws(ConfigError) -> WebConfig {
         var config = WebConfig()
+        if let web = try top.reader("web") {
+            try config.read(web, resolve: resolve)
+        }
+        if let value = environment["HOMEMQTT_WEB_ENABLED"], !value.isEmpty {
+            guard let enabled = ["true": true, "1": true, "false": false, "0": false][value.lowercased()] else {
+                throw top.error("HOMEMQTT_WEB_ENABLED", "expected true or false, got '\(value)'")
+            }
+            config.enabled = enabled
+        }
+        if config.enabled, config.token == nil, !config.isLoopback {
+            throw top.error(
+                "web.token",
+                "required when web.listen is not a loopback address (\(config.listenDisplay)): anyone on the network could control the home; set web.token or web.token-file"
+            )
+        }
+        return config
+    }
+
+    private mutating func read(_ web: ConfigReader, resolve: (String) -> String) throws(ConfigError) {
+        var config = self
         if let enabled = try web.bool("enabled") { config.enabled = enabled }
         if let listen = try web.string("listen") {
-            guard let (host, port) = parseListen(listen) else {
+            guard let (host, port) = Self.parseListen(listen) else {
                 throw web.error(
                     "listen", "expected host:port such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080, got '\(listen)'")
             }
@@ -72,26 +96,20 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
             throw web.error("token-file", "give token or token-file, not both")
         }
         if let inline {
-            guard let token = cleaned(inline) else { throw web.error("token", "must not be empty") }
+            guard let token = Self.cleaned(inline) else { throw web.error("token", "must not be empty") }
             config.token = token
         }
         if let tokenFile {
             let path = resolve(tokenFile)
             guard let data = FileManager.default.contents(atPath: path),
-                let token = String(data: data, encoding: .utf8).flatMap(cleaned)
+                let token = String(data: data, encoding: .utf8).flatMap(Self.cleaned)
             else {
                 throw web.error("token-file", "cannot read a token from '\(path)'")
             }
             config.token = token
         }
         try web.finish()
-        if config.enabled, config.token == nil, !config.isLoopback {
-            throw web.error(
-                "token",
-                "required when web.listen is not a loopback address (\(config.listenDisplay)): anyone on the network could control the home; set web.token or web.token-file"
-            )
-        }
-        return config
+        self = config
     }
 
     /// A token as written, without the newline a file ends with; nil when nothing is left.

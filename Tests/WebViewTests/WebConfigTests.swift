@@ -63,6 +63,25 @@ final class WebConfigTests: XCTestCase {
         XCTAssertEqual(refusal("  token: '  '\n")?.key, "web.token")
     }
 
+    /// `HOMEMQTT_WEB_ENABLED` turns the page on (or off) without editing the file, as
+    /// Scripts/run-simulated-home.sh does; the token rule still holds.
+    func testEnvironmentTurnsItOnOrOff() throws {
+        let on = try GatewayConfig.parse(
+            "base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "true"])
+        XCTAssertTrue(on.web.enabled)
+        XCTAssertEqual(on.web.listenDisplay, "127.0.0.1:8080")
+        let off = try GatewayConfig.parse(
+            "web:\n  enabled: true\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "0"])
+        XCTAssertFalse(off.web.enabled)
+        XCTAssertThrowsError(
+            try GatewayConfig.parse(
+                "web:\n  listen: 0.0.0.0:8080\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "true"])
+        ) { XCTAssertEqual(($0 as? ConfigError)?.key, "web.token") }
+        XCTAssertThrowsError(
+            try GatewayConfig.parse("base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "yes"])
+        ) { XCTAssertEqual(($0 as? ConfigError)?.key, "HOMEMQTT_WEB_ENABLED") }
+    }
+
     func testUnknownKeyListsTheAllowedOnes() throws {
         let error = try XCTUnwrap(refusal("  enabled: true\n  port: 80\n"))
         XCTAssertEqual(error.code, .unknownKey)
