@@ -192,7 +192,7 @@ App.pages.accessory = {
 
 """#),
         "app.css": Asset(
-            etag: "\"15185d59aaf25e42\"",
+            etag: "\"bab70776581be975\"",
             text: #"""
 /* The web view's one style sheet: light, or dark when the system is. No fonts or images from
    elsewhere: the page works on a network with no internet. */
@@ -258,8 +258,9 @@ textarea { width: 100%; font: 13px/1.4 ui-monospace, Menlo, Consolas, monospace;
   display: flex; flex-direction: column;
 }
 .tile-main { flex: 1; display: flex; flex-direction: column; gap: 2px; padding: 12px 14px; text-decoration: none; }
-.tile h3 { font-size: 15px; margin: 4px 0 0; line-height: 1.25; padding-right: 44px; }
-.tile .category { padding-right: 44px; font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
+.tile h3 { font-size: 15px; margin: 4px 0 0; line-height: 1.25; }
+.tile.has-toggle h3, .tile.has-toggle .category { padding-right: 44px; }
+.tile .category { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 .tile .maker { font-size: 12px; color: var(--muted); }
 .tile .value { margin-top: auto; font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .tile.unreachable { opacity: .6; }
@@ -695,7 +696,7 @@ App.on('errors', (entries) => {
 
 """#),
         "format.js": Asset(
-            etag: "\"854ff4f7eb98bbef\"",
+            etag: "\"ca8b6c99bae901d9\"",
             text: #"""
 // Values as a person reads them: named valid values, units, on/off; and names made readable.
 'use strict';
@@ -725,7 +726,12 @@ Format.value = function (meta, value) {
   if (value === undefined || value === null) return '—';
   const named = Format.validName(meta, value);
   if (named !== null) return Format.words(named);
-  if (meta.format === 'bool') return value === true || value === 1 ? 'On' : 'Off';
+  if (meta.format === 'bool') {
+    const on = value === true || value === 1;
+    // A sensor's finding reads as yes or no; a switch as on or off.
+    if (/-detected$/.test(meta.type)) return on ? 'Yes' : 'No';
+    return on ? 'On' : 'Off';
+  }
   if (typeof value === 'number') {
     const shown = Number.isInteger(value) ? value : Math.round(value * 100) / 100;
     return shown + Format.unit(meta.unit);
@@ -835,7 +841,7 @@ App.pages.gateway = {
 
 """#),
         "home.js": Asset(
-            etag: "\"0e9df3327321b822\"",
+            etag: "\"c034deae5b82c975\"",
             text: #"""
 // The home: every accessory as a tile (name, manufacturer, reachable or not, its main value and
 // a toggle), grouped by room or by category as the person chooses.
@@ -904,7 +910,7 @@ App.pages.home = {
     const meta = tileChar ? App.home.metas[tileChar.m] : null;
     const toggleService = acc.toggle !== undefined ? acc.services[acc.toggle] : null;
     const parts = [
-      '<article class="tile', acc.reachable ? '' : ' unreachable', '" data-acc="', App.esc(acc.id), '" data-name="',
+      '<article class="tile', acc.reachable ? '' : ' unreachable', toggleService ? ' has-toggle' : '', '" data-acc="', App.esc(acc.id), '" data-name="',
       App.esc(acc.name.toLowerCase()), '">',
       '<a class="tile-main" href="#/accessory/', encodeURIComponent(acc.id), '">',
       '<span class="category">', App.esc(Format.words(acc.category)), '</span>',

@@ -86,11 +86,12 @@ enum HomeDocument {
     }
 
     /// The service a tile toggles: the primary service's primary control, else the first
-    /// service that has one. Index into the accessory's in-scope services.
+    /// service that has one (not one the scope makes read-only: its switch could only be
+    /// refused). Index into the accessory's in-scope services.
     static func toggle(_ node: TopicTree.AccessoryNode) -> (Int, TopicTree.CharacteristicNode)? {
         let order = serviceOrder(node)
         for index in order {
-            if let control = node.services[index].primaryControl { return (index, control) }
+            if let control = node.services[index].primaryControl, !control.isReadOnlyScope { return (index, control) }
         }
         return nil
     }

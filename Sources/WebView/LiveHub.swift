@@ -18,7 +18,9 @@ actor LiveHub {
     /// How many events and errors a page opened later still sees.
     static let historyLimit = 200
 
-    private var snapshot: GatewaySnapshot?
+    /// The published tree as last described, and every value since: one copy of the values
+    /// (the snapshot's are taken over, not kept beside them).
+    private var tree: TopicTree?
     private var values: [CharacteristicAddress: CharacteristicValue] = [:]
     private(set) var isConnected = false
     /// The gateway is being observed (false before it answers and after it stopped).
@@ -48,7 +50,7 @@ actor LiveHub {
         isObserving = true
         let flusher = Task { await self.flushEvery() }
         for await change in changes {
-            if case .snapshot = change, snapshot == nil {
+            if case .snapshot = change, tree == nil {
                 // Changes of the connection come as they happen; where it stands now, from the client.
                 isConnected = await gateway.mqtt.connectionState.isConnected
             }
@@ -71,7 +73,7 @@ actor LiveHub {
     func apply(_ change: GatewayChange) {
         switch change {
         case .snapshot(let snapshot):
-            self.snapshot = snapshot
+            tree = snapshot.tree
             values = snapshot.values
             homeChanged = true
             pendingValues = [:]
@@ -100,10 +102,11 @@ actor LiveHub {
             ])
         }
         for error in newErrors { remember(error, in: &errors) }
-        if homeChanged, let frame = home() {
+        if homeChanged {
             homeChanged = false
             pendingValues = [:]
-            broadcast(frame)
+            // Made only for pages that are open: a gateway nobody looks at keeps no document.
+            if !clients.isEmpty, let frame = home() { broadcast(frame) }
         }
         var update: [String: JSONValue] = [:]
         if !pendingValues.isEmpty { update["values"] = .object(pendingValues) }
@@ -146,7 +149,7 @@ actor LiveHub {
         if let frame = home() { outlet.send(frame) } else { outlet.needsHome = true }
         outlet.send(
             JSONValue.object(["type": "history", "events": .array(events), "errors": .array(errors)]).encoded())
-        if !isObserving && snapshot != nil { outlet.finish() }
+        if !isObserving && tree != nil { outlet.finish() }
         return (id, outlet)
     }
 
@@ -164,15 +167,15 @@ actor LiveHub {
     /// The home document as text; nil until the gateway described it.
     func home() -> String? {
         if let homeFrame { return homeFrame }
-        guard let snapshot else { return nil }
-        let frame = HomeDocument.make(.init(tree: snapshot.tree, values: values, connected: isConnected)).encoded()
+        guard let tree else { return nil }
+        let frame = HomeDocument.make(.init(tree: tree, values: values, connected: isConnected)).encoded()
         homeFrame = frame
         return frame
     }
 
     /// In-scope accessories, and how many of them are reachable.
     var accessoryCounts: (total: Int, reachable: Int) {
-        guard let tree = snapshot?.tree else { return (0, 0) }
+        guard let tree else { return (0, 0) }
         return (tree.accessories.count, tree.accessories.filter(\.accessory.isReachable).count)
     }
 

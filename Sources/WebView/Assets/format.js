@@ -26,7 +26,12 @@ Format.value = function (meta, value) {
   if (value === undefined || value === null) return '—';
   const named = Format.validName(meta, value);
   if (named !== null) return Format.words(named);
-  if (meta.format === 'bool') return value === true || value === 1 ? 'On' : 'Off';
+  if (meta.format === 'bool') {
+    const on = value === true || value === 1;
+    // A sensor's finding reads as yes or no; a switch as on or off.
+    if (/-detected$/.test(meta.type)) return on ? 'Yes' : 'No';
+    return on ? 'On' : 'Off';
+  }
   if (typeof value === 'number') {
     const shown = Number.isInteger(value) ? value : Math.round(value * 100) / 100;
     return shown + Format.unit(meta.unit);

@@ -65,7 +65,7 @@ App.pages.home = {
     const meta = tileChar ? App.home.metas[tileChar.m] : null;
     const toggleService = acc.toggle !== undefined ? acc.services[acc.toggle] : null;
     const parts = [
-      '<article class="tile', acc.reachable ? '' : ' unreachable', '" data-acc="', App.esc(acc.id), '" data-name="',
+      '<article class="tile', acc.reachable ? '' : ' unreachable', toggleService ? ' has-toggle' : '', '" data-acc="', App.esc(acc.id), '" data-name="',
       App.esc(acc.name.toLowerCase()), '">',
       '<a class="tile-main" href="#/accessory/', encodeURIComponent(acc.id), '">',
       '<span class="category">', App.esc(Format.words(acc.category)), '</span>',
