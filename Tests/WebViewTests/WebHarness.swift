@@ -36,9 +36,10 @@ final class WebGateway: Sendable {
     ///   - token: `web.token`; nil for none.
     ///   - extra: more YAML at the top level (`log-level: debug`, …).
     ///   - accessories: the directory of accessory files (the shipped simulated home by default).
+    ///   - hap: a `hap` source beside the simulator (pairings in the state directory).
     init(
         broker: MosquittoBroker, token: String? = nil, extra: String = "", accessories: String? = nil,
-        logLevel: String = "warning"
+        hap: Bool = false, logLevel: String = "warning"
     ) throws {
         self.broker = broker
         self.token = token
@@ -56,6 +57,7 @@ final class WebGateway: Sendable {
             sources:
               - type: simulator
                 directory: \(home)
+            \(hap ? "  - type: hap" : "")
             homeassistant:
               enabled: false
             web:
@@ -70,11 +72,11 @@ final class WebGateway: Sendable {
 
     static func start(
         broker: MosquittoBroker? = nil, token: String? = nil, extra: String = "", accessories: String? = nil,
-        logLevel: String = "warning"
+        hap: Bool = false, logLevel: String = "warning"
     ) async throws -> WebGateway {
         let broker = if let broker { broker } else { try await MosquittoBroker.start() }
         let gateway = try WebGateway(
-            broker: broker, token: token, extra: extra, accessories: accessories, logLevel: logLevel)
+            broker: broker, token: token, extra: extra, accessories: accessories, hap: hap, logLevel: logLevel)
         try await gateway.start()
         return gateway
     }

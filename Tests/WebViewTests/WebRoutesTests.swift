@@ -21,12 +21,15 @@ final class WebRoutesTests: XCTestCase {
         let again = try await HTTP.get(web.url + "/", headers: ["If-None-Match": etag])
         XCTAssertEqual(again.status, 304, "an unchanged page is not sent again")
 
-        for (name, type) in [
-            ("app.js", "text/javascript"), ("app.css", "text/css"), ("favicon.svg", "image/svg+xml"),
+        let index = try await HTTP.get(web.url + "/index.html")
+        XCTAssertEqual(index.body, page.body)
+        for (path, type) in [
+            ("/assets/app.js", "text/javascript"), ("/assets/app.css", "text/css"),
+            ("/assets/favicon.svg", "image/svg+xml"), ("/favicon.ico", "image/svg+xml"),
         ] {
-            let asset = try await HTTP.get(web.url + "/assets/" + name)
-            XCTAssertEqual(asset.status, 200, name)
-            XCTAssertTrue(asset.headers["content-type"]?.hasPrefix(type) ?? false, "\(name): \(asset.headers)")
+            let asset = try await HTTP.get(web.url + path)
+            XCTAssertEqual(asset.status, 200, path)
+            XCTAssertTrue(asset.headers["content-type"]?.hasPrefix(type) ?? false, "\(path): \(asset.headers)")
         }
         let missing = try await HTTP.get(web.url + "/assets/nothing.js")
         XCTAssertEqual(missing.status, 404)
