@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -16,6 +16,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
         .package(url: "https://github.com/attaswift/BigInt", from: "6.0.0"),
+        // The web view (issue 17). Hummingbird without its default traits: they pull in
+        // swift-configuration, which nothing here reads.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The only C in the package: libmosquitto as a system library.
@@ -68,12 +75,32 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // Counters only (no-ops until a factory is bootstrapped); the exporter is WebView's.
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
+        ),
+        // The live web view: HTTP, the WebSocket and /metrics, kept out of Gateway, which has no
+        // HTTP. Its pages are under Assets/ and compiled in (Assets+Generated.swift), so the
+        // binary alone serves them.
+        .target(
+            name: "WebView",
+            dependencies: [
+                "Gateway", "HomeModel", "MQTT",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            exclude: ["Assets"]
         ),
         .executableTarget(
             name: "homemqtt",
             dependencies: [
-                "Gateway", "HomeModel", "Simulator", "HAP", "MQTT",
+                "Gateway", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -83,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "homemqtt-bench",
             dependencies: [
-                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness",
+                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -129,6 +156,17 @@ let package = Package(
                 "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt", "HAP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "WebViewTests",
+            dependencies: [
+                // homemqtt: built for the tests that run the binary and drive a browser at it.
+                "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ],

@@ -2,8 +2,9 @@
 # Installs what HomeMQTT needs on a Debian machine, idempotently and without questions:
 # libmosquitto (build), mosquitto and its clients (tests, local broker), openssl (TLS tests),
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
-# tests run the gateway against), and a Python venv with the test peers of Tests/requirements.txt
-# (HAP-python, the real HAP peer; paho-mqtt, for the Homie v5 controller).
+# tests run the gateway against), chromium and chromium-driver (the web view's browser test), and a
+# Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
+# paho-mqtt, for the Homie v5 controller; selenium, to drive chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,9 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 { command -v unshare && command -v setpriv; } >/dev/null || need+=(util-linux)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server)
+# Headless chromium and its driver: the web view's browser test (driven by selenium from .venv).
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then

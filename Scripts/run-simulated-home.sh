@@ -19,6 +19,8 @@ if ! timeout 3 mosquitto_sub -h 127.0.0.1 -p 1883 -t '$SYS/#' -C 1 -W 2 >/dev/nu
 fi
 
 swift build -c release --product homemqtt
+# The web view on for the demo, at http://127.0.0.1:8080/ (HOMEMQTT_WEB_ENABLED=false turns it off).
+export HOMEMQTT_WEB_ENABLED="${HOMEMQTT_WEB_ENABLED:-true}"
 exec_status=0
 .build/release/homemqtt run --config Config/gateway.yml "$@" || exec_status=$?
 exit "$exec_status"

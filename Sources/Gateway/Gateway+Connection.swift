@@ -10,6 +10,7 @@ extension Gateway {
         case .connected:
             if !wasConnected {
                 logger.info("reconnected to the broker; republishing")
+                activity.reconnected()
                 enqueue(.all)
                 notifyObservers(.connection(true))
             }

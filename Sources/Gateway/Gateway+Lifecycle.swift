@@ -135,7 +135,10 @@ extension Gateway {
     }
 
     func consume(messages: AsyncStream<MQTTMessage>) async {
-        for await message in messages { await handle(message: message) }
+        for await message in messages {
+            activity.received()
+            await handle(message: message)
+        }
     }
 
     /// The end of every run, in order: requests already handed to a worker are answered (for

@@ -101,6 +101,7 @@ extension Gateway {
     func reportUnknown(_ message: MQTTMessage, _ text: String) {
         guard !message.retain || !message.payload.isEmpty else { return }
         refuseLocal(message, code: "unknown-topic", text)
+        activity.unknownTopic(message.topic, text)
         enqueue(
             "\(base)/$gateway/error",
             json: .object([

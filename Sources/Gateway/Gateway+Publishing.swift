@@ -10,6 +10,7 @@ extension Gateway {
     ) {
         guard !isStopped else { return }
         counters.published += 1
+        activity.published()
         outbox.publish(topic, payload, retain: retain, qos: qos, properties: properties)
     }
 
@@ -32,6 +33,7 @@ extension Gateway {
     func enqueue(_ list: [CharacteristicTopics]) {
         guard !list.isEmpty, !isStopped else { return }
         counters.published += CharacteristicTopics.messages(in: list)
+        activity.published(CharacteristicTopics.messages(in: list))
         outbox.queue(list)
     }
 

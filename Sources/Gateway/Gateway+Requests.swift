@@ -60,6 +60,7 @@ extension Gateway {
     func sendResponse(
         _ topic: String, id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>, reply: Reply? = nil
     ) {
+        activity.answered(topic, op: nil, outcome)
         switch outcome {
         case .success(let data):
             answer(topic, json: .object(["id": id, "status": .string("ok"), "data": data]), reply: reply)

@@ -48,6 +48,7 @@ extension Gateway {
     }
 
     func handle(sourceEvent: SourceEvent) async {
+        activity.sourceEvent(sourceEvent)
         switch sourceEvent {
         case .valueUpdated(let address, let value):
             update(address, value)

@@ -38,6 +38,7 @@ extension Gateway {
 
     private nonisolated func execute(_ job: Job) async {
         let token = deadlines.start(job, timeout: config.requestTimeout)
+        let started = ContinuousClock.now
         let outcome: Result<CharacteristicValue?, GatewayFailure>
         do throws(AccessoryError) {
             switch job.kind {
@@ -55,6 +56,7 @@ extension Gateway {
         } catch {
             outcome = .failure(GatewayFailure(error))
         }
+        activity.finished(job.op, since: started)
         // The value itself reaches `state` as the source's `valueUpdated` event, in order with
         // the accessory's other changes; publishing it from here could put it after a newer one.
         // False when the watchdog has answered `timeout` meanwhile: no second answer.
@@ -82,6 +84,7 @@ extension Gateway {
         _ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>,
         reply: Reply? = nil, part: AccessorySet.Part? = nil
     ) {
+        activity.answered(topic, op: op, outcome)
         if let part {
             record(part, outcome)
             return

@@ -86,6 +86,8 @@ public actor Gateway: Service {
     /// Connected now, as far as the last connection state said (a reconnect republishes).
     var wasConnected = false
     var counters = Counters()
+    /// Counts for `/metrics` and the last errors, for the web view.
+    public nonisolated let activity = GatewayActivity()
 
     // Work handed to other tasks.
     let notificationTargets: AsyncStream<Set<CharacteristicAddress>>.Continuation

@@ -110,6 +110,8 @@ public struct GatewayConfig: Sendable {
     /// Each accessory's retained `$state` JSON document and its `$set`.
     public var accessoryState = true
     public var logLevel = "info"
+    /// The web view (`web:`), served by the WebView module.
+    public var web = WebConfig()
 
     /// The built-in default: a local broker and the simulated home beside the config.
     public init(file: String = "(defaults)", directory: String = "Config") {
@@ -237,6 +239,7 @@ public struct GatewayConfig: Sendable {
             try homie.finish()
         }
         if let on = try top.bool("accessory-state") { config.accessoryState = on }
+        config.web = try WebConfig.read(top, environment: environment, resolve: resolve)
         if let level = try top.string("log-level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
             guard levels.contains(level) else {

@@ -127,3 +127,15 @@ extension ErrorCode {
     /// The accessory broke the protocol in another way.
     public static let protocolError = ErrorCode(rawValue: "protocol")
 }
+
+// The web view: its HTTP routes and its WebSocket.
+extension ErrorCode {
+    /// No token, or a wrong one, where the web view asks for one.
+    public static let unauthorized = ErrorCode(rawValue: "unauthorized")
+    /// A browser's request from a page of another site (cross-site request forgery).
+    public static let forbiddenOrigin = ErrorCode(rawValue: "forbidden-origin")
+    /// A path the web view does not serve.
+    public static let notFound = ErrorCode(rawValue: "not-found")
+    /// A request topic outside the base topic, or one with wildcards.
+    public static let invalidTopic = ErrorCode(rawValue: "invalid-topic")
+}

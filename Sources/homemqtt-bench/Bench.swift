@@ -6,6 +6,7 @@ import Logging
 import MQTT
 import ServiceLifecycle
 import Simulator
+import WebView
 
 // homemqtt-bench's commands: `run` (the scenarios and their table, at small or full scale) and
 // `gateway-child` (a gateway process of its own for the start-up scenario).
@@ -36,28 +37,33 @@ struct RunBenchmarks: AsyncParsableCommand {
     @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes the README reports.")
     var scale: Scale = .full
 
-    @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP).")
+    @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view).")
     var only: Int?
 
     @Flag(help: "The gateway without each accessory's $state document and $set (accessory-state: false).")
     var noAccessoryState = false
 
+    @Flag(help: "Every scenario's gateway with its web view on (web.enabled), to measure what it costs.")
+    var web = false
+
     func validate() throws {
-        if let only, !(1...4).contains(only) {
-            throw ValidationError("--only must be 1, 2, 3 or 4, got \(only)")
+        if let only, !(1...5).contains(only) {
+            throw ValidationError("--only must be 1, 2, 3, 4 or 5, got \(only)")
         }
     }
 
     func run() async throws {
         bootstrapLogging(level: .warning)
         BenchSettings.accessoryState.withLock { $0 = !noAccessoryState }
+        BenchSettings.web.withLock { $0 = web }
         let scenarios: [(Int, String, @Sendable (Scale) async throws -> [Row])] = [
             (1, ThroughputScenario.name, ThroughputScenario.run),
             (2, RoundTripScenario.name, RoundTripScenario.run),
             (3, StartupScenario.name, StartupScenario.run),
             (4, HAPScenario.name, HAPScenario.run),
+            (5, WebScenario.name, WebScenario.run),
         ]
-        let variant = noAccessoryState ? " --no-accessory-state" : ""
+        let variant = (noAccessoryState ? " --no-accessory-state" : "") + (web ? " --web" : "")
         print("homemqtt-bench --scale \(scale.rawValue)\(variant) on \(Report.machine())")
         var rows: [Row] = []
         var failed = false
@@ -105,12 +111,18 @@ struct GatewayChild: AsyncParsableCommand {
         let source = try SimulatedHome.load(directory: URL(fileURLWithPath: directory))
         let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: true)
         let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
+        // As `homemqtt run` does: the exporter before the gateway, the web view after it.
+        if config.web.enabled { _ = WebMetrics.shared }
         let gateway = try Gateway(
             config: config, source: source, database: database, mqtt: mqtt,
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)), logger: logger)
+        var services = gateway.services
+        if config.web.enabled {
+            services.append(.init(service: WebView(gateway: gateway, config: config.web, logger: logger)))
+        }
         let group = ServiceGroup(
             configuration: .init(
-                services: gateway.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch is CancellationError {

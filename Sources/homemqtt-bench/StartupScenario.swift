@@ -98,6 +98,9 @@ enum StartupScenario {
             state-directory: \(files.file("state"))
             poll-interval: 0
             accessory-state: \(BenchSettings.accessoryState.withLock { $0 })
+            web:
+              enabled: \(BenchSettings.web.withLock { $0 })
+              listen: 127.0.0.1:\(try freePort())
             sources:
               - type: simulator
                 directory: \(directory.path)

@@ -7,6 +7,7 @@ import ServiceLifecycle
 import Simulator
 import Synchronization
 import Harness
+import WebView
 
 // What the scenarios share: a broker of their own, counting subscribers, an in-process gateway on
 // a simulated home, and timing.
@@ -150,10 +151,18 @@ final class InProcessGateway: Sendable {
     let runner: Task<Void, any Error>
     let state: TemporaryDirectory
     let config: GatewayConfig
+    /// The web view's port, once it listens; 0 without one.
+    var webPort: Int { listening.port.withLock { $0 } }
+    private let listening: Listening
+
+    /// Where the web view listens, told by its service once it does.
+    final class Listening: Sendable {
+        let port = Mutex(0)
+    }
 
     private init(
         gateway: Gateway, home: SimulatedHome, group: ServiceGroup, runner: Task<Void, any Error>,
-        state: TemporaryDirectory, config: GatewayConfig
+        state: TemporaryDirectory, config: GatewayConfig, listening: Listening
     ) {
         self.gateway = gateway
         self.home = home
@@ -161,9 +170,14 @@ final class InProcessGateway: Sendable {
         self.runner = runner
         self.state = state
         self.config = config
+        self.listening = listening
     }
 
-    static func start(broker: MosquittoBroker, accessories directory: URL) async throws -> InProcessGateway {
+    /// - Parameter web: with the web view on a free loopback port (also when `--web` says so).
+    static func start(broker: MosquittoBroker, accessories directory: URL, web: Bool = false) async throws
+        -> InProcessGateway
+    {
+        let web = web || BenchSettings.web.withLock { $0 }
         let state = try TemporaryDirectory(prefix: "homemqtt-bench-state")
         let home = try SimulatedHome.load(directory: directory, clock: .manual)
         var config = GatewayConfig(file: "bench.yml", directory: directory.deletingLastPathComponent().path)
@@ -178,16 +192,30 @@ final class InProcessGateway: Sendable {
         config.accessoryState = BenchSettings.accessoryState.withLock { $0 }
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
         let mqtt = MQTTClient(configuration: config.mqtt, logger: quietLogger)
+        // The exporter first: the gateway takes its counters from it.
+        if web { _ = WebMetrics.shared }
         let gateway = try Gateway(
             config: config, source: home, database: database, mqtt: mqtt,
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), logger: quietLogger)
+        var services = gateway.services
+        let listening = Listening()
+        if web {
+            var settings = WebConfig()
+            (settings.enabled, settings.port) = (true, 0)
+            services.append(
+                .init(
+                    service: WebView(gateway: gateway, config: settings, logger: quietLogger) { port in
+                        listening.port.withLock { $0 = port }
+                    }))
+        }
         let status = try await CountingSubscriber.start(
             broker: broker, filter: "\(config.baseTopic)/$gateway/status",
             statusTopic: "\(config.baseTopic)/$gateway/status")
-        let group = ServiceGroup(configuration: .init(services: gateway.services, logger: quietLogger))
+        let group = ServiceGroup(configuration: .init(services: services, logger: quietLogger))
         let runner = Task { try await group.run() }
         let started = InProcessGateway(
-            gateway: gateway, home: home, group: group, runner: runner, state: state, config: config)
+            gateway: gateway, home: home, group: group, runner: runner, state: state, config: config,
+            listening: listening)
         do {
             _ = try await status.waitOnline(timeout: 120, what: "the gateway to say online") {
                 // A gateway that stopped will never say online.
@@ -223,4 +251,6 @@ func elapsed(_ origin: ContinuousClock.Instant, _ end: ContinuousClock.Instant =
 /// What the command line chose for every scenario's gateway.
 enum BenchSettings {
     static let accessoryState = Mutex(true)
+    /// Every scenario's gateway with its web view on (`--web`), to measure what it costs.
+    static let web = Mutex(false)
 }

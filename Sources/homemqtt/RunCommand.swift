@@ -41,6 +41,7 @@ struct RunCommand: AsyncParsableCommand {
             let (source, hap) = try Setup.sources(config, logger: logger, deferred: true)
             let database = try Setup.openDatabase(config, exclusive: true)
             let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
+            WebSetup.prepare(config)
             let gateway = try Gateway(
                 config: config, source: source, database: database, mqtt: mqtt,
                 scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
@@ -57,6 +58,9 @@ struct RunCommand: AsyncParsableCommand {
                     qos: config.qos, logger: logger)
                 // Stopped before its client, so its `disconnected` goes out on the open connection.
                 services += [.init(service: homieMQTT), .init(service: homie)]
+            }
+            if let web = WebSetup.service(gateway: gateway, config: config, hap: hap, logger: logger) {
+                services.append(web)
             }
             var group = ServiceGroupConfiguration(
                 services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -1,0 +1,120 @@
+import Foundation
+import HomeModel
+import Yams
+
+// The config file's `web:` section: whether the gateway serves its web view, where, and the
+// token that guards it. Read here, with the rest of the file; served by the WebView module.
+
+/// The web view's settings. Off by default: a gateway that nobody looks at in a browser opens
+/// no port.
+public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
+    public var enabled = false
+    /// The address to listen on; loopback unless the file says otherwise.
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// What a browser, `curl` or Prometheus must present (`Authorization: Bearer`, `?token=`
+    /// or the page's cookie). Nil: no token, allowed only on loopback. Never logged.
+    public var token: String?
+
+    public init() {}
+
+    /// `host:port` as configured, for logs and the README's address (`[::1]:8080` for IPv6).
+    public var listenDisplay: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// What a log shows of it (ServiceLifecycle logs its services at debug): never the token.
+    public var description: String {
+        "WebConfig(enabled: \(enabled), listen: \(listenDisplay), token: \(token == nil ? "none" : "***"))"
+    }
+
+    /// Whether only this machine can reach the address: a token is then optional.
+    public var isLoopback: Bool { Self.isLoopback(host) }
+
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// `host:port`, `[v6]:port`, or `:port` (loopback); nil when it is none of these.
+    static func parseListen(_ text: String) -> (host: String, port: Int)? {
+        let host: Substring
+        let port: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                return nil
+            }
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        }
+        guard let number = Int(port), (1...65535).contains(number), !host.contains(where: \.isWhitespace) else {
+            return nil
+        }
+        return (host.isEmpty ? "127.0.0.1" : String(host), number)
+    }
+
+    /// Reads `web:` of the file's top level strictly: unknown keys are errors listing the allowed
+    /// ones, and a token is required as soon as the page would be reachable from another machine.
+    /// `HOMEMQTT_WEB_ENABLED` (`true`/`false`) overrides `enabled`: a demo or a container turns
+    /// the page on without editing the file.
+    static func read(
+        _ top: ConfigReader, environment: [String: String], resolve: (String) -> String
+    ) throws(ConfigError) -> WebConfig {
+        var config = WebConfig()
+        if let web = try top.reader("web") {
+            try config.read(web, resolve: resolve)
+        }
+        if let value = environment["HOMEMQTT_WEB_ENABLED"], !value.isEmpty {
+            guard let enabled = ["true": true, "1": true, "false": false, "0": false][value.lowercased()] else {
+                throw top.error("HOMEMQTT_WEB_ENABLED", "expected true or false, got '\(value)'")
+            }
+            config.enabled = enabled
+        }
+        if config.enabled, config.token == nil, !config.isLoopback {
+            throw top.error(
+                "web.token",
+                "required when web.listen is not a loopback address (\(config.listenDisplay)): anyone on the network could control the home; set web.token or web.token-file"
+            )
+        }
+        return config
+    }
+
+    private mutating func read(_ web: ConfigReader, resolve: (String) -> String) throws(ConfigError) {
+        var config = self
+        if let enabled = try web.bool("enabled") { config.enabled = enabled }
+        if let listen = try web.string("listen") {
+            guard let (host, port) = Self.parseListen(listen) else {
+                throw web.error(
+                    "listen", "expected host:port such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080, got '\(listen)'")
+            }
+            (config.host, config.port) = (host, port)
+        }
+        let inline = try web.string("token")
+        let tokenFile = try web.string("token-file")
+        if inline != nil, tokenFile != nil {
+            throw web.error("token-file", "give token or token-file, not both")
+        }
+        if let inline {
+            guard let token = Self.cleaned(inline) else { throw web.error("token", "must not be empty") }
+            config.token = token
+        }
+        if let tokenFile {
+            let path = resolve(tokenFile)
+            guard let data = FileManager.default.contents(atPath: path),
+                let token = String(data: data, encoding: .utf8).flatMap(Self.cleaned)
+            else {
+                throw web.error("token-file", "cannot read a token from '\(path)'")
+            }
+            config.token = token
+        }
+        try web.finish()
+        self = config
+    }
+
+    /// A token as written, without the newline a file ends with; nil when nothing is left.
+    private static func cleaned(_ text: String) -> String? {
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return token.isEmpty ? nil : token
+    }
+}

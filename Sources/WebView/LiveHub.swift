@@ -1,0 +1,223 @@
+import Foundation
+import Gateway
+import HomeModel
+import MQTT
+import Synchronization
+
+/// One observer of the gateway for every open page. It keeps the home as the gateway last
+/// described it, with every value since, and sends each page what changed, gathered for
+/// `flushInterval` (100 ms): at 1,000 changes a second a page gets ten messages, not a
+/// thousand, and sees a change well within a second.
+///
+/// A structural change (an accessory, a room, a name, reachability, the scope) sends the
+/// whole home again: the page redraws from it rather than patching its structure.
+actor LiveHub {
+    let gateway: Gateway
+    let activity: GatewayActivity
+    let flushInterval: Duration
+    /// How many events and errors a page opened later still sees.
+    static let historyLimit = 200
+
+    /// The published tree as last described, and every value since: one copy of the values
+    /// (the snapshot's are taken over, not kept beside them).
+    private var tree: TopicTree?
+    private var values: [CharacteristicAddress: CharacteristicValue] = [:]
+    private(set) var isConnected = false
+    /// The gateway is being observed (false before it answers and after it stopped).
+    private(set) var isObserving = false
+    private var homeChanged = false
+    private var pendingValues: [String: JSONValue] = [:]
+    private var pendingEvents: [JSONValue] = []
+    private var connectionChanged = false
+    private var events: [JSONValue] = []
+    private var errors: [JSONValue] = []
+    private var lastErrorSequence = 0
+    private var clients: [Int: Outlet] = [:]
+    private var nextClient = 0
+    /// The home document as last encoded, until the next change.
+    private var homeFrame: String?
+
+    init(gateway: Gateway, flushInterval: Duration = .milliseconds(100)) {
+        self.gateway = gateway
+        self.activity = gateway.activity
+        self.flushInterval = flushInterval
+    }
+
+    /// Observes the gateway until it stops or this task is cancelled; every page is then let go
+    /// (its WebSocket closes, and the page reconnects to the next run by itself).
+    func run() async {
+        let changes = await gateway.observe()
+        isObserving = true
+        let flusher = Task { await self.flushEvery() }
+        for await change in changes {
+            if case .snapshot = change, tree == nil {
+                // Changes of the connection come as they happen; where it stands now, from the client.
+                isConnected = await gateway.mqtt.connectionState.isConnected
+            }
+            apply(change)
+        }
+        flusher.cancel()
+        isObserving = false
+        flush()
+        for outlet in clients.values { outlet.finish() }
+        clients = [:]
+    }
+
+    private func flushEvery() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: flushInterval)
+            flush()
+        }
+    }
+
+    func apply(_ change: GatewayChange) {
+        switch change {
+        case .snapshot(let snapshot):
+            tree = snapshot.tree
+            values = snapshot.values
+            homeChanged = true
+            pendingValues = [:]
+        case .value(let node, let value):
+            values[node.address] = value
+            pendingValues[node.topic] = ValueCodec.json(value)
+        case .event(let event):
+            let entry: JSONValue = .object(["time": .double(Self.now()), "event": event])
+            pendingEvents.append(entry)
+            remember(entry, in: &events)
+        case .connection(let connected):
+            isConnected = connected
+            connectionChanged = true
+        }
+        homeFrame = nil
+    }
+
+    /// Sends what gathered since the last flush: the whole home after a structural change,
+    /// else one `update` with values, events, errors and the broker connection.
+    func flush() {
+        let newErrors = activity.recentErrors(after: lastErrorSequence).map { record -> JSONValue in
+            lastErrorSequence = record.sequence
+            return .object([
+                "time": .double(record.time.timeIntervalSince1970 * 1000), "topic": .string(record.topic),
+                "op": .string(record.op), "code": .string(record.code), "message": .string(record.message),
+            ])
+        }
+        for error in newErrors { remember(error, in: &errors) }
+        if homeChanged {
+            homeChanged = false
+            pendingValues = [:]
+            // Made only for pages that are open: a gateway nobody looks at keeps no document.
+            if !clients.isEmpty, let frame = home() { broadcast(frame) }
+        }
+        var update: [String: JSONValue] = [:]
+        if !pendingValues.isEmpty { update["values"] = .object(pendingValues) }
+        if !pendingEvents.isEmpty { update["events"] = .array(pendingEvents) }
+        if !newErrors.isEmpty { update["errors"] = .array(newErrors) }
+        if connectionChanged { update["connected"] = .bool(isConnected) }
+        (pendingValues, pendingEvents, connectionChanged) = ([:], [], false)
+        if !update.isEmpty {
+            update["type"] = "update"
+            broadcast(JSONValue.object(update).encoded())
+        }
+        // A page that fell behind gets the whole home once it has caught up.
+        for outlet in clients.values where outlet.needsHome && outlet.queued < Outlet.catchUpBelow {
+            if let frame = home() {
+                outlet.needsHome = false
+                outlet.send(frame)
+            }
+        }
+    }
+
+    private func broadcast(_ frame: String) {
+        for outlet in clients.values {
+            if outlet.needsHome { continue }
+            if outlet.queued >= Outlet.behindAt {
+                // Its updates would pile up: drop them, and send the whole home instead later.
+                outlet.needsHome = true
+                continue
+            }
+            outlet.send(frame)
+        }
+    }
+
+    /// A new page: its frames, the home first (when the gateway has described it) and the
+    /// events and errors so far.
+    func join() -> (id: Int, outlet: Outlet) {
+        let outlet = Outlet()
+        let id = nextClient
+        nextClient += 1
+        clients[id] = outlet
+        if let frame = home() { outlet.send(frame) } else { outlet.needsHome = true }
+        outlet.send(
+            JSONValue.object(["type": "history", "events": .array(events), "errors": .array(errors)]).encoded())
+        if !isObserving && tree != nil { outlet.finish() }
+        return (id, outlet)
+    }
+
+    func leave(_ id: Int) {
+        clients.removeValue(forKey: id)?.finish()
+    }
+
+    /// Sends one frame to one page (the answer to its request).
+    func send(_ frame: String, to id: Int) {
+        clients[id]?.send(frame)
+    }
+
+    var clientCount: Int { clients.count }
+
+    /// The home document as text; nil until the gateway described it.
+    func home() -> String? {
+        if let homeFrame { return homeFrame }
+        guard let tree else { return nil }
+        let frame = HomeDocument.make(.init(tree: tree, values: values, connected: isConnected)).encoded()
+        homeFrame = frame
+        return frame
+    }
+
+    /// In-scope accessories, and how many of them are reachable.
+    var accessoryCounts: (total: Int, reachable: Int) {
+        guard let tree else { return (0, 0) }
+        return (tree.accessories.count, tree.accessories.filter(\.accessory.isReachable).count)
+    }
+
+    private func remember(_ entry: JSONValue, in list: inout [JSONValue]) {
+        list.append(entry)
+        if list.count > Self.historyLimit { list.removeFirst(list.count - Self.historyLimit) }
+    }
+
+    static func now() -> Double { Date().timeIntervalSince1970 * 1000 }
+}
+
+/// A page's frames, in order, to its WebSocket's one writer. Unbounded, so that an answer is
+/// never lost; the hub watches how many wait and stops sending updates to a page that falls
+/// behind (it gets the whole home once it has caught up).
+final class Outlet: Sendable {
+    /// Frames waiting at which a page counts as behind, and below which it has caught up.
+    static let behindAt = 32
+    static let catchUpBelow = 4
+
+    let frames: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
+    private let waiting = Atomic<Int>(0)
+    private let resync = Atomic<Bool>(false)
+
+    init() {
+        (frames, continuation) = AsyncStream<String>.makeStream()
+    }
+
+    var queued: Int { waiting.load(ordering: .relaxed) }
+
+    var needsHome: Bool {
+        get { resync.load(ordering: .relaxed) }
+        set { resync.store(newValue, ordering: .relaxed) }
+    }
+
+    func send(_ frame: String) {
+        waiting.add(1, ordering: .relaxed)
+        if case .terminated = continuation.yield(frame) { waiting.subtract(1, ordering: .relaxed) }
+    }
+
+    /// The writer took a frame off.
+    func taken() { waiting.subtract(1, ordering: .relaxed) }
+
+    func finish() { continuation.finish() }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Gateway
+import HTTPTypes
+import HomeModel
+import Hummingbird
+
+/// A refused HTTP request: its status, and the same `code`/`message` JSON as every answer of
+/// the gateway, so that a script reads a refusal the way it reads an MQTT `result`.
+struct WebError: HTTPResponseError {
+    var status: HTTPResponse.Status
+    var code: ErrorCode
+    var message: String
+
+    static let unauthorized = WebError(
+        status: .unauthorized, code: .unauthorized,
+        message: "a token is needed: Authorization: Bearer <token>, ?token=<token>, or open the page and enter it")
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
+        if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        let body = JSONValue.object([
+            "status": "error", "code": .string(code.rawValue), "message": .string(message),
+        ]).encoded()
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+/// Who may use the web view: the token (when one is configured) from the `Authorization`
+/// header, the `token` query parameter (a WebSocket from a script) or the page's cookie; and,
+/// for a browser, only pages of this same site.
+struct WebAccess: Sendable {
+    /// The cookie the page gets after its token was entered once.
+    static let cookieName = "homemqtt-token"
+
+    let token: String?
+    let isLoopback: Bool
+
+    /// Refuses a request without the right token.
+    func check(_ request: Request) throws(WebError) {
+        guard let token else { return }
+        guard let presented = Self.presentedToken(request), Self.same(presented, token) else {
+            throw WebError.unauthorized
+        }
+    }
+
+    /// Whether `candidate` is the configured token (true when none is configured).
+    func accepts(_ candidate: String) -> Bool {
+        guard let token else { return true }
+        return Self.same(candidate, token)
+    }
+
+    /// The token a request carries, from the header, the query or the cookie, in that order.
+    static func presentedToken(_ request: Request) -> String? {
+        if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") {
+            return String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        }
+        if let query = request.uri.queryParameters["token"] { return String(query) }
+        if let cookie = request.cookies[cookieName]?.value { return cookie.removingPercentEncoding }
+        return nil
+    }
+
+    /// The cookie that carries `token` (percent-encoded: a token may hold characters a cookie
+    /// may not).
+    static func cookie(for token: String) -> Cookie {
+        let value = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        return Cookie(
+            name: cookieName, value: value, maxAge: 365 * 24 * 3600, path: "/", httpOnly: true, sameSite: .strict)
+    }
+
+    /// Compares in time that does not depend on where the strings differ, so that the token
+    /// cannot be guessed a character at a time from response times.
+    static func same(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for index in 0..<max(x.count, y.count) {
+            difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0)
+        }
+        return difference == 0
+    }
+
+    /// Refuses what a page of another site makes a browser send: a WebSocket or a request that
+    /// changes something, whose `Origin` is not this server. Without a token on loopback this is
+    /// all that stops any web page the user visits from controlling the home; and a `Host` that
+    /// is not an address of this machine is refused too (a DNS rebinding attack names the
+    /// attacker's host). Clients that are not browsers send no `Origin`.
+    func checkSite(_ request: Request) throws(WebError) {
+        let host = request.head.authority ?? ""
+        if token == nil, isLoopback, !Self.isLocalHost(host) {
+            throw WebError(
+                status: .forbidden, code: .forbiddenOrigin,
+                message: "the web view without a token answers only to loopback addresses, not '\(host)'")
+        }
+        let allowed = ["http://\(host.lowercased())", "https://\(host.lowercased())"]
+        for origin in request.headers[values: .origin] {
+            let lower = origin.lowercased()
+            // A browser names the page's origin, http(s), or `null`; only other clients (a script's
+            // WebSocket library) say ws:// or wss://, and no page can make a browser say it.
+            if lower.hasPrefix("ws://") || lower.hasPrefix("wss://") { continue }
+            guard allowed.contains(lower) else {
+                throw WebError(
+                    status: .forbidden, code: .forbiddenOrigin,
+                    message: "a page of another site (\(origin)) may not use this web view")
+            }
+        }
+    }
+
+    /// `127.0.0.1:8080`, `localhost:8080`, `[::1]:8080` and the like.
+    static func isLocalHost(_ authority: String) -> Bool {
+        var host = Substring(authority)
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: ":") {
+            host = host[..<colon]
+        }
+        return WebConfig.isLoopback(String(host).lowercased())
+    }
+}

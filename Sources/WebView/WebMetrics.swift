@@ -1,0 +1,52 @@
+import Metrics
+public import Prometheus
+
+/// `/metrics`: every swift-metrics counter and timer of the process (the gateway's
+/// `GatewayActivity`) in the Prometheus text format, plus the web view's own gauges, read
+/// from the live home when scraped.
+public final class WebMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    private let accessories: Prometheus.Gauge
+    private let reachable: Prometheus.Gauge
+    private let connected: Prometheus.Gauge
+    private let pages: Prometheus.Gauge
+
+    /// The process's one exporter. swift-metrics takes one factory per process, and the
+    /// gateway makes its metric handles from it when it is created: touch this before making
+    /// the gateway (`homemqtt run` does when `web.enabled`).
+    public static let shared = WebMetrics()
+
+    private init() {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Requests to accessories take from under a millisecond (a simulated one) to seconds
+        // (a HAP accessory on a busy network): buckets from 0.5 ms to 10 s.
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        ]
+        MetricsSystem.bootstrap(factory)
+        func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
+            registry.makeGauge(
+                descriptor: MetricNameDescriptor(namespace: "homemqtt", metricName: name, unitName: "", helpText: help))
+        }
+        accessories = gauge("accessories", "Accessories in scope")
+        reachable = gauge("accessories_reachable", "In-scope accessories reachable now")
+        connected = gauge("broker_connected", "1 while the gateway is connected to the broker")
+        pages = gauge("web_pages", "Pages connected to the web view's live feed")
+    }
+
+    /// The exposition text, with the gauges brought up to date first.
+    func render(hub: LiveHub) async -> [UInt8] {
+        let counts = await hub.accessoryCounts
+        accessories.set(to: Double(counts.total))
+        reachable.set(to: Double(counts.reachable))
+        connected.set(to: await hub.isConnected ? 1 : 0)
+        pages.set(to: Double(await hub.clientCount))
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+}

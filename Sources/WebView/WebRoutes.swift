@@ -1,0 +1,141 @@
+import Foundation
+import Gateway
+import HTTPTypes
+import HomeModel
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// Every path the web view serves:
+/// - `/` — the page (`?token=` once: it is kept in a cookie and the address cleaned);
+///   `/assets/<file>` — its scripts and style, from the binary;
+/// - `/ws` — the live feed (`PageSession`);
+/// - `/api/home` — the home document the feed starts with; `/api/request` (POST) — a request
+///   as the page sends it; `/api/pairings` — the HAP pairings; `/api/session` — whether the
+///   token is accepted;
+/// - `/metrics` — Prometheus; `/healthz` — for systemd or Docker, without a token.
+struct WebRoutes: Sendable {
+    typealias Context = BasicWebSocketRequestContext
+
+    let hub: LiveHub
+    let requests: PageRequests
+    let access: WebAccess
+    let metrics: WebMetrics
+    let pairings: WebView.Pairings?
+    let logger: Logger
+
+    func router() -> Router<Context> {
+        let router = Router(context: Context.self)
+        router.get("/") { request, _ in try page(request) }
+        router.get("/index.html") { request, _ in try page(request) }
+        router.get("/assets/:name") { request, context in try asset(context.parameters.get("name") ?? "", request) }
+        router.get("/favicon.ico") { request, _ in try asset("favicon.svg", request) }
+        router.get("/healthz") { _, _ in await health() }
+        router.get("/metrics") { request, _ in
+            try access.check(request)
+            let text = await metrics.render(hub: hub)
+            return Self.response(
+                .ok, ByteBuffer(bytes: text), type: "text/plain; version=0.0.4; charset=utf-8")
+        }
+        router.get("/api/session") { request, _ in
+            try access.check(request)
+            return Self.json(.object(["status": "ok", "base": .string(requests.base)]))
+        }
+        router.get("/api/home") { request, _ in
+            try access.check(request)
+            guard let home = await hub.home() else {
+                throw WebError(
+                    status: .serviceUnavailable, code: .unreachable, message: "the gateway has not loaded the home yet")
+            }
+            return Self.response(.ok, ByteBuffer(string: home), type: "application/json; charset=utf-8")
+        }
+        router.post("/api/request") { request, context in
+            try access.check(request)
+            try access.checkSite(request)
+            var request = request
+            let body = try await request.collectBody(upTo: PageSession.maxMessageSize)
+            let (id, answer) = await requests.answer(Array(buffer: body))
+            return Self.json(.object(["id": id, "answer": answer]))
+        }
+        router.get("/api/pairings") { request, _ in
+            try access.check(request)
+            guard let pairings else {
+                return Self.json(.object(["pairings": .array([]), "hap": false]))
+            }
+            return Self.json(.object(["pairings": await pairings(), "hap": true]))
+        }
+        router.ws("/ws") { request, _ in
+            try access.check(request)
+            try access.checkSite(request)
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
+            try await PageSession(hub: hub, requests: requests, logger: logger).run(
+                inbound: inbound, outbound: outbound)
+        }
+        return router
+    }
+
+    /// The page; with a right `?token=` the token goes to a cookie and the browser is sent to
+    /// the address without it (out of the history and the address bar).
+    private func page(_ request: Request) throws -> Response {
+        if let token = request.uri.queryParameters["token"].map(String.init) {
+            var response = Response.redirect(to: "/", type: .found)
+            if access.accepts(token) {
+                response.setCookie(WebAccess.cookie(for: token))
+            } else {
+                response = Response.redirect(to: "/#token-refused", type: .found)
+            }
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+        return try asset("index.html", request)
+    }
+
+    private func asset(_ name: String, _ request: Request) throws -> Response {
+        guard let asset = WebAssets.named(name) else {
+            throw WebError(status: .notFound, code: .notFound, message: "no asset '\(name)'")
+        }
+        if request.headers[.ifNoneMatch] == asset.etag {
+            return Response(status: .notModified, headers: [.eTag: asset.etag])
+        }
+        var response = Self.response(.ok, ByteBuffer(string: asset.text), type: WebAssets.contentType(name))
+        response.headers[.eTag] = asset.etag
+        // Revalidated on every load (a 304 when unchanged): an upgraded binary's page is seen at once.
+        response.headers[.cacheControl] = "no-cache"
+        // No script, style or connection from anywhere but here: the page works offline and
+        // nothing injected into it can call out.
+        response.headers[.contentSecurityPolicy] =
+            "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+        response.headers[.xContentTypeOptions] = "nosniff"
+        return response
+    }
+
+    /// 200 while the gateway is observed and connected to the broker; 503 otherwise, with why.
+    private func health() async -> Response {
+        let observing = await hub.isObserving
+        let connected = await hub.isConnected
+        let healthy = observing && connected
+        let body: JSONValue = .object([
+            "status": .string(healthy ? "ok" : "unavailable"),
+            "gateway": .string(observing ? "running" : "starting or stopped"),
+            "broker": .string(connected ? "connected" : "disconnected"),
+        ])
+        var response = Self.json(body)
+        response.status = healthy ? .ok : .serviceUnavailable
+        return response
+    }
+
+    static func json(_ value: JSONValue) -> Response {
+        response(.ok, ByteBuffer(string: value.encoded()), type: "application/json; charset=utf-8")
+    }
+
+    static func response(_ status: HTTPResponse.Status, _ body: ByteBuffer, type: String) -> Response {
+        Response(
+            status: status, headers: [.contentType: type, .cacheControl: "no-store"], body: .init(byteBuffer: body))
+    }
+}
+
+extension HTTPField.Name {
+    static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
+}

@@ -1,0 +1,87 @@
+public import Gateway
+public import HomeModel
+import Hummingbird
+import HummingbirdWebSocket
+public import Logging
+import NIOCore
+public import ServiceLifecycle
+
+/// The gateway's web view as a service of the gateway's group: the page, its live feed, the
+/// request API, `/metrics` and `/healthz` on `web.listen`. It stops with the group (before the
+/// gateway: the group stops services in reverse), and every open page reconnects by itself to
+/// the next run.
+public struct WebView: Service, CustomStringConvertible {
+    /// The HAP pairings as the page lists them (`[{pairing, name, host, port}]`), never their
+    /// keys; nil without a HAP source.
+    public typealias Pairings = @Sendable () async -> JSONValue
+
+    let gateway: Gateway
+    let config: WebConfig
+    let metrics: WebMetrics
+    let pairings: Pairings?
+    let logger: Logger
+    let onListening: @Sendable (Int) async -> Void
+    let hub: LiveHub
+
+    /// - Parameters:
+    ///   - metrics: the process's exporter; `WebMetrics.shared` must exist before `gateway` is
+    ///     made, so that the gateway's counters are exported.
+    ///   - onListening: called with the port once the server listens (port 0 picks a free one).
+    public init(
+        gateway: Gateway, config: WebConfig, metrics: WebMetrics = .shared, pairings: Pairings? = nil,
+        logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) {
+        self.gateway = gateway
+        self.config = config
+        self.metrics = metrics
+        self.pairings = pairings
+        self.logger = logger
+        self.onListening = onListening
+        self.hub = LiveHub(gateway: gateway)
+    }
+
+    /// What ServiceLifecycle logs of the service: where it listens, never its token.
+    public var description: String { "WebView(http://\(config.listenDisplay)/)" }
+
+    public func run() async throws {
+        let base = await gateway.config.baseTopic
+        let routes = WebRoutes(
+            hub: hub, requests: PageRequests(gateway: gateway, base: base),
+            access: WebAccess(token: config.token, isLoopback: config.isLoopback), metrics: metrics,
+            pairings: pairings, logger: logger)
+        let router = routes.router()
+        // Hummingbird's own lines (started, shutting down) only at warning: ours says where.
+        var serverLogger = logger
+        serverLogger.logLevel = max(logger.logLevel, .warning)
+        let config = config
+        let logger = logger
+        let onListening = onListening
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: router,
+                configuration: .init(
+                    http1: .init(idleTimeout: .seconds(75)),
+                    ws: .init(maxFrameSize: PageSession.maxMessageSize, autoPing: .enabled(timePeriod: .seconds(30))))),
+            configuration: .init(address: .hostname(config.host, port: config.port), serverName: "homemqtt"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? config.port
+                var shown = config
+                shown.port = port
+                logger.info(
+                    "web view listening",
+                    metadata: [
+                        "address": "http://\(shown.listenDisplay)/",
+                        "token": "\(config.token == nil ? "none" : "required")",
+                    ])
+                await onListening(port)
+            },
+            logger: serverLogger)
+        try await withThrowingDiscardingTaskGroup { group in
+            // The hub lets every page go as shutdown begins, so the server has no open socket to wait for.
+            group.addTask { await cancelWhenGracefulShutdown { await hub.run() } }
+            try await app.run()
+            group.cancelAll()
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import Gateway
+import HAP
+import HomeModel
+import Logging
+import ServiceLifecycle
+import WebView
+
+/// The web view in `homemqtt run` when `web.enabled`: its exporter made before the gateway (whose
+/// counters come from it), and its service added to the gateway's group.
+enum WebSetup {
+    /// Call before making the gateway: swift-metrics hands the gateway its counters from the
+    /// factory bootstrapped here. Without `web:` nothing is bootstrapped, and counting costs nothing.
+    static func prepare(_ config: GatewayConfig) {
+        if config.web.enabled { _ = WebMetrics.shared }
+    }
+
+    /// The web view as a service of the group, after the gateway (so stopped before it); nil when
+    /// `web.enabled` is false.
+    static func service(
+        gateway: Gateway, config: GatewayConfig, hap: HAPSource?, logger: Logger
+    ) -> ServiceGroupConfiguration.ServiceConfiguration? {
+        guard config.web.enabled else { return nil }
+        var pairings: WebView.Pairings?
+        if let hap {
+            let store = hap.store
+            pairings = {
+                let saved = (try? store.all()) ?? []
+                return .array(saved.map { .object(HAPPairingManager.describe($0)) })
+            }
+        }
+        return .init(service: WebView(gateway: gateway, config: config.web, pairings: pairings, logger: logger))
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The page in a real browser: Debian's chromium, headless, driven by selenium through
+/// chromium-driver (`browser/browser_test.py`, from the project's venv), against the real
+/// binary and broker. Scripts/bootstrap.sh installs all three; a missing one fails the test.
+final class BrowserTests: XCTestCase {
+    static let python = repositoryRoot.appendingPathComponent(".venv/bin/python").path
+    static let script = repositoryRoot.appendingPathComponent("Tests/WebViewTests/browser/browser_test.py").path
+
+    /// Where the screenshots go: `.build/web-artifacts` (kept after the run, not in git).
+    static let artifacts: String = {
+        let path = repositoryRoot.appendingPathComponent(".build/web-artifacts").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }()
+
+    static func requireBrowser() throws {
+        for (path, what) in [
+            ("/usr/bin/chromium", "chromium"), ("/usr/bin/chromedriver", "chromium-driver"),
+            (python, "the venv (.venv)"),
+        ] where !FileManager.default.isExecutableFile(atPath: path) {
+            throw ProcessError("\(what) is missing at \(path): run Scripts/bootstrap.sh")
+        }
+    }
+
+    func testToggleLiveUpdateErrorAndReconnectInChromium() async throws {
+        try Self.requireBrowser()
+        let web = try await WebGateway.start()
+        addTeardownBlock { await web.stopAll() }
+        let browser = try ChildProcess(
+            Self.python,
+            [Self.script, "--url", web.url, "--broker-port", "\(web.broker.port)", "--artifacts", Self.artifacts],
+            standardInput: true)
+        addTeardownBlock { _ = await browser.terminate(grace: 2) }
+
+        // The script asks for the restart once the page is open on an accessory.
+        do {
+            try await browser.waitForOutput(containing: "restart-gateway", timeout: 90)
+        } catch {
+            XCTFail("the browser steps failed before the restart:\n\(browser.standardOutput)\n\(browser.standardError)")
+            throw error
+        }
+        let stopped = await web.stop()
+        XCTAssertEqual(stopped, 0, web.log)
+        try await Task.sleep(for: .seconds(1))
+        try await web.start()
+        try browser.write("restarted\n")
+        let status = try await browser.waitForExit(timeout: 90)
+        let output = browser.standardOutput
+        XCTAssertEqual(status, 0, "\(output)\n\(browser.standardError)")
+        XCTAssertTrue(output.contains("browser test passed"), output)
+        for line in output.split(separator: "\n") where line.hasPrefix("figure:") { print(line) }
+        for name in ["web-home.png", "web-accessory.png"] {
+            let path = Self.artifacts + "/" + name
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+            XCTAssertGreaterThan(size, 10_000, "no screenshot at \(path)")
+            print("artifact: \(path)")
+        }
+    }
+}

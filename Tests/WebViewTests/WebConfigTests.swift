@@ -1,0 +1,131 @@
+import Foundation
+import Gateway
+import TestSupport
+import XCTest
+
+/// The config file's `web:` section, read strictly: defaults, the listen address, the token and
+/// where it is required, unknown keys; and what `homemqtt` says about a bad one.
+final class WebConfigTests: XCTestCase {
+    func parse(_ web: String) throws(ConfigError) -> GatewayConfig {
+        try GatewayConfig.parse("web:\n" + web, file: "/etc/homemqtt/gateway.yml")
+    }
+
+    func refusal(_ web: String) -> ConfigError? {
+        do {
+            _ = try parse(web)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    func testOffByDefaultOnLoopbackPort8080() throws {
+        let config = try GatewayConfig.parse("base-topic: home\n", file: "g.yml")
+        XCTAssertFalse(config.web.enabled)
+        XCTAssertEqual(config.web.listenDisplay, "127.0.0.1:8080")
+        XCTAssertNil(config.web.token)
+    }
+
+    func testListenForms() throws {
+        XCTAssertEqual(try parse("  listen: 0.0.0.0:9000\n  token: t0ken\n").web.listenDisplay, "0.0.0.0:9000")
+        XCTAssertEqual(try parse("  listen: '[::1]:8081'\n").web.listenDisplay, "[::1]:8081")
+        XCTAssertEqual(try parse("  listen: localhost:8082\n").web.port, 8082)
+        XCTAssertEqual(try parse("  listen: ':8083'\n").web.host, "127.0.0.1")
+        for bad in ["8080", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "host:port", "[::1]8080"] {
+            let error = refusal("  listen: '\(bad)'\n")
+            XCTAssertEqual(error?.key, "web.listen", "\(bad): \(String(describing: error))")
+        }
+    }
+
+    /// Off loopback the page would let anyone on the network control the home: a token is a
+    /// must, and the error names the file and the key.
+    func testTokenRequiredOffLoopbackOnlyWhenEnabled() throws {
+        let error = try XCTUnwrap(refusal("  enabled: true\n  listen: 0.0.0.0:8080\n"))
+        XCTAssertEqual(error.file, "/etc/homemqtt/gateway.yml")
+        XCTAssertEqual(error.key, "web.token")
+        XCTAssertTrue(error.message.contains("0.0.0.0:8080"), error.message)
+        XCTAssertNoThrow(try parse("  enabled: false\n  listen: 0.0.0.0:8080\n"))
+        XCTAssertNoThrow(try parse("  enabled: true\n  listen: 127.0.0.1:8080\n"))
+        XCTAssertNoThrow(try parse("  enabled: true\n  listen: '[::1]:8080'\n"))
+        XCTAssertEqual(try parse("  enabled: true\n  listen: 192.168.1.2:80\n  token: s3cret\n").web.token, "s3cret")
+    }
+
+    func testTokenFromAFileRelativeToTheConfig() throws {
+        let directory = try TemporaryDirectory(prefix: "homemqtt-web-config")
+        try "  from-a-file \n".write(toFile: directory.file("web-token"), atomically: true, encoding: .utf8)
+        let config = try GatewayConfig.parse(
+            "web:\n  enabled: true\n  listen: 0.0.0.0:8080\n  token-file: web-token\n",
+            file: directory.file("gateway.yml"))
+        XCTAssertEqual(config.web.token, "from-a-file")
+        let missing = try XCTUnwrap(refusal("  token-file: /nonexistent/web-token\n"))
+        XCTAssertEqual(missing.key, "web.token-file")
+        XCTAssertEqual(refusal("  token: a\n  token-file: b\n")?.key, "web.token-file")
+        XCTAssertEqual(refusal("  token: '  '\n")?.key, "web.token")
+    }
+
+    /// `HOMEMQTT_WEB_ENABLED` turns the page on (or off) without editing the file, as
+    /// Scripts/run-simulated-home.sh does; the token rule still holds.
+    func testEnvironmentTurnsItOnOrOff() throws {
+        let on = try GatewayConfig.parse(
+            "base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "true"])
+        XCTAssertTrue(on.web.enabled)
+        XCTAssertEqual(on.web.listenDisplay, "127.0.0.1:8080")
+        let off = try GatewayConfig.parse(
+            "web:\n  enabled: true\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "0"])
+        XCTAssertFalse(off.web.enabled)
+        XCTAssertThrowsError(
+            try GatewayConfig.parse(
+                "web:\n  listen: 0.0.0.0:8080\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "true"])
+        ) { XCTAssertEqual(($0 as? ConfigError)?.key, "web.token") }
+        XCTAssertThrowsError(
+            try GatewayConfig.parse("base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "yes"])
+        ) { XCTAssertEqual(($0 as? ConfigError)?.key, "HOMEMQTT_WEB_ENABLED") }
+    }
+
+    func testUnknownKeyListsTheAllowedOnes() throws {
+        let error = try XCTUnwrap(refusal("  enabled: true\n  port: 80\n"))
+        XCTAssertEqual(error.code, .unknownKey)
+        XCTAssertEqual(error.key, "web.port")
+        for key in ["enabled", "listen", "token", "token-file"] {
+            XCTAssertTrue(error.message.contains(key), error.message)
+        }
+        XCTAssertEqual(refusal("  enabled: yes please\n")?.key, "web.enabled")
+    }
+
+    /// The shipped config has the whole section, off, so that one line turns it on.
+    func testShippedConfigHasEveryKeyAndOneLineTurnsItOn() throws {
+        let path = repositoryRoot.appendingPathComponent("Config/gateway.yml").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for key in ["web:", "enabled: false", "listen: 127.0.0.1:8080", "# token:", "# token-file:"] {
+            XCTAssertTrue(text.contains(key), "Config/gateway.yml lacks \(key)")
+        }
+        XCTAssertFalse(try GatewayConfig.parse(text, file: path).web.enabled)
+        let on = text.replacingOccurrences(
+            of: "web:\n  enabled: false", with: "web:\n  enabled: true")
+        XCTAssertNotEqual(on, text, "the web section does not open with enabled: false")
+        let config = try GatewayConfig.parse(on, file: path)
+        XCTAssertTrue(config.web.enabled)
+        XCTAssertEqual(config.web.listenDisplay, "127.0.0.1:8080")
+    }
+
+    /// `homemqtt run` and `check-config` refuse a token-less web view off loopback with exit 2,
+    /// naming the file and key, before anything starts.
+    func testBinaryRefusesTokenlessNetworkListenWithExit2() async throws {
+        let directory = try TemporaryDirectory(prefix: "homemqtt-web-config")
+        let config = directory.file("gateway.yml")
+        try """
+        sources:
+          - type: simulator
+            directory: \(repositoryRoot.appendingPathComponent("Config/accessories").path)
+        web:
+          enabled: true
+          listen: 0.0.0.0:8080
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        for command in ["run", "check-config"] {
+            let result = try await runProcess(homemqttBinary, [command, "--config", config], timeout: 20)
+            XCTAssertEqual(result.status, 2, "\(command): \(result.standardError)")
+            XCTAssertTrue(
+                result.standardError.contains("\(config): web.token: required"), "\(command): \(result.standardError)")
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import HomeModel
+import Synchronization
+import TestSupport
+import XCTest
+
+/// The repository's root, from this file's place in it.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+/// `homemqtt` beside the test bundle (both are in the build's products directory).
+let homemqttBinary: String = {
+    let executable =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+    while directory.path.contains(".xctest") { directory = directory.deletingLastPathComponent() }
+    return directory.appendingPathComponent("homemqtt").path
+}()
+
+/// The real `homemqtt run` with `web.enabled` on a free loopback port, on the shipped simulated
+/// home and a real mosquitto: what a user starts.
+final class WebGateway: Sendable {
+    let broker: MosquittoBroker
+    let directory: TemporaryDirectory
+    let port: Int
+    let token: String?
+    let configPath: String
+    private let child: Mutex<ChildProcess?>
+
+    var url: String { "http://127.0.0.1:\(port)" }
+    var process: ChildProcess? { child.withLock { $0 } }
+    /// Everything the gateway logged so far.
+    var log: String { process?.standardError ?? "" }
+
+    /// - Parameters:
+    ///   - token: `web.token`; nil for none.
+    ///   - extra: more YAML at the top level (`log-level: debug`, …).
+    ///   - accessories: the directory of accessory files (the shipped simulated home by default).
+    ///   - hap: a `hap` source beside the simulator (pairings in the state directory).
+    init(
+        broker: MosquittoBroker, token: String? = nil, extra: String = "", accessories: String? = nil,
+        hap: Bool = false, logLevel: String = "warning"
+    ) throws {
+        self.broker = broker
+        self.token = token
+        directory = try TemporaryDirectory(prefix: "homemqtt-web")
+        port = try freePort()
+        configPath = directory.file("gateway.yml")
+        child = Mutex(nil)
+        let home = accessories ?? repositoryRoot.appendingPathComponent("Config/accessories").path
+        let yaml = """
+            broker:
+              url: \(broker.url)
+              client-id: homemqtt-web-test
+            state-directory: state
+            poll-interval: 0
+            sources:
+              - type: simulator
+                directory: \(home)
+            \(hap ? "  - type: hap" : "")
+            homeassistant:
+              enabled: false
+            web:
+              enabled: true
+              listen: 127.0.0.1:\(port)
+            \(token.map { "  token: \"\($0)\"" } ?? "")
+            log-level: \(logLevel)
+            \(extra)
+            """
+        try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    static func start(
+        broker: MosquittoBroker? = nil, token: String? = nil, extra: String = "", accessories: String? = nil,
+        hap: Bool = false, logLevel: String = "warning"
+    ) async throws -> WebGateway {
+        let broker = if let broker { broker } else { try await MosquittoBroker.start() }
+        let gateway = try WebGateway(
+            broker: broker, token: token, extra: extra, accessories: accessories, hap: hap, logLevel: logLevel)
+        try await gateway.start()
+        return gateway
+    }
+
+    /// Starts `homemqtt run` and waits until `/healthz` says it serves the home, connected.
+    func start(timeout: Double = 30) async throws {
+        let process = try ChildProcess(homemqttBinary, ["run", "--config", configPath])
+        child.withLock { $0 = process }
+        try await waitUntil("the web view's /healthz to answer 200", timeout: timeout) {
+            guard process.isRunning else {
+                throw ProcessError("homemqtt run exited (\(process.exitStatus ?? -1)): \(process.standardError)")
+            }
+            return (try? await HTTP.get("\(url)/healthz").status) == 200
+        }
+    }
+
+    /// SIGTERM, as systemd stops it; returns the exit status.
+    @discardableResult
+    func stop() async -> Int32 {
+        guard let process else { return 0 }
+        return await process.terminate(grace: 10)
+    }
+
+    func stopAll() async {
+        await stop()
+        await broker.stop()
+    }
+
+    /// `mosquitto_pub` to the test broker.
+    func publish(_ topic: String, _ payload: String) async throws {
+        try await runChecked("mosquitto_pub", ["-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
+    }
+
+    /// A subscriber to `filter` on the test broker.
+    func subscribe(_ filter: String) async throws -> MQTTTestSubscriber {
+        try await MQTTTestSubscriber.start(
+            broker: broker, filter: filter, clientID: "web-test-\(UUID().uuidString.prefix(8))")
+    }
+}
+
+/// An HTTP exchange through `curl`: status, headers (names lowercased) and body, exactly as on
+/// the wire, redirects not followed.
+struct HTTPResult: Sendable {
+    var status: Int
+    var headers: [String: String]
+    var body: String
+
+    var json: JSONValue? { try? JSONValue(parsing: Array(body.utf8)) }
+}
+
+enum HTTP {
+    static func get(_ url: String, headers: [String: String] = [:]) async throws -> HTTPResult {
+        try await request("GET", url, headers: headers)
+    }
+
+    static func request(
+        _ method: String, _ url: String, headers: [String: String] = [:], body: String? = nil
+    ) async throws -> HTTPResult {
+        let files = try TemporaryDirectory(prefix: "homemqtt-curl")
+        var arguments = [
+            "-s", "-S", "-X", method, "--max-time", "20", "-o", files.file("body"), "-D", files.file("headers"),
+            "-w", "%{http_code}",
+        ]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
+        if let body {
+            try body.write(toFile: files.file("request"), atomically: true, encoding: .utf8)
+            arguments += ["--data-binary", "@" + files.file("request")]
+        }
+        arguments.append(url)
+        let result = try await runProcess("curl", arguments, timeout: 30)
+        guard let status = Int(result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)), status > 0
+        else {
+            throw ProcessError("curl \(method) \(url) failed: \(result.standardError)")
+        }
+        var headerFields: [String: String] = [:]
+        let rawHeaders = (try? String(contentsOfFile: files.file("headers"), encoding: .utf8)) ?? ""
+        for line in rawHeaders.split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headerFields[name] = headerFields[name].map { $0 + "\n" + value } ?? value
+        }
+        let text = (try? String(contentsOfFile: files.file("body"), encoding: .utf8)) ?? ""
+        return HTTPResult(status: status, headers: headerFields, body: text)
+    }
+}
+
+extension JSONValue {
+    /// `self["a"]?["b"]` as a path: `value(at: "a", "b")`.
+    func value(at path: String...) -> JSONValue? {
+        var current: JSONValue? = self
+        for key in path { current = current?[key] }
+        return current
+    }
+}

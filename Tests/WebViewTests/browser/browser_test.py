@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The web view in a real browser: Debian's chromium, headless, driven by selenium through
+Debian's chromium-driver; MQTT on the side with mosquitto_pub and mosquitto_sub.
+
+    browser_test.py --url http://127.0.0.1:PORT --broker-port N --artifacts DIR
+        opens the home, toggles the garage light on the page and sees its state change on MQTT,
+        sets the brightness on MQTT and sees the page follow with no reload, enters an
+        out-of-range brightness and sees the gateway's error on the page, and (after printing
+        `restart-gateway` and reading a line on stdin) sees the page reconnect by itself.
+        Screenshots of the home and of the accessory go to DIR.
+
+    browser_test.py --url … --scale N
+        opens a home of N accessories and prints how long until every tile is drawn
+        (`figure: tiles N in S s`), for the bench.
+
+Exit status 0 when every step passed; a step that fails says which and why.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+LIGHT = "home/garage/garage-door-opener/garage-light"
+GARAGE = "sim:garage"
+
+
+def browser(width=1280, height=1000):
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     f"--window-size={width},{height}", "--force-device-scale-factor=1"):
+        options.add_argument(argument)
+    # Debian's driver, never one selenium would download: the test runs with no internet.
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def step(name):
+    print(f"step: {name}", flush=True)
+
+
+def wait(driver, what, condition, timeout=10):
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.05).until(lambda d: condition(d))
+    except Exception:
+        logs = driver.get_log("browser") if hasattr(driver, "get_log") else []
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}; browser log: {logs}")
+
+
+def css(driver, selector):
+    found = driver.find_elements(By.CSS_SELECTOR, selector)
+    return found[0] if found else None
+
+
+class Subscriber:
+    """mosquitto_sub on one topic, its lines read as they come."""
+
+    def __init__(self, port, topic):
+        self.process = subprocess.Popen(
+            ["mosquitto_sub", "-p", str(port), "-t", topic, "-F", "%r %p"],
+            stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def next(self, timeout=10):
+        import select
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            raise AssertionError(f"no message on MQTT within {timeout} s")
+        retain, _, payload = self.process.stdout.readline().rstrip("\n").partition(" ")
+        return retain == "1", payload
+
+    def close(self):
+        self.process.terminate()
+        self.process.wait(5)
+
+
+def publish(port, topic, payload):
+    subprocess.run(["mosquitto_pub", "-p", str(port), "-q", "1", "-t", topic, "-m", payload], check=True)
+
+
+def main_test(args):
+    driver = browser()
+    try:
+        step("open the home")
+        started = time.monotonic()
+        driver.get(args.url + "/")
+        tile = wait(driver, "the garage's tile", lambda d: css(d, f'article.tile[data-acc="{GARAGE}"]'))
+        print(f"figure: home with {len(driver.find_elements(By.CSS_SELECTOR, 'article.tile'))} tiles drawn in "
+              f"{time.monotonic() - started:.3f} s", flush=True)
+        wait(driver, "the live indicator", lambda d: css(d, "#link").get_attribute("data-state") == "live")
+        assert "Kilgo Devices" in tile.text, tile.text
+        driver.save_screenshot(f"{args.artifacts}/web-home.png")
+
+        step("toggle the garage light on the page; its state changes on MQTT")
+        # The garage light is the garage accessory's second service: its page has the toggle.
+        driver.get(args.url + "/#/accessory/" + GARAGE.replace(":", "%3A"))
+        driver.execute_script("window.__noReload = 1")
+        toggle = wait(driver, "the light's toggle", lambda d: css(d, f'button[data-toggle="{LIGHT}"]'))
+        states = Subscriber(args.broker_port, LIGHT + "/power-state/state")
+        retained, before = states.next()
+        assert retained, "the first state should be the retained one"
+        toggle.click()
+        retained, after = states.next(timeout=5)
+        assert not retained and after != before, f"power-state went {before} → {after}"
+        states.close()
+        switch = css(driver, f'input[data-role="switch"][data-topic="{LIGHT}/power-state"]')
+        wait(driver, "the page's switch to follow", lambda d: switch.is_selected() == (after == "true"))
+
+        step("set the brightness with mosquitto_pub; the page follows without a reload")
+        cell = css(driver, f'[data-live="{LIGHT}/brightness"]')
+        sent = time.monotonic()
+        publish(args.broker_port, LIGHT + "/brightness/set", "17")
+        wait(driver, "the brightness cell to say 17 %", lambda d: cell.text == "17 %", timeout=5)
+        print(f"figure: mosquitto_pub → page shows it in {time.monotonic() - sent:.3f} s", flush=True)
+        box = css(driver, f'input[data-role="number"][data-topic="{LIGHT}/brightness"]')
+        assert box.get_attribute("value") == "17", box.get_attribute("value")
+        assert driver.execute_script("return window.__noReload") == 1, "the page reloaded"
+
+        step("enter an out-of-range brightness; the gateway's error shows on the page")
+        box.click()
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys("140", Keys.ENTER)
+        answer = css(driver, f'[data-answer="{LIGHT}/brightness"]')
+        wait(driver, "the out-of-range answer", lambda d: "out-of-range" in answer.text)
+        assert "brightness must be 0…100, got 140" in answer.text, answer.text
+        assert "error" in answer.get_attribute("class")
+        wait(driver, "the box back at the real value", lambda d: box.get_attribute("value") == "17")
+        driver.save_screenshot(f"{args.artifacts}/web-accessory.png")
+
+        step("the events page lists the refused set")
+        driver.get(args.url + "/#/events")
+        wait(driver, "the error in the list", lambda d: "out-of-range" in css(d, "#error-list").text)
+        driver.save_screenshot(f"{args.artifacts}/web-events.png")
+
+        step("the gateway restarts; the page reconnects by itself")
+        driver.get(args.url + "/#/accessory/" + GARAGE.replace(":", "%3A"))
+        wait(driver, "the accessory page", lambda d: css(d, f'[data-live="{LIGHT}/brightness"]'))
+        driver.execute_script("window.__noReload = 2")
+        print("restart-gateway", flush=True)
+        wait(driver, "the page to notice", lambda d: css(d, "#link").get_attribute("data-state") != "live", 20)
+        if sys.stdin.readline().strip() != "restarted":
+            raise AssertionError("the test did not restart the gateway")
+        wait(driver, "the page to be live again", lambda d: css(d, "#link").get_attribute("data-state") == "live", 20)
+        publish(args.broker_port, LIGHT + "/brightness/set", "23")
+        wait(driver, "the page to follow the new run",
+             lambda d: css(d, f'[data-live="{LIGHT}/brightness"]').text == "23 %", timeout=5)
+        assert driver.execute_script("return window.__noReload") == 2, "the page reloaded"
+        print("browser test passed", flush=True)
+    finally:
+        driver.quit()
+
+
+def scale(args):
+    driver = browser()
+    try:
+        started = time.monotonic()
+        driver.get(args.url + "/")
+        wait(driver, f"{args.scale} tiles", lambda d: d.execute_script(
+            "return document.querySelectorAll('article.tile').length") >= args.scale, timeout=60)
+        elapsed = time.monotonic() - started
+        # Measured in the page too: from navigation start to now.
+        in_page = driver.execute_script("return performance.now()") / 1000
+        print(f"figure: tiles {args.scale} in {elapsed:.3f} s (page clock {in_page:.3f} s)", flush=True)
+        # Live and responsive while values change: updates counted for a few seconds, and a
+        # request answered meanwhile (a round trip through the gateway).
+        driver.execute_script(
+            "window.__frames = 0; window.__values = 0; const s = App.socket; const o = s.onmessage;"
+            "s.onmessage = (m) => { window.__frames++; o(m); };"
+            "const a = App.applyValues; App.applyValues = (v) => { window.__values += Object.keys(v).length; a(v); };")
+        window = 3
+        time.sleep(window)
+        frames, values = driver.execute_script("return [window.__frames, window.__values]")
+        probe = time.monotonic()
+        result = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "App.gatewayRequest('health', {}).then((a) => done(a.status));")
+        answered = time.monotonic() - probe
+        if result != "ok":
+            raise AssertionError(f"the health request was answered {result}")
+        print(f"figure: request answered in {answered:.3f} s; {frames / window:.1f} update frames/s, "
+              f"{values / window:.0f} values/s received", flush=True)
+        if args.artifacts:
+            driver.save_screenshot(f"{args.artifacts}/web-scale.png")
+        print(json.dumps({"tiles_seconds": elapsed, "frames_per_second": frames / window,
+                          "values_per_second": values / window, "request_seconds": answered}), flush=True)
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--broker-port", type=int)
+    parser.add_argument("--artifacts")
+    parser.add_argument("--scale", type=int)
+    arguments = parser.parse_args()
+    try:
+        (scale if arguments.scale else main_test)(arguments)
+    except AssertionError as failure:
+        print(f"FAILED: {failure}", flush=True)
+        sys.exit(1)
