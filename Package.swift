@@ -112,6 +112,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

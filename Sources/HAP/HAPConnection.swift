@@ -116,6 +116,10 @@ public actor HAPConnection {
         channel.eventLoop.executor.asUnownedSerialExecutor()
     }
 
+    /// The thread the connection runs on: a caller isolated to it (an actor with this executor)
+    /// reaches the connection without a thread switch.
+    public nonisolated var eventLoop: any EventLoop { channel.eventLoop }
+
     public var isEncrypted: Bool { cipher != nil }
     public var isOpen: Bool { closeReason == nil }
 
