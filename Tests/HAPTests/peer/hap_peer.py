@@ -214,6 +214,23 @@ def main():
                 driver.accessory.add_accessory(acc)
                 driver.config_changed()
                 reply(f"OK {acc.aid}")
+            elif parts[0] == "echo":
+                # A listener on the accessory's own event loop that sends back what it gets:
+                # what any client's request costs in this process's loop and the kernel, with
+                # no HAP work at all (the bench's transport floor).
+                class Echo(asyncio.Protocol):
+                    def connection_made(self, transport):
+                        self.transport = transport
+
+                    def data_received(self, data):
+                        self.transport.write(data)
+
+                # Commands run on the loop: the listener is made by a task, which answers.
+                async def listen():
+                    server = await loop.create_server(Echo, "127.0.0.1", 0)
+                    reply(f"OK {server.sockets[0].getsockname()[1]}")
+
+                loop.create_task(listen())
             elif parts[0] == "remove-accessory":
                 # A bridge that loses a device: gone from /accessories, and c# goes up.
                 del driver.accessory.accessories[int(parts[1])]
