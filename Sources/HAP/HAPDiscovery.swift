@@ -39,7 +39,7 @@ public enum HAPDiscovery {
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelInitializer { ch in
                     ch.eventLoop.makeCompletedFuture {
-                        try ch.pipeline.syncOperations.addHandler(DatagramCollector(continuation))
+                        try ch.pipeline.syncOperations.addHandler(DatagramReceiver(continuation))
                     }
                 }
                 .bind(host: "0.0.0.0", port: 0).get()
@@ -116,15 +116,5 @@ public enum HAPDiscovery {
                 ))
         }
         return out
-    }
-}
-
-private final class DatagramCollector: ChannelInboundHandler, Sendable {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let continuation: AsyncStream<[UInt8]>.Continuation
-    init(_ c: AsyncStream<[UInt8]>.Continuation) { continuation = c }
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var envelope = unwrapInboundIn(data)
-        if let bytes = envelope.data.readBytes(length: envelope.data.readableBytes) { continuation.yield(bytes) }
     }
 }

@@ -68,7 +68,7 @@ public actor HAPBrowser {
                     .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
                     .channelInitializer { ch in
                         ch.eventLoop.makeCompletedFuture {
-                            try ch.pipeline.syncOperations.addHandler(PacketReceiver(continuation))
+                            try ch.pipeline.syncOperations.addHandler(DatagramReceiver(continuation))
                         }
                     }
                     .bind(host: "0.0.0.0", port: port).get()
@@ -244,8 +244,9 @@ extension SocketAddress {
     }()
 }
 
-/// Hands each datagram's bytes to the browser.
-private final class PacketReceiver: ChannelInboundHandler, Sendable {
+/// Hands each datagram's bytes to a stream, which ends with the channel: the continuous
+/// browser's and the one-shot `discover`'s socket alike.
+final class DatagramReceiver: ChannelInboundHandler, Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     let continuation: AsyncStream<[UInt8]>.Continuation
     init(_ c: AsyncStream<[UInt8]>.Continuation) { continuation = c }
@@ -253,5 +254,8 @@ private final class PacketReceiver: ChannelInboundHandler, Sendable {
         var envelope = unwrapInboundIn(data)
         if let bytes = envelope.data.readBytes(length: envelope.data.readableBytes) { continuation.yield(bytes) }
     }
-    func channelInactive(context: ChannelHandlerContext) { continuation.finish() }
+    func channelInactive(context: ChannelHandlerContext) {
+        continuation.finish()
+        context.fireChannelInactive()
+    }
 }

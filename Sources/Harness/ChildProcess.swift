@@ -29,6 +29,20 @@ public func findExecutable(_ name: String) throws -> String {
     throw ProcessError("executable '\(name)' not found on PATH or in sbin directories")
 }
 
+/// An executable of this package (`homemqtt`) that SwiftPM built beside the running test or
+/// bench binary (on macOS the test binary is inside an .xctest bundle).
+public func builtProduct(_ name: String) throws -> String {
+    let running =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var directory = URL(fileURLWithPath: running).deletingLastPathComponent()
+    while directory.path.contains(".xctest") { directory = directory.deletingLastPathComponent() }
+    let candidate = directory.appendingPathComponent(name).path
+    guard FileManager.default.isExecutableFile(atPath: candidate) else {
+        throw ProcessError("no \(name) executable next to \(running); build it with `swift build`")
+    }
+    return candidate
+}
+
 /// A child process whose stdout and stderr go to files (no pipe can fill up and block it).
 /// Started with `posix_spawn` and an empty signal mask: test-runner threads block signals, and a child
 /// inheriting that mask would ignore SIGTERM (mosquitto must get it to save its database).

@@ -10,14 +10,7 @@ final class BinaryEndToEndTests: XCTestCase {
     let door = "home/garage/garage-door-opener/garage-door"
 
     /// `homemqtt` beside the test bundle (both are in the build's products directory).
-    static var binary: String {
-        let executable =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-        // On macOS the test binary is inside an .xctest bundle.
-        while directory.path.contains(".xctest") { directory = directory.deletingLastPathComponent() }
-        return directory.appendingPathComponent("homemqtt").path
-    }
+    static var binary: String { (try? builtProduct("homemqtt")) ?? "homemqtt (not built)" }
 
     /// A config for the test broker and the shipped simulated home, with its own state directory.
     final class E2EConfig: Sendable {

@@ -77,19 +77,7 @@ final class HAPEndToEndTests: XCTestCase {
         return rig
     }
 
-    /// The `homemqtt` executable SwiftPM built next to this test binary.
-    func homemqtt() throws -> String {
-        let running =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        for directory in [
-            URL(fileURLWithPath: running).deletingLastPathComponent(),
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-        ] {
-            let candidate = directory.appendingPathComponent("homemqtt").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        throw ProcessError("no homemqtt executable next to \(running); build it with `swift build`")
-    }
+    func homemqtt() throws -> String { try builtProduct("homemqtt") }
 
     /// Starts `homemqtt run` and waits until it says online with the observer subscribed.
     func startGateway(_ rig: Rig) async throws -> MQTTTestSubscriber {

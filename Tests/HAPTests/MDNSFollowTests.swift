@@ -59,19 +59,7 @@ final class MDNSFollowTests: XCTestCase {
         }
     }
 
-    /// The `homemqtt` executable SwiftPM built next to this test binary.
-    func homemqtt() throws -> String {
-        let running =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        for directory in [
-            URL(fileURLWithPath: running).deletingLastPathComponent(),
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-        ] {
-            let candidate = directory.appendingPathComponent("homemqtt").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        throw ProcessError("no homemqtt executable next to \(running); build it with `swift build`")
-    }
+    func homemqtt() throws -> String { try builtProduct("homemqtt") }
 
     /// `topic payload` lines of a `mosquitto_sub -v` from index `from` on; waits for a match.
     @discardableResult

@@ -9,13 +9,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent()
 
 /// `homemqtt` beside the test bundle (both are in the build's products directory).
-let homemqttBinary: String = {
-    let executable =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-    while directory.path.contains(".xctest") { directory = directory.deletingLastPathComponent() }
-    return directory.appendingPathComponent("homemqtt").path
-}()
+let homemqttBinary: String = (try? builtProduct("homemqtt")) ?? "homemqtt (not built)"
 
 /// The real `homemqtt run` with `web.enabled` on a free loopback port, on the shipped simulated
 /// home and a real mosquitto: what a user starts.
