@@ -78,7 +78,7 @@ extension Gateway {
     static let operations = [
         "tree", "republish", "health", "room/add", "room/rename", "room/remove", "accessory/rename",
         "accessory/move", "accessory/remove", "accessory/identify", "service/rename", "scope/get", "scope/set",
-        "pair", "unpair", "discover",
+        "pair", "pairings", "unpair", "discover",
     ]
 
     func requirePairing(_ op: String) throws(GatewayFailure) -> any PairingManager {
@@ -216,6 +216,10 @@ extension Gateway {
                 }
                 rebuild(announce: true)
                 return .success(paired)
+            case "pairings":
+                let manager = try requirePairing(op)
+                try request.finish()
+                return .success(.object(["pairings": try await manager.pairings()]))
             case "unpair":
                 let manager = try requirePairing(op)
                 let id = try request.text("pairing")

@@ -22,7 +22,6 @@ struct WebRoutes: Sendable {
     let requests: PageRequests
     let access: WebAccess
     let metrics: WebMetrics
-    let pairings: WebView.Pairings?
     let logger: Logger
 
     func router() -> Router<Context> {
@@ -60,10 +59,13 @@ struct WebRoutes: Sendable {
         }
         router.get("/api/pairings") { request, _ in
             try access.check(request)
-            guard let pairings else {
+            // The gateway's `pairings` request, as over MQTT; without a HAP source it has none.
+            let answer = await requests.gateway.request(
+                topic: requests.base + "/$gateway/request/pairings", payload: [])
+            guard answer["status"] == "ok" else {
                 return Self.json(.object(["pairings": .array([]), "hap": false]))
             }
-            return Self.json(.object(["pairings": await pairings(), "hap": true]))
+            return Self.json(.object(["pairings": answer["data"]?["pairings"] ?? .array([]), "hap": true]))
         }
         router.ws("/ws") { request, _ in
             try access.check(request)

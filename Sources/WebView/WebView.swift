@@ -11,14 +11,9 @@ public import ServiceLifecycle
 /// gateway: the group stops services in reverse), and every open page reconnects by itself to
 /// the next run.
 public struct WebView: Service, CustomStringConvertible {
-    /// The HAP pairings as the page lists them (`[{pairing, name, host, port}]`), never their
-    /// keys; nil without a HAP source.
-    public typealias Pairings = @Sendable () async -> JSONValue
-
     let gateway: Gateway
     let config: WebConfig
     let metrics: WebMetrics
-    let pairings: Pairings?
     let logger: Logger
     let onListening: @Sendable (Int) async -> Void
     let hub: LiveHub
@@ -28,13 +23,12 @@ public struct WebView: Service, CustomStringConvertible {
     ///     made, so that the gateway's counters are exported.
     ///   - onListening: called with the port once the server listens (port 0 picks a free one).
     public init(
-        gateway: Gateway, config: WebConfig, metrics: WebMetrics = .shared, pairings: Pairings? = nil,
+        gateway: Gateway, config: WebConfig, metrics: WebMetrics = .shared,
         logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) {
         self.gateway = gateway
         self.config = config
         self.metrics = metrics
-        self.pairings = pairings
         self.logger = logger
         self.onListening = onListening
         self.hub = LiveHub(gateway: gateway)
@@ -48,7 +42,7 @@ public struct WebView: Service, CustomStringConvertible {
         let routes = WebRoutes(
             hub: hub, requests: PageRequests(gateway: gateway, base: base),
             access: WebAccess(token: config.token, isLoopback: config.isLoopback), metrics: metrics,
-            pairings: pairings, logger: logger)
+            logger: logger)
         let router = routes.router()
         // Hummingbird's own lines (started, shutting down) only at warning: ours says where.
         var serverLogger = logger

@@ -4,7 +4,7 @@ import HAP
 import HomeModel
 import Logging
 
-/// The gateway's `pair`, `unpair` and `discover` requests over the HAP controller. The running
+/// The gateway's `pair`, `pairings`, `unpair` and `discover` requests over the HAP controller. The running
 /// HAP source follows every change, so a new pairing's accessories get their topics at once
 /// and an unpaired accessory's topics are cleared.
 struct HAPPairingManager: PairingManager {
@@ -28,6 +28,14 @@ struct HAPPairingManager: PairingManager {
         data["accessories"] = .array(accessories.map { .object(["id": .string($0.id), "name": .string($0.name)]) })
         data["connected"] = .bool(await source.isConnected(pairingID: pairing.accessoryPairingID))
         return .object(data)
+    }
+
+    func pairings() async throws(GatewayFailure) -> JSONValue {
+        do {
+            return .array(try source.store.all().map { .object(Self.describe($0)) })
+        } catch {
+            throw GatewayFailure(code: .io, message: "cannot read the pairings: \(error)")
+        }
     }
 
     /// `id` is a pairing id, or the id of one of its accessories (`hap:<pairing id>:<aid>`).

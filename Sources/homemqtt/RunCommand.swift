@@ -59,7 +59,7 @@ struct RunCommand: AsyncParsableCommand {
                 // Stopped before its client, so its `disconnected` goes out on the open connection.
                 services += [.init(service: homieMQTT), .init(service: homie)]
             }
-            if let web = WebSetup.service(gateway: gateway, config: config, hap: hap, logger: logger) {
+            if let web = WebSetup.service(gateway: gateway, config: config, logger: logger) {
                 services.append(web)
             }
             var group = ServiceGroupConfiguration(

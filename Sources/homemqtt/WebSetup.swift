@@ -1,5 +1,4 @@
 import Gateway
-import HAP
 import HomeModel
 import Logging
 import ServiceLifecycle
@@ -17,17 +16,9 @@ enum WebSetup {
     /// The web view as a service of the group, after the gateway (so stopped before it); nil when
     /// `web.enabled` is false.
     static func service(
-        gateway: Gateway, config: GatewayConfig, hap: HAPSource?, logger: Logger
+        gateway: Gateway, config: GatewayConfig, logger: Logger
     ) -> ServiceGroupConfiguration.ServiceConfiguration? {
         guard config.web.enabled else { return nil }
-        var pairings: WebView.Pairings?
-        if let hap {
-            let store = hap.store
-            pairings = {
-                let saved = (try? store.all()) ?? []
-                return .array(saved.map { .object(HAPPairingManager.describe($0)) })
-            }
-        }
-        return .init(service: WebView(gateway: gateway, config: config.web, pairings: pairings, logger: logger))
+        return .init(service: WebView(gateway: gateway, config: config.web, logger: logger))
     }
 }

@@ -309,6 +309,14 @@ final class HAPEndToEndTests: XCTestCase {
         XCTAssertEqual(try rig.store.all().map(\.accessoryPairingID), [pairingID])
         let before = try await retained(rig, "\(accessory)/#")
         XCTAssertNotNil(before["\(accessory)/$info"])
+        // The pairings as MQTT lists them: the one pairing, its address, no keys.
+        observer.clear()
+        let listed = try await request(rig, observer, "pairings", [:])
+        XCTAssertEqual(listed["status"], "ok", listed.encoded())
+        let pairings = listed["data"]?["pairings"]?.arrayValue ?? []
+        XCTAssertEqual(pairings.compactMap { $0["pairing"]?.stringValue }, [pairingID])
+        XCTAssertNotNil(pairings.first?["port"]?.int64Value)
+        XCTAssertFalse(listed.encoded().contains("LTSK") || listed.encoded().contains("ltsk"), "no keys")
 
         // Unpairing clears them.
         observer.clear()
