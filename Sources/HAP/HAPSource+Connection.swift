@@ -38,7 +38,7 @@ extension HAPSource {
             } catch {
                 if !Task.isCancelled && isCurrent(pairingID, token) {
                     logger.warning(
-                        "accessory \(pairingID) at \(pairing.host):\(pairing.port): \(error.message); retrying in \(String(format: "%.1f", delay)) s"
+                        "accessory \(pairingID) at \(pairing.host):\(pairing.port): \(error.message); asking the network where it is; retrying within \(String(format: "%.1f", delay)) s, at once if it moved"
                     )
                 }
             }
