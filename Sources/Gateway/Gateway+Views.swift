@@ -86,17 +86,17 @@ extension Gateway {
             topic: topic, payload: payload, qos: .atLeastOnce, retain: false, properties: properties)
         let timeout = config.requestTimeout + 2
         return await withCheckedContinuation { continuation in
-            localAnswers[number] = continuation
+            localRequests[number] = LocalRequest(continuation: continuation)
             guard isStarted, !isStopped else {
                 answerLocally(
                     number, .object(Self.localError("unavailable", "the gateway is not online", id: message.payload)))
                 return
             }
-            Task {
-                await self.handle(message: message)
-                // Every request is answered by the path that takes it, or by its deadline; this
-                // is the last resort for one that none answers.
-                try? await Task.sleep(for: .seconds(timeout))
+            Task { await self.handle(message: message) }
+            // Every request is answered by the path that takes it, or by its deadline; this is
+            // the last resort for one that none answers.
+            localRequests[number]?.lastResort = Task {
+                guard (try? await Task.sleep(for: .seconds(timeout))) != nil else { return }
                 await self.answerLocally(
                     number, .object(Self.localError("timeout", "no answer within \(timeout) s", id: message.payload)))
             }
@@ -111,7 +111,9 @@ extension Gateway {
     }
 
     private func answerLocally(_ number: Int, _ json: JSONValue) {
-        localAnswers.removeValue(forKey: number)?.resume(returning: json)
+        guard let waiting = localRequests.removeValue(forKey: number) else { return }
+        waiting.lastResort?.cancel()
+        waiting.continuation.resume(returning: json)
     }
 
     /// An in-process request on a topic that takes none is answered here; an MQTT one has its

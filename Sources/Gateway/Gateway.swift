@@ -73,7 +73,7 @@ public actor Gateway: Service {
     var observers: [Int: AsyncStream<GatewayChange>.Continuation] = [:]
     var nextObserver = 0
     /// In-process requests waiting for their answer, by the number in their local reply topic.
-    var localAnswers: [Int: CheckedContinuation<JSONValue, Never>] = [:]
+    var localRequests: [Int: LocalRequest] = [:]
     var nextLocalRequest = 0
 
     // Phases.
@@ -132,6 +132,13 @@ public actor Gateway: Service {
         var reply: Reply?
         /// Part of an accessory's `$set`: answered into it, not on its own.
         var part: AccessorySet.Part? = nil
+    }
+
+    /// An in-process request (`request(topic:payload:)`) waiting for its answer, and the timer
+    /// that answers it if nothing else does, cancelled when something does.
+    struct LocalRequest {
+        var continuation: CheckedContinuation<JSONValue, Never>
+        var lastResort: Task<Void, Never>?
     }
 
     /// An MQTT 5 request's Response Topic and Correlation Data.
