@@ -21,6 +21,9 @@ public actor HomieOutput: Service {
     /// The home as the gateway last described it; nil until the gateway is online.
     var current: GatewaySnapshot?
     var isConnected = false
+    /// The set and description subscriptions are made; the client restores them itself after
+    /// a reconnect.
+    var isSubscribed = false
     /// A version is never reused: it starts from the clock, so it rises across restarts too.
     var nextVersion = Int(Date().timeIntervalSince1970 * 1000)
 
@@ -95,19 +98,22 @@ public actor HomieOutput: Service {
         guard state.isConnected != isConnected else { return }
         isConnected = state.isConnected
         guard isConnected else { return }
-        do {
-            try await mqtt.subscribe("\(domain)/5/+/+/+/set", qos: qos)
-        } catch {
-            logger.error("Homie: cannot subscribe to set topics", metadata: ["error": "\(error)"])
-        }
+        // `ready` says the set topics are subscribed: they come first.
+        if !isSubscribed { await subscribe("\(domain)/5/+/+/+/set", qos) }
         // The will may have said `lost` meanwhile: every device is published again.
         await publishChanges(all: true)
+        guard !isSubscribed else { return }
         // Descriptions left retained by an earlier run: those of ours the home no longer has
-        // are cleared as they arrive (`clearIfGhost`).
+        // are cleared as they arrive (`clearIfGhost`), once `published` says what it has.
+        await subscribe("\(domain)/5/+/$description", .atLeastOnce)
+        isSubscribed = true
+    }
+
+    private func subscribe(_ filter: String, _ qos: MQTTQoS) async {
         do {
-            try await mqtt.subscribe("\(domain)/5/+/$description", qos: .atLeastOnce)
+            try await mqtt.subscribe(filter, qos: qos)
         } catch {
-            logger.error("Homie: cannot subscribe to descriptions", metadata: ["error": "\(error)"])
+            logger.error("Homie: cannot subscribe", metadata: ["filter": "\(filter)", "error": "\(error)"])
         }
     }
 
