@@ -66,14 +66,32 @@ public actor HomieOutput: Service {
         let changes = await gateway.observe()
         let messages = mqtt.messages()
         let states = mqtt.connectionStates()
+        // The home's changes and the connection's states are handled one at a time, in one
+        // loop: a publication of the devices runs to its end before the next begins, so a
+        // reconnect's republication and a structural change never interleave on the broker.
+        let (ordered, feed) = AsyncStream<Input>.makeStream()
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
-                group.addTask { for await change in changes { await self.handle(change) } }
-                group.addTask { for await state in states { await self.handle(state) } }
+                group.addTask { for await change in changes { feed.yield(.change(change)) } }
+                group.addTask { for await state in states { feed.yield(.connection(state)) } }
+                group.addTask {
+                    for await input in ordered {
+                        switch input {
+                        case .change(let change): await self.handle(change)
+                        case .connection(let state): await self.handle(state)
+                        }
+                    }
+                }
+                // Sets wait for their answer: they run beside the publications, not behind them.
                 group.addTask { for await message in messages { await self.handle(message) } }
             }
         }
         await stop()
+    }
+
+    enum Input: Sendable {
+        case change(GatewayChange)
+        case connection(MQTTConnectionState)
     }
 
     // MARK: Changes
