@@ -27,9 +27,19 @@ extension Gateway {
             var failure: (any Error)?
             do {
                 try await cancelWhenGracefulShutdown {
-                    try await self.start(connection: states)
-                    try await self.serve(
-                        sourceEvents: sourceEvents, homeEvents: homeEvents, messages: messages, states: states)
+                    // Messages are taken from the start: the look at the broker reads its
+                    // retained topics from them, and requests that come before `online` wait.
+                    try await withThrowingDiscardingTaskGroup { phases in
+                        phases.addTask { await self.consume(messages: messages) }
+                        do {
+                            try await self.start(connection: states)
+                            try await self.serve(sourceEvents: sourceEvents, homeEvents: homeEvents, states: states)
+                        } catch {
+                            phases.cancelAll()
+                            throw error
+                        }
+                        phases.cancelAll()
+                    }
                 }
             } catch is CancellationError {
             } catch {
@@ -74,14 +84,8 @@ extension Gateway {
         wasConnected = true
         hasConnected = true
 
-        var filters: [(String, MQTTQoS)] = [("\(base)/#", .atLeastOnce)]
-        if config.homeAssistant.enabled {
-            let prefix = config.homeAssistant.prefix
-            filters.append((HomeAssistantDiscovery.statusTopic(prefix: prefix), .atLeastOnce))
-            // Retained configs of ours that the tree no longer has are cleared on arrival.
-            filters.append(("\(prefix)/device/+/config", .atLeastOnce))
-        }
-        try await mqtt.subscribe(filters)
+        try await lookAtTheBroker()
+        recordBeforePublishing(tree)
         logger.info(
             "publishing the tree",
             metadata: [
@@ -89,19 +93,23 @@ extension Gateway {
             ])
         await publishAll()
         try Task.checkCancellation()
+        clearRecordedGhosts()
+        // `online` last: a client that sees it knows the whole tree is there.
+        enqueue(statusTopic, Array("online".utf8), retain: true)
         isStarted = true
         logger.info(
             "gateway online",
             metadata: [
                 "broker": "\(config.brokerDisplay)", "base": "\(base)", "retained-topics": "\(retainedCount)",
             ])
+        await handleHeldMessages()
     }
 
     /// Takes source events, home events, MQTT messages, requests and connection changes until
     /// cancelled.
     func serve(
         sourceEvents: AsyncStream<SourceEvent>, homeEvents: AsyncStream<HomeEvent>,
-        messages: AsyncStream<MQTTMessage>, states: AsyncStream<MQTTConnectionState>
+        states: AsyncStream<MQTTConnectionState>
     ) async throws {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await self.consume(sourceEvents: sourceEvents) }
@@ -114,7 +122,7 @@ extension Gateway {
                     await self.rebuildIfTheHomeChanged()
                 }
             }
-            group.addTask { await self.consume(messages: messages) }
+            group.addTask { await self.settleRecords() }
             group.addTask {
                 for await request in self.requestStream {
                     let outcome = await self.performRequest(op: request.op, fields: request.fields)
@@ -137,6 +145,20 @@ extension Gateway {
     func consume(messages: AsyncStream<MQTTMessage>) async {
         for await message in messages {
             activity.received()
+            if takeForSnapshot(message) { continue }
+            // Before `online` (and while those held are handled) a request waits its turn.
+            if !isStarted || !ownership.held.isEmpty {
+                ownership.held.append(message)
+                continue
+            }
+            await handle(message: message)
+        }
+    }
+
+    /// The requests that came before `online`, in order (and any that come meanwhile).
+    func handleHeldMessages() async {
+        while !ownership.held.isEmpty {
+            let message = ownership.held.removeFirst()
             await handle(message: message)
         }
     }
@@ -150,6 +172,7 @@ extension Gateway {
         logger.info("stopping", metadata: ["online": "\(isStarted)", "connected": "\(hasConnected)"])
         notificationTargets.finish()
         rebuildRequests.finish()
+        ownership.settleRequests.finish()
         requestQueue.finish()
         workers.forEach { $0.finish() }
         let deadline = ContinuousClock.now + Self.stopGrace

@@ -23,12 +23,7 @@ extension Gateway {
         let kind = String(message.topic[message.topic.index(after: slash)...])
         let path = String(message.topic[..<slash])
         if Self.outputKinds.contains(kind) {
-            // Our own output echoed back, or a retained topic from an earlier run: a retained
-            // one that the current tree does not have is a ghost and is cleared.
-            if message.retain, !message.payload.isEmpty, !isRetained(message.topic) {
-                logger.info("clearing a stale retained topic", metadata: ["topic": "\(message.topic)"])
-                enqueue(message.topic, [], retain: true)
-            }
+            // Only an in-process request names one: the gateway subscribes to requests alone.
             refuseLocal(message, code: "unknown-topic", "'\(kind)' is published by the gateway, not a request")
             return
         }
@@ -86,18 +81,6 @@ extension Gateway {
         enqueue(message.topic, [], retain: true)
     }
 
-    private func isRetained(_ topic: String) -> Bool {
-        if retained.contains(topic) { return true }
-        guard let slash = topic.lastIndex(of: "/"),
-            let node = publishedTree.characteristic(topic: String(topic[..<slash]))
-        else { return false }
-        switch topic[topic.index(after: slash)...] {
-        case "meta": return true
-        case "state": return currentValue(node.address) != nil
-        default: return false
-        }
-    }
-
     func reportUnknown(_ message: MQTTMessage, _ text: String) {
         guard !message.retain || !message.payload.isEmpty else { return }
         refuseLocal(message, code: "unknown-topic", text)
@@ -111,8 +94,9 @@ extension Gateway {
             ]))
     }
 
-    /// A request left retained on the broker would run again at every reconnect: refuse it,
-    /// and clear it so that it stops coming back.
+    /// A request left retained on the broker would run again at every reconnect: it is refused
+    /// each time, and left where it is — another client published it, and only that client (or
+    /// its user) may clear it.
     /// Returns whether the message was a retained request (and so is done with).
     func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
         guard message.retain else { return false }
@@ -122,8 +106,9 @@ extension Gateway {
                 .failure(
                     GatewayFailure(
                         code: .retained,
-                        message: "a retained \(op) request is not applied; publish it without the retain flag")))
-            enqueue(message.topic, [], retain: true)
+                        message:
+                            "a retained \(op) request is not applied; publish it without the retain flag, and clear this one (an empty retained message)"
+                    )))
         }
         return true
     }

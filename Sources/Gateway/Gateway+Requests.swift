@@ -27,8 +27,9 @@ extension Gateway {
                     .failure(
                         GatewayFailure(
                             code: .retained,
-                            message: "a retained request is not run; publish it without the retain flag")))
-                enqueue(message.topic, [], retain: true)
+                            message:
+                                "a retained request is not run; publish it without the retain flag, and clear this one (an empty retained message)"
+                        )))
             }
             return
         }

@@ -84,6 +84,7 @@ extension Gateway {
     }
 
     func applyRetained() {
+        recordBeforePublishing(tree)
         // Order does not matter between topics (each is one retained value): no sorting.
         var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
         let discovery = discoveryContext(tree)
@@ -99,6 +100,7 @@ extension Gateway {
         enqueue(characteristicChanges(from: publishedTree, to: tree))
         publishedTree = tree
         publishedTreeChanged()
+        ownership.settleRequests.yield()
     }
 
     /// What turns the retained `meta`/`state` topics of `old` into those of `new`: the topics
@@ -189,7 +191,7 @@ extension Gateway {
         return topics
     }
 
-    /// First publication after connecting: `applyRetained` from nothing, a few accessories at a
+    /// First publication after connecting (`online` follows): `applyRetained` from nothing, a few accessories at a
     /// time, each batch made once the outbox has room, so a large home's payloads are never all
     /// in memory while the broker takes them. Nothing else runs on the actor meanwhile; the
     /// gateway takes events and messages only once started.
@@ -208,8 +210,6 @@ extension Gateway {
         setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
         publishedTree = tree
         publishedTreeChanged()
-        // `online` last: a client that sees it knows the whole tree is there.
-        enqueue(statusTopic, Array("online".utf8), retain: true)
         notificationTargets.yield(notifyingAddresses())
     }
 

@@ -56,6 +56,9 @@ public actor Gateway: Service {
     var publishedTree: TopicTree
     /// The retained topics other than characteristics' `state`/`meta`, as digests.
     var retained = RetainedLedger()
+    /// The record of every retained topic this gateway published, kept across runs: the only
+    /// topics it clears.
+    var ownership: Ownership
     /// One buffer per distinct `meta` document, shared by every characteristic that has it.
     var metaPayloads: [MetaKey: [UInt8]] = [:]
     /// Every publish, in order.
@@ -156,9 +159,10 @@ public actor Gateway: Service {
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: MQTTClient,
         scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
-        publicationBacklog: Int = 20_000,
+        publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,
         logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
+        self.ownership = Ownership(store: ownedTopics)
         self.publicationBacklog = max(publicationBacklog, 1)
         self.pairing = pairing
         self.config = config

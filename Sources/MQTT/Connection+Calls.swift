@@ -230,31 +230,33 @@ extension Connection {
         }
     }
 
-    /// MQTT 5 subscription options from the configuration (3.1.1 has none).
-    private var subscriptionOptions: Int32 {
+    /// MQTT 5 subscription options from the configuration (3.1.1 has none); `ownMessages`
+    /// overrides the configuration's No Local for one subscription.
+    private func subscriptionOptions(ownMessages: Bool = false) -> Int32 {
         guard configuration.protocolVersion == .v5 else { return 0 }
         var options: Int32 = 0
-        if configuration.noLocal { options |= Int32(MQTT_SUB_OPT_NO_LOCAL.rawValue) }
+        if configuration.noLocal && !ownMessages { options |= Int32(MQTT_SUB_OPT_NO_LOCAL.rawValue) }
         if configuration.retainAsPublished { options |= Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) }
         return options
     }
 
-    func subscribeCall(_ filters: [String], qos: MQTTQoS) -> (Int32, Int32) {
+    func subscribeCall(_ filters: [String], qos: MQTTQoS, ownMessages: Bool = false) -> (Int32, Int32) {
         var mid: Int32 = 0
         let copies = filters.map { strdup($0) }
         defer { copies.forEach { free($0) } }
         let rc = copies.withUnsafeBufferPointer { buffer in
             mosquitto_subscribe_multiple(
-                h, &mid, Int32(buffer.count), buffer.baseAddress, Int32(qos.rawValue), subscriptionOptions, nil)
+                h, &mid, Int32(buffer.count), buffer.baseAddress, Int32(qos.rawValue),
+                subscriptionOptions(ownMessages: ownMessages), nil)
         }
         return (rc, mid)
     }
 
-    func subscribe(_ filters: [(String, MQTTQoS)]) async -> Outcome {
+    func subscribe(_ filters: [(String, MQTTQoS)], ownMessages: Bool = false) async -> Outcome {
         var mids: [Int32] = []
         for group in Connection.groupByQoS(filters) {
             guard enter() else { return .failure(.closed) }
-            let (rc, mid) = subscribeCall(group.filters, qos: group.qos)
+            let (rc, mid) = subscribeCall(group.filters, qos: group.qos, ownMessages: ownMessages)
             leave()
             if rc == MOSQ_ERR_NO_CONN.rawValue {
                 // Lost the connection meanwhile: the filters are remembered and restored on reconnect.

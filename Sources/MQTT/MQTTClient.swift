@@ -234,12 +234,15 @@ public final class MQTTClient: Sendable, Service {
         try await subscribe([(filter, qos)])
     }
 
-    public func subscribe(_ filters: [(String, MQTTQoS)]) async throws(MQTTError) {
+    /// `ownMessages` receives this client's own publications on these filters even where the
+    /// configuration asks for No Local (MQTT 5): a client that publishes a marker to learn that
+    /// the retained messages before it have all arrived needs its marker back.
+    public func subscribe(_ filters: [(String, MQTTQoS)], ownMessages: Bool = false) async throws(MQTTError) {
         guard !filters.isEmpty else { return }
         for (filter, _) in filters { try Connection.validateFilter(filter) }
         let connection = core.remember(filters)
         guard let connection else { return }
-        let result = await connection.subscribe(filters)
+        let result = await connection.subscribe(filters, ownMessages: ownMessages)
         if case .failure(let error) = result {
             if error.code == .subscriptionRefused { core.forget(filters.map(\.0)) }
             throw error

@@ -115,7 +115,8 @@ struct GatewayChild: AsyncParsableCommand {
         if config.web.enabled { _ = WebMetrics.shared }
         let gateway = try Gateway(
             config: config, source: source, database: database, mqtt: mqtt,
-            scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)), logger: logger)
+            scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
+            ownedTopics: OwnedTopicsStore(config: config), logger: logger)
         var services = gateway.services
         if config.web.enabled {
             services.append(.init(service: WebView(gateway: gateway, config: config.web, logger: logger)))

@@ -196,7 +196,8 @@ final class InProcessGateway: Sendable {
         if web { _ = WebMetrics.shared }
         let gateway = try Gateway(
             config: config, source: home, database: database, mqtt: mqtt,
-            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), logger: quietLogger)
+            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
+            ownedTopics: OwnedTopicsStore(config: config), logger: quietLogger)
         var services = gateway.services
         let listening = Listening()
         if web {

@@ -57,7 +57,7 @@ final class GatewayHarness: @unchecked Sendable {
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
             // Far below the shipped home's few hundred retained topics, so
             // that every test starts through the paced first publication.
-            publicationBacklog: 16, logger: logger)
+            publicationBacklog: 16, ownedTopics: OwnedTopicsStore(config: config), logger: logger)
         let publisher = MQTTClient(configuration: broker.clientConfiguration(clientID: "test-publisher"))
         try await publisher.connect()
         try await before(broker, publisher)

@@ -1,0 +1,234 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// The record of the retained topics this gateway published, and the look at the broker before
+/// the first publication: clearing only what the record holds is what keeps the gateway off
+/// other clients' topics under the same base.
+struct Ownership {
+    let store: OwnedTopicsStore?
+    /// A superset of what this gateway holds retained on the broker: written before anything new
+    /// is published, shrunk once the clears of what went away have been handed to the client.
+    var recorded = OwnedTopics()
+    /// The look at the broker's retained topics at start; nil outside it.
+    var snapshot: RetainedSnapshot?
+    /// Messages that arrived before `online`, handled in order once the tree is published.
+    var held: [MQTTMessage] = []
+    /// Asks the settling loop to shrink the record once the outbox has sent what is queued.
+    let settleRequests: AsyncStream<Void>.Continuation
+    let settleStream: AsyncStream<Void>
+
+    init(store: OwnedTopicsStore?) {
+        self.store = store
+        (settleStream, settleRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+}
+
+/// What the broker held under the base at start, as far as ownership is concerned.
+struct RetainedSnapshot {
+    /// The marker published after subscribing: when it comes back, every retained message
+    /// before it has arrived.
+    var marker: [UInt8]
+    /// The current tree's accessory topics, to tell its documents' topics at once.
+    var accessoryTopics: Set<String>
+    var complete = false
+    /// The topics a retained `$gateway/tree` (or its pages) says an earlier run published.
+    var fromTree = OwnedTopics()
+    /// Retained topics of other clients where this gateway is about to publish (a few kept to
+    /// name in the log; every one counted).
+    var collisions: [String] = []
+    var collisionCount = 0
+    var retainedSeen = 0
+}
+
+extension Gateway {
+    /// How long the look at the broker waits for its marker before going on with what it has.
+    static let snapshotTimeout: Duration = .seconds(5)
+
+    // MARK: The record
+
+    /// The topics the current tree publishes, before they are published: the gateway's own,
+    /// each accessory's documents and its characteristics. Discovery configs and any other
+    /// ledger topic join the record when it settles (a discovery config of ours that a crash
+    /// leaves unrecorded is still recognised by its content: `handleHomeAssistant`).
+    func ownership(of tree: TopicTree) -> OwnedTopics {
+        var record = OwnedTopics()
+        record.topics = [statusTopic, treeTopic]
+        for node in tree.accessories {
+            record.topics.insert(node.topic + "/$info")
+            record.topics.insert(node.topic + "/$availability")
+            if config.accessoryState { record.topics.insert(accessoryStateTopic(node)) }
+            var paths = Set<String>()
+            for service in node.services {
+                for c in service.characteristics { paths.insert(service.slug + "/" + c.slug) }
+            }
+            record.accessories[node.topic] = paths
+        }
+        return record
+    }
+
+    /// Makes the record hold what `tree` is about to publish. A record that cannot be written is
+    /// logged and kept in memory: the gateway still serves, and clears what it knows this run.
+    func recordBeforePublishing(_ tree: TopicTree) {
+        let next = ownership(of: tree)
+        guard !ownership.recorded.covers(next) else { return }
+        var merged = ownership.recorded
+        merged.formUnion(next)
+        saveRecord(merged)
+    }
+
+    /// Clears every recorded topic that the published tree and the ledger no longer have (an
+    /// accessory removed while the gateway was down, a rename made offline), then asks for the
+    /// record to settle.
+    func clearRecordedGhosts() {
+        var current = ownership(of: publishedTree)
+        current.topics.formUnion(retained.topics)
+        let ghosts = ownership.recorded.topicsToClear(keeping: current)
+        if !ghosts.isEmpty {
+            logger.info(
+                "clearing retained topics this gateway published earlier", metadata: ["count": "\(ghosts.count)"])
+        }
+        for topic in ghosts { enqueue(topic, [], retain: true) }
+        ownership.settleRequests.yield()
+    }
+
+    /// The settling loop: once what is queued has been handed to the client, the record becomes
+    /// exactly what is published. A busy outbox only delays it; the record stays a superset.
+    func settleRecords() async {
+        for await _ in ownership.settleStream {
+            let deadline = ContinuousClock.now + .seconds(10)
+            await outbox.wait(below: 1, until: deadline)
+            guard outbox.backlog == 0, !isStopped else { continue }
+            var current = ownership(of: publishedTree)
+            current.topics.formUnion(retained.topics)
+            if current != ownership.recorded { saveRecord(current) }
+        }
+    }
+
+    private func saveRecord(_ record: OwnedTopics) {
+        ownership.recorded = record
+        guard let store = ownership.store else { return }
+        do throws(ModelError) {
+            try store.save(record)
+        } catch {
+            logger.error(
+                "cannot write the record of published topics; topics of this run are still cleared as they go",
+                metadata: ["file": "\(store.file.path)", "error": "\(error.message)"])
+        }
+    }
+
+    // MARK: The look at the broker at start
+
+    /// Reads the retained topics under the base once, before the first publication, ending at
+    /// a marker of our own: an earlier run's tree document (the record when the state directory
+    /// has none), and other clients' topics where the gateway is about to publish (logged, not
+    /// cleared: the gateway needs those topics). Then subscribes to only what it takes.
+    func lookAtTheBroker() async throws {
+        let loaded: OwnedTopics?
+        do throws(ModelError) {
+            loaded = try ownership.store?.load()
+        } catch {
+            logger.error(
+                "the record of published topics is unreadable; reading the broker's tree instead",
+                metadata: ["error": "\(error.message)"])
+            loaded = nil
+        }
+        let marker = Array("\(UInt64.random(in: 0...UInt64.max))".utf8)
+        ownership.snapshot = RetainedSnapshot(marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)))
+        do {
+            try await mqtt.subscribe([("\(base)/#", .atLeastOnce)], ownMessages: true)
+            try await mqtt.publish(markerTopic, payload: marker, qos: .atLeastOnce)
+            let deadline = ContinuousClock.now + Self.snapshotTimeout
+            while ownership.snapshot?.complete == false, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        } catch let error as MQTTError {
+            logger.warning("could not read the broker's retained topics", metadata: ["error": "\(error)"])
+        }
+        let snapshot = ownership.snapshot ?? RetainedSnapshot(marker: marker, accessoryTopics: [])
+        ownership.snapshot = nil
+        try Task.checkCancellation()
+        try await mqtt.subscribe(requestFilters)
+        try await mqtt.unsubscribe("\(base)/#")
+
+        var record = loaded ?? OwnedTopics()
+        record.formUnion(snapshot.fromTree)
+        ownership.recorded = record
+        let collisions = snapshot.collisions.filter { !record.contains($0) }
+        let counted = snapshot.collisionCount - (snapshot.collisions.count - collisions.count)
+        if counted > 0 {
+            logger.warning(
+                "retained topics of another client are where this gateway publishes; they will be replaced",
+                metadata: ["count": "\(counted)", "topics": "\(collisions.prefix(5).joined(separator: ", "))"])
+        }
+        if !snapshot.complete {
+            logger.warning(
+                "the broker's retained topics were read in part (no marker within the time allowed)",
+                metadata: ["seen": "\(snapshot.retainedSeen)"])
+        }
+        logger.info(
+            "read the broker's retained topics under the base",
+            metadata: [
+                "retained": "\(snapshot.retainedSeen)",
+                "record": "\(loaded == nil ? "from the broker's tree" : "kept")",
+            ])
+    }
+
+    nonisolated var markerTopic: String { "\(base)/$gateway/sync" }
+
+    /// What the gateway takes: requests at the depths it serves them, and nothing else under
+    /// the base, so other clients' topics (and its own publications) never reach it.
+    var requestFilters: [(String, MQTTQoS)] {
+        var filters = [
+            "\(base)/+/+/+/+/set", "\(base)/+/+/+/+/get", "\(base)/+/+/+/$toggle", "\(base)/+/+/$identify",
+            "\(base)/$gateway/request/#",
+        ]
+        if config.accessoryState { filters.append("\(base)/+/+/$set") }
+        var out = filters.map { ($0, MQTTQoS.atLeastOnce) }
+        if config.homeAssistant.enabled {
+            let prefix = config.homeAssistant.prefix
+            out.append((HomeAssistantDiscovery.statusTopic(prefix: prefix), .atLeastOnce))
+            // Retained configs of ours that the tree no longer has are recognised by their
+            // content (they name this gateway's status topic) and cleared on arrival.
+            out.append(("\(prefix)/device/+/config", .atLeastOnce))
+        }
+        return out
+    }
+
+    /// A message that arrived during the look at the broker: true when it belonged to it.
+    func takeForSnapshot(_ message: MQTTMessage) -> Bool {
+        guard var snapshot = ownership.snapshot else { return false }
+        defer { ownership.snapshot = snapshot }
+        if message.topic == markerTopic {
+            if message.payload == snapshot.marker { snapshot.complete = true }
+            return true
+        }
+        guard message.retain, message.topic.hasPrefix(base + "/") else { return false }
+        if message.payload.isEmpty { return true }
+        snapshot.retainedSeen += 1
+        if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
+            snapshot.fromTree.topics.insert(message.topic)
+            if let document = try? JSONValue(parsing: message.payload) {
+                snapshot.fromTree.addTreeDocument(document, accessoryState: config.accessoryState)
+            }
+            return true
+        }
+        if willPublish(message.topic, accessoryTopics: snapshot.accessoryTopics) {
+            snapshot.collisionCount += 1
+            if snapshot.collisions.count < 1_000 { snapshot.collisions.append(message.topic) }
+        }
+        return true
+    }
+
+    /// Whether the current tree puts a retained message on `topic`.
+    private func willPublish(_ topic: String, accessoryTopics: Set<String>) -> Bool {
+        if topic == statusTopic { return true }
+        guard let slash = topic.lastIndex(of: "/") else { return false }
+        let path = String(topic[..<slash])
+        switch topic[topic.index(after: slash)...] {
+        case "meta", "state": return tree.characteristic(topic: path) != nil
+        case "$info", "$availability", "$state": return accessoryTopics.contains(path)
+        default: return false
+        }
+    }
+}

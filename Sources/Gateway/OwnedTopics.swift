@@ -1,0 +1,182 @@
+public import Foundation
+public import HomeModel
+
+/// The retained topics this gateway has published on one broker under one base topic: the only
+/// topics it ever clears. Other clients' retained topics under the same base (`home/` is a name
+/// many people use for their own) are never touched, whatever their shape.
+///
+/// Characteristics are kept as paths under their accessory's topic (`lightbulb/on`): each stands
+/// for its `meta` and `state`, so a large home's record is one short string per characteristic.
+public struct OwnedTopics: Sendable, Equatable {
+    /// Whole topics: accessories' `$info`, `$availability` and `$state`, the gateway's `status`
+    /// and `tree` (and its pages), discovery configs outside the base.
+    public var topics: Set<String> = []
+    /// Accessory topic → its characteristics' paths relative to it.
+    public var accessories: [String: Set<String>] = [:]
+
+    public init() {}
+
+    public var isEmpty: Bool { topics.isEmpty && accessories.isEmpty }
+
+    /// Whether `topic` is one of ours: a whole topic, or a characteristic's `meta`/`state`.
+    public func contains(_ topic: String) -> Bool {
+        if topics.contains(topic) { return true }
+        guard let slash = topic.lastIndex(of: "/") else { return false }
+        let kind = topic[topic.index(after: slash)...]
+        guard kind == "state" || kind == "meta" else { return false }
+        return containsCharacteristic(String(topic[..<slash]))
+    }
+
+    /// Whether `path` (a characteristic's topic, without `/state`) is one of ours.
+    func containsCharacteristic(_ path: String) -> Bool {
+        // An accessory topic is `<base>/<room>/<accessory>`; its characteristics are two more levels.
+        var end = path.endIndex
+        for _ in 0..<2 {
+            guard let slash = path[..<end].lastIndex(of: "/") else { return false }
+            end = slash
+        }
+        guard let paths = accessories[String(path[..<end])] else { return false }
+        return paths.contains(String(path[path.index(after: end)...]))
+    }
+
+    public mutating func formUnion(_ other: OwnedTopics) {
+        topics.formUnion(other.topics)
+        for (accessory, paths) in other.accessories { accessories[accessory, default: []].formUnion(paths) }
+    }
+
+    /// Whether every topic of `other` is in this record already.
+    public func covers(_ other: OwnedTopics) -> Bool {
+        guard other.topics.isSubset(of: topics) else { return false }
+        return other.accessories.allSatisfy { accessory, paths in
+            accessories[accessory].map { paths.isSubset(of: $0) } ?? paths.isEmpty
+        }
+    }
+
+    /// The topics of this record that `current` no longer has, each a retained topic to clear
+    /// (a characteristic's `meta` and `state` both; clearing one that holds nothing changes nothing).
+    public func topicsToClear(keeping current: OwnedTopics) -> [String] {
+        var out = topics.subtracting(current.topics).sorted()
+        for (accessory, paths) in accessories.sorted(by: { $0.key < $1.key }) {
+            let kept = current.accessories[accessory] ?? []
+            for path in paths.subtracting(kept).sorted() {
+                out.append("\(accessory)/\(path)/meta")
+                out.append("\(accessory)/\(path)/state")
+            }
+        }
+        return out
+    }
+
+    // MARK: The retained tree document as a record
+
+    /// What a retained `$gateway/tree` document (or one of its pages) says was published: every
+    /// accessory object (one with `topic` and `services`) with its documents and characteristics.
+    /// Used when the state directory has no record (lost, or written by an earlier version).
+    public mutating func addTreeDocument(_ document: JSONValue, accessoryState: Bool) {
+        switch document {
+        case .array(let items):
+            for item in items { addTreeDocument(item, accessoryState: accessoryState) }
+        case .object(let object):
+            if case .string(let topic)? = object["topic"], case .array(let services)? = object["services"] {
+                addAccessory(topic: topic, services: services, object: object)
+                return
+            }
+            for (_, value) in object { addTreeDocument(value, accessoryState: accessoryState) }
+        default:
+            break
+        }
+    }
+
+    private mutating func addAccessory(topic: String, services: [JSONValue], object: [String: JSONValue]) {
+        for document in ["$info", "$availability", "$state"] { topics.insert("\(topic)/\(document)") }
+        var paths = accessories[topic] ?? []
+        for service in services {
+            guard case .array(let characteristics)? = service["characteristics"] else { continue }
+            for characteristic in characteristics {
+                guard let path = characteristic["topic"]?.stringValue, path.hasPrefix(topic + "/") else { continue }
+                paths.insert(String(path.dropFirst(topic.count + 1)))
+            }
+        }
+        accessories[topic] = paths
+    }
+
+    // MARK: Encoding
+
+    var json: JSONValue {
+        .object([
+            "topics": .array(topics.sorted().map(JSONValue.string)),
+            "accessories": .object(accessories.mapValues { .array($0.sorted().map(JSONValue.string)) }),
+        ])
+    }
+
+    init(json: JSONValue) throws(ModelError) {
+        guard case .array(let topics)? = json["topics"], case .object(let accessories)? = json["accessories"] else {
+            throw ModelError(
+                code: .invalidJSON, message: "a record has 'topics' (a list) and 'accessories' (an object)")
+        }
+        for topic in topics {
+            guard let topic = topic.stringValue else {
+                throw ModelError(code: .invalidJSON, message: "'topics' holds strings only")
+            }
+            self.topics.insert(topic)
+        }
+        for (accessory, value) in accessories {
+            guard case .array(let paths) = value, paths.allSatisfy({ $0.stringValue != nil }) else {
+                throw ModelError(code: .invalidJSON, message: "'accessories.\(accessory)' is a list of strings")
+            }
+            self.accessories[accessory] = Set(paths.compactMap(\.stringValue))
+        }
+    }
+}
+
+/// Where the record of published topics is kept: `<state>/published/<broker and base>.json`, one
+/// file per broker and base topic (a gateway moved to another broker and back finds its record),
+/// written by the atomic writer before anything new is published, so that a crash at any moment
+/// leaves a record that includes everything on the broker.
+public struct OwnedTopicsStore: Sendable {
+    public let directory: URL
+    let broker: String
+    let base: String
+
+    /// The record of the gateway `config` describes, in its state directory.
+    public init(config: GatewayConfig) {
+        self.init(
+            stateDirectory: URL(fileURLWithPath: config.stateDirectory), broker: config.brokerDisplay,
+            base: config.baseTopic)
+    }
+
+    public init(stateDirectory: URL, broker: String, base: String) {
+        directory = stateDirectory.appendingPathComponent("published")
+        self.broker = broker
+        self.base = base
+    }
+
+    public var file: URL {
+        let digest = PayloadDigest(Array("\(broker) \(base)".utf8))
+        return directory.appendingPathComponent(String(format: "%016llx.json", digest.hash))
+    }
+
+    /// The record, or nil when there is none (a first run, a lost state directory, an earlier
+    /// version); an unreadable one is an error the caller logs, and is treated as none.
+    public func load() throws(ModelError) -> OwnedTopics? {
+        guard let data = FileManager.default.contents(atPath: file.path) else { return nil }
+        let json = try JSONValue(parsing: Array(data))
+        guard json["version"]?.intValue == Self.version else {
+            throw ModelError(code: .invalidJSON, message: "\(file.path): not a record of version \(Self.version)")
+        }
+        do throws(ModelError) {
+            return try OwnedTopics(json: json)
+        } catch {
+            throw ModelError(code: error.code, message: "\(file.path): \(error.message)")
+        }
+    }
+
+    public func save(_ record: OwnedTopics) throws(ModelError) {
+        guard case .object(var object) = record.json else { return }
+        object["version"] = .int(Int64(Self.version))
+        object["broker"] = .string(broker)
+        object["base"] = .string(base)
+        try AtomicFileWriter().write(Array(JSONValue.object(object).encoded().utf8), to: file)
+    }
+
+    static let version = 1
+}
