@@ -137,6 +137,12 @@ extension Gateway {
         ownership.snapshot = RetainedSnapshot(marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)))
         do {
             try await mqtt.subscribe([("\(base)/#", .atLeastOnce)], ownMessages: true)
+            // A persistent session still holds the request filters of the last run. Under MQTT 5
+            // a message matching two subscriptions comes twice (a `$toggle` would flip twice):
+            // while the whole base is subscribed, it is the only subscription under it.
+            for (filter, _) in requestFilters where filter.hasPrefix(base + "/") {
+                try await mqtt.unsubscribe(filter)
+            }
             try await mqtt.publish(markerTopic, payload: marker, qos: .atLeastOnce)
             let deadline = ContinuousClock.now + Self.snapshotTimeout
             while ownership.snapshot?.complete == false, ContinuousClock.now < deadline {

@@ -134,10 +134,10 @@ final class NeighbourTests: XCTestCase {
 
     /// An accessory whose file is removed while the gateway is down has every retained topic of
     /// its own cleared at the next start — its `$availability` and discovery config too — and
-    /// nothing else is; also when the state directory (and with it the record) was lost, from
-    /// the tree the earlier run left on the broker.
+    /// nothing else is; with a persistent session and a clean one, and also when the state
+    /// directory (and with it the record) was lost, from the tree the earlier run left on the broker.
     func testAccessoryRemovedWhileDownIsClearedAtTheNextStart() async throws {
-        for loseTheState in [false, true] {
+        for (loseTheState, cleanSession) in [(false, false), (true, false), (false, true)] {
             let broker = try await MosquittoBroker.start()
             try await Self.publishForeign(broker)
             let home = try homeDirectory()
@@ -145,6 +145,10 @@ final class NeighbourTests: XCTestCase {
             var yaml = try String(contentsOfFile: setup.configPath, encoding: .utf8)
             yaml = yaml.replacingOccurrences(
                 of: "homeassistant:\n  enabled: false", with: "homeassistant:\n  enabled: true")
+            if cleanSession {
+                yaml = yaml.replacingOccurrences(
+                    of: "client-id: homemqtt-e2e", with: "client-id: homemqtt-e2e\n  session-expiry: 0")
+            }
             try yaml.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
 
             var gateway = try await BinaryEndToEndTests.startGateway(setup, broker: broker)
