@@ -63,22 +63,14 @@ extension Gateway {
         }
     }
 
-    /// Home Assistant's birth message, and our own discovery configs left from an earlier run.
+    /// Home Assistant's birth message. (Discovery configs of ours that an earlier run left are
+    /// found by the look at the broker at start, and cleared with the rest of the record.)
     private func handleHomeAssistant(_ message: MQTTMessage) {
         let prefix = config.homeAssistant.prefix
         if HomeAssistantDiscovery.isBirthMessage(topic: message.topic, payload: message.payload, prefix: prefix) {
             logger.info("Home Assistant is online; republishing discovery")
             enqueue(.discovery)
-            return
         }
-        guard message.retain, !message.payload.isEmpty, !retained.contains(message.topic),
-            message.topic.hasPrefix(prefix + "/device/"),
-            let document = try? JSONValue(parsing: message.payload),
-            HomeAssistantDiscovery.isOwnConfig(
-                topic: message.topic, payload: document, prefix: prefix, gatewayStatusTopic: statusTopic)
-        else { return }
-        logger.info("clearing a stale discovery config", metadata: ["topic": "\(message.topic)"])
-        enqueue(message.topic, [], retain: true)
     }
 
     func reportUnknown(_ message: MQTTMessage, _ text: String) {

@@ -32,7 +32,8 @@ struct RetainedSnapshot {
     /// The current tree's accessory topics, to tell its documents' topics at once.
     var accessoryTopics: Set<String>
     var complete = false
-    /// The topics a retained `$gateway/tree` (or its pages) says an earlier run published.
+    /// The topics a retained `$gateway/tree` (or its pages) says an earlier run published, and
+    /// the Home Assistant configs that name this gateway's status topic.
     var fromTree = OwnedTopics()
     /// Retained topics of other clients where this gateway is about to publish (a few kept to
     /// name in the log; every one counted).
@@ -50,7 +51,7 @@ extension Gateway {
     /// The topics the current tree publishes, before they are published: the gateway's own,
     /// each accessory's documents and its characteristics. Discovery configs and any other
     /// ledger topic join the record when it settles (a discovery config of ours that a crash
-    /// leaves unrecorded is still recognised by its content: `handleHomeAssistant`).
+    /// leaves unrecorded is still recognised by its content at the next start).
     func ownership(of tree: TopicTree) -> OwnedTopics {
         var record = OwnedTopics()
         record.topics = [statusTopic, treeTopic]
@@ -136,7 +137,7 @@ extension Gateway {
         let marker = Array("\(UInt64.random(in: 0...UInt64.max))".utf8)
         ownership.snapshot = RetainedSnapshot(marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)))
         do {
-            try await mqtt.subscribe([("\(base)/#", .atLeastOnce)], ownMessages: true)
+            try await mqtt.subscribe(snapshotFilters, ownMessages: true)
             // A persistent session still holds the request filters of the last run. Under MQTT 5
             // a message matching two subscriptions comes twice (a `$toggle` would flip twice):
             // while the whole base is subscribed, it is the only subscription under it.
@@ -155,7 +156,7 @@ extension Gateway {
         ownership.snapshot = nil
         try Task.checkCancellation()
         try await mqtt.subscribe(requestFilters)
-        try await mqtt.unsubscribe("\(base)/#")
+        for (filter, _) in snapshotFilters { try await mqtt.unsubscribe(filter) }
 
         var record = loaded ?? OwnedTopics()
         record.formUnion(snapshot.fromTree)
@@ -192,13 +193,19 @@ extension Gateway {
         if config.accessoryState { filters.append("\(base)/+/+/$set") }
         var out = filters.map { ($0, MQTTQoS.atLeastOnce) }
         if config.homeAssistant.enabled {
-            let prefix = config.homeAssistant.prefix
-            out.append((HomeAssistantDiscovery.statusTopic(prefix: prefix), .atLeastOnce))
-            // Retained configs of ours that the tree no longer has are recognised by their
-            // content (they name this gateway's status topic) and cleared on arrival.
-            out.append(("\(prefix)/device/+/config", .atLeastOnce))
+            out.append((HomeAssistantDiscovery.statusTopic(prefix: config.homeAssistant.prefix), .atLeastOnce))
         }
         return out
+    }
+
+    /// What the look at the broker reads: the whole base, and Home Assistant's device configs,
+    /// where those of this gateway are known by their content (they name its status topic).
+    var snapshotFilters: [(String, MQTTQoS)] {
+        var filters = [("\(base)/#", MQTTQoS.atLeastOnce)]
+        if config.homeAssistant.enabled {
+            filters.append(("\(config.homeAssistant.prefix)/device/+/config", .atLeastOnce))
+        }
+        return filters
     }
 
     /// A message that arrived during the look at the broker: true when it belonged to it.
@@ -209,7 +216,18 @@ extension Gateway {
             if message.payload == snapshot.marker { snapshot.complete = true }
             return true
         }
-        guard message.retain, message.topic.hasPrefix(base + "/") else { return false }
+        guard message.retain else { return false }
+        if config.homeAssistant.enabled, message.topic.hasPrefix(config.homeAssistant.prefix + "/device/") {
+            if let document = try? JSONValue(parsing: message.payload),
+                HomeAssistantDiscovery.isOwnConfig(
+                    topic: message.topic, payload: document, prefix: config.homeAssistant.prefix,
+                    gatewayStatusTopic: statusTopic)
+            {
+                snapshot.fromTree.topics.insert(message.topic)
+            }
+            return true
+        }
+        guard message.topic.hasPrefix(base + "/") else { return false }
         if message.payload.isEmpty { return true }
         snapshot.retainedSeen += 1
         if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
