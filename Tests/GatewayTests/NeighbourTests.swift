@@ -177,6 +177,36 @@ final class NeighbourTests: XCTestCase {
         }
     }
 
+    /// A mosquitto bridge whose notification topic is under the gateway's base keeps it: the
+    /// bridge's retained `1` stays through the gateway's start, a rename and its stop.
+    func testABridgesNotificationTopicUnderTheBaseStays() async throws {
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        let notification = "home/$bridge/neighbour/state"
+        let bridge = try await MosquittoBroker.start(
+            .init(extraConfiguration: [
+                "connection neighbour", "address 127.0.0.1:\(broker.port)", "topic zigbee/# both 0",
+                "notifications true", "notification_topic \(notification)", "cleansession true",
+            ]))
+        addTeardownBlock { await bridge.stop() }
+        let watcher = try await MQTTTestSubscriber.start(broker: broker, filter: notification, clientID: "bridge-watch")
+        try await watcher.waitForMessage("the bridge connected", timeout: 10) { $0.string == "1" }
+        await watcher.stop()
+        let home = try homeDirectory()
+        let gateway = try await BinaryEndToEndTests.startGateway(try config(broker, home: home), broker: broker)
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+        let answer = try await request(
+            broker, "accessory/rename", #"{"accessory": "garage/garage-door-opener", "name": "Kilgo Door"}"#)
+        XCTAssertEqual(answer["status"], "ok", "\(answer)")
+        try await Task.sleep(for: .seconds(0.5))
+        var held = try await Self.retained(broker)
+        XCTAssertEqual(held[notification], "1", "the bridge's notification topic")
+        let stopped = await gateway.terminate(grace: 5)
+        XCTAssertEqual(stopped, 0)
+        held = try await Self.retained(broker)
+        XCTAssertEqual(held[notification], "1", "the bridge's notification topic after the stop")
+    }
+
     func discoveryConfigs(_ broker: MosquittoBroker) async throws -> [String] {
         let reader = try await MQTTTestSubscriber.start(
             broker: broker, filter: "homeassistant/device/+/config", clientID: "ha-\(UUID().uuidString.prefix(6))")
