@@ -31,6 +31,9 @@ struct RetainedSnapshot {
     var marker: [UInt8]
     /// The current tree's accessory topics, to tell its documents' topics at once.
     var accessoryTopics: Set<String>
+    /// Whether an earlier run's tree is read as the record: only when the state directory has
+    /// none (a large home's tree is tens of megabytes to parse).
+    var readsTree: Bool
     var complete = false
     /// The topics a retained `$gateway/tree` (or its pages) says an earlier run published, and
     /// the Home Assistant configs that name this gateway's status topic.
@@ -135,7 +138,8 @@ extension Gateway {
             loaded = nil
         }
         let marker = Array("\(UInt64.random(in: 0...UInt64.max))".utf8)
-        ownership.snapshot = RetainedSnapshot(marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)))
+        ownership.snapshot = RetainedSnapshot(
+            marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), readsTree: loaded == nil)
         do {
             try await mqtt.subscribe(snapshotFilters, ownMessages: true)
             // A persistent session still holds the request filters of the last run. Under MQTT 5
@@ -152,7 +156,7 @@ extension Gateway {
         } catch let error as MQTTError {
             logger.warning("could not read the broker's retained topics", metadata: ["error": "\(error)"])
         }
-        let snapshot = ownership.snapshot ?? RetainedSnapshot(marker: marker, accessoryTopics: [])
+        let snapshot = ownership.snapshot ?? RetainedSnapshot(marker: marker, accessoryTopics: [], readsTree: false)
         ownership.snapshot = nil
         try Task.checkCancellation()
         try await mqtt.subscribe(requestFilters)
@@ -232,7 +236,7 @@ extension Gateway {
         snapshot.retainedSeen += 1
         if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
             snapshot.fromTree.topics.insert(message.topic)
-            if let document = try? JSONValue(parsing: message.payload) {
+            if snapshot.readsTree, let document = try? JSONValue(parsing: message.payload) {
                 snapshot.fromTree.addTreeDocument(document, accessoryState: config.accessoryState)
             }
             return true
