@@ -26,6 +26,8 @@ command -v chromedriver >/dev/null || need+=(chromium-driver)
 # MQTT.js as Node-RED uses it: the Node-RED test reads the gateway's state with it.
 command -v node >/dev/null || need+=(nodejs)
 [ -f /usr/share/nodejs/mqtt/package.json ] || need+=(node-mqtt)
+# pgrep: the example scripts' test checks that no subscriber outlives a script.
+command -v pgrep >/dev/null || need+=(procps)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then
