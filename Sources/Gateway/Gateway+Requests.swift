@@ -308,6 +308,12 @@ extension Gateway {
         if let v = try list("rooms") { scope.rooms = v }
         if let v = try list("accessories") { scope.accessories = v }
         if let v = try fields.strings("read-only") { scope.readOnly = v }
+        if fields.has("services") {
+            throw fields.error(
+                "services", .unknownKey,
+                "services is the config file's older name of user-interactive-only; send \"user-interactive-only\": false for all"
+            )
+        }
         try fields.finish()
         return scope
     }
