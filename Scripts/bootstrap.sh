@@ -2,7 +2,8 @@
 # Installs what HomeMQTT needs on a Debian machine, idempotently and without questions:
 # libmosquitto (build), mosquitto and its clients (tests, local broker), openssl (TLS tests),
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
-# tests run the gateway against), chromium and chromium-driver (the web view's browser test), and a
+# tests run the gateway against), chromium and chromium-driver (the web view's browser test),
+# nodejs and node-mqtt (MQTT.js, the client Node-RED uses, for the Node-RED test), and a
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium).
 set -euo pipefail
@@ -22,6 +23,11 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 # Headless chromium and its driver: the web view's browser test (driven by selenium from .venv).
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
+# MQTT.js as Node-RED uses it: the Node-RED test reads the gateway's state with it.
+command -v node >/dev/null || need+=(nodejs)
+[ -f /usr/share/nodejs/mqtt/package.json ] || need+=(node-mqtt)
+# pgrep: the example scripts' test checks that no subscriber outlives a script.
+command -v pgrep >/dev/null || need+=(procps)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then

@@ -30,25 +30,27 @@ extension Gateway {
         switch kind {
         case "set", "get":
             guard let node = tree.characteristic(topic: path) else {
-                reportUnknown(message, "no characteristic at '\(path)' (see \(base)/$gateway/tree)")
+                reportUnknown(
+                    message, "no characteristic at '\(path)' (see \(base)/$gateway/tree)",
+                    result: (path + "/result", kind))
                 return
             }
             await request(kind, node: node, message: message)
         case "$toggle":
             guard let (accessory, service) = tree.service(topic: path) else {
-                reportUnknown(message, "no service at '\(path)'")
+                reportUnknown(message, "no service at '\(path)'", result: (path + "/$result", "toggle"))
                 return
             }
             await toggle(accessory: accessory, service: service, message: message)
         case "$set" where config.accessoryState:
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
-                reportUnknown(message, "no accessory at '\(path)'")
+                reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "set"))
                 return
             }
             accessorySet(accessory, message: message)
         case "$identify":
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
-                reportUnknown(message, "no accessory at '\(path)'")
+                reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "identify"))
                 return
             }
             let id = Self.requestID(message.payload)
@@ -73,9 +75,20 @@ extension Gateway {
         }
     }
 
-    func reportUnknown(_ message: MQTTMessage, _ text: String) {
+    /// Reports a message on a topic the gateway does not serve on `$gateway/error`. `result` is
+    /// the topic a request of that kind is answered on, and its op: a client that waits there
+    /// (one still using a topic from before a rename) gets the error there too, with the
+    /// request's `id`, and on its Response Topic.
+    func reportUnknown(_ message: MQTTMessage, _ text: String, result: (topic: String, op: String)? = nil) {
         guard !message.retain || !message.payload.isEmpty else { return }
-        refuseLocal(message, code: "unknown-topic", text)
+        if let result {
+            let failure = GatewayFailure(code: .unknownTopic, message: text)
+            answer(
+                result.topic, json: Payloads.error(id: Self.requestID(message.payload), op: result.op, failure),
+                reply: Reply(message))
+        } else {
+            refuseLocal(message, code: "unknown-topic", text)
+        }
         activity.unknownTopic(message.topic, text)
         enqueue(
             "\(base)/$gateway/error",

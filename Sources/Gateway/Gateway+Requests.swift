@@ -254,8 +254,17 @@ extension Gateway {
             rebuild(announce: true)
             return result
         } catch {
+            logStorageFailure(error, saving: "the home database")
             throw GatewayFailure(code: error.code, message: error.message)
         }
+    }
+
+    /// The request's answer tells its client; the log tells whoever runs the gateway, whose
+    /// state directory it is. Only a failure of the storage itself (the message names the file
+    /// and the OS's reason; it holds no keys) is logged, not a refused request.
+    func logStorageFailure(_ error: ModelError, saving what: String) {
+        guard [.io, .locked, .corruptDatabase, .unsupportedVersion].contains(error.code) else { return }
+        logger.error("cannot save \(what)", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
     }
 
     func resolveRoom(_ request: RequestReader) async throws(GatewayFailure) -> Room {
@@ -300,6 +309,12 @@ extension Gateway {
         if let v = try list("rooms") { scope.rooms = v }
         if let v = try list("accessories") { scope.accessories = v }
         if let v = try fields.strings("read-only") { scope.readOnly = v }
+        if fields.has("services") {
+            throw fields.error(
+                "services", .unknownKey,
+                "services is the config file's older name of user-interactive-only; send \"user-interactive-only\": false for all"
+            )
+        }
         try fields.finish()
         return scope
     }
@@ -312,10 +327,11 @@ extension Gateway {
             throw GatewayFailure(code: .invalidScope, message: error.description)
         }
         if let scopeStore {
-            do {
+            do throws(ModelError) {
                 try scopeStore.save(newScope)
             } catch {
-                throw GatewayFailure(code: .io, message: "cannot save the scope: \(error)")
+                logStorageFailure(error, saving: "the scope")
+                throw GatewayFailure(code: .io, message: "cannot save the scope: \(error.message)")
             }
         }
         scope = filter

@@ -362,11 +362,23 @@ extension ScopeConfig {
         config.characteristicTypes = try list("characteristic-types", scope)
         config.rooms = try list("rooms", scope)
         config.accessories = try list("accessories", scope)
-        if let services = try scope.string("services") {
+        // One vocabulary with `scope/get`, `scope/set` and the stored scope:
+        // `user-interactive-only`. `services: user-interactive|all` is its older name, still read.
+        if let only = try scope.bool("user-interactive-only") {
+            if scope.has("services") {
+                throw scope.error(
+                    "services", "services is the older name of user-interactive-only (all is false): give one of them")
+            }
+            config.userInteractiveOnly = only
+        } else if let services = try scope.string("services") {
             switch services {
             case "user-interactive": config.userInteractiveOnly = true
             case "all": config.userInteractiveOnly = false
-            default: throw scope.error("services", "expected user-interactive or all, got '\(services)'")
+            default:
+                throw scope.error(
+                    "services",
+                    "expected user-interactive or all, got '\(services)' (the newer key: user-interactive-only: true|false)"
+                )
             }
         }
         config.readOnly = try scope.strings("read-only", single: true) ?? []

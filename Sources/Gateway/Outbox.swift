@@ -1,3 +1,4 @@
+import HomeModel
 import Logging
 import MQTT
 import Synchronization
@@ -45,18 +46,50 @@ final class Outbox: Sendable {
 
     var backlog: Int { waiting.withLock { $0 } }
 
-    /// Under MQTT 5 every publication says what it is: JSON documents `application/json`, the
-    /// plain values of `state`, `$availability` and the status `text/plain`, all UTF-8.
+    /// Under MQTT 5 every publication says what it is, all UTF-8: JSON documents
+    /// `application/json`, `$availability` and the status `text/plain`, and `state` by its text
+    /// (`stateProperties`).
     static let json = MQTTPublishProperties(contentType: "application/json", isUTF8Text: true)
     static let text = MQTTPublishProperties(contentType: "text/plain", isUTF8Text: true)
 
     /// The properties of a publication on `topic`; a clear (empty payload) carries none.
     static func typed(_ topic: String, _ payload: [UInt8]) -> MQTTPublishProperties {
         guard !payload.isEmpty else { return MQTTPublishProperties() }
-        if topic.hasSuffix("/state") || topic.hasSuffix("/$availability") || topic.hasSuffix("/$gateway/status") {
-            return text
-        }
+        if topic.hasSuffix("/state") { return stateProperties(payload) }
+        if topic.hasSuffix("/$availability") || topic.hasSuffix("/$gateway/status") { return text }
         return json
+    }
+
+    /// A `state` text that is JSON (`true`, `80`, `21.5`, and a string value that happens to
+    /// read as JSON) is `application/json`; any other text `text/plain`.
+    ///
+    /// So a Node-RED flow gets the same value over MQTT 5 as over 3.1.1. Node-RED's mqtt-in
+    /// node in its default "auto-detect" mode (`subscriptionHandler` in
+    /// `@node-red/nodes/core/network/10-mqtt.js`, Node-RED 3.0 on) tries `JSON.parse` on
+    /// every UTF-8 payload of 3.1.1, keeping the string when that fails; on MQTT 5 it follows
+    /// the content type instead: `application/json` is parsed (a failure is an error and the
+    /// message is dropped), `text/plain` stays a string. Typing by the text itself gives both
+    /// protocols the same outcome: `true` and `80` parse on both, `Garage` stays a string on
+    /// both. What holds: this parser is strict where `JSON.parse` is lenient in three corners
+    /// (a number beyond a Double, a lone surrogate escape, nesting past 256 levels), so a
+    /// string value made of such a text goes as `text/plain`: never an error, a string on 5.
+    static func stateProperties(_ payload: [UInt8]) -> MQTTPublishProperties {
+        isJSONText(payload) ? json : text
+    }
+
+    static func isJSONText(_ payload: [UInt8]) -> Bool {
+        // Most texts are told by their first byte; only those that can start a JSON value
+        // (after JSON's whitespace) are parsed.
+        guard let first = payload.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else {
+            return false
+        }
+        switch first {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "t"), UInt8(ascii: "f"),
+            UInt8(ascii: "n"), UInt8(ascii: "\""), UInt8(ascii: "["), UInt8(ascii: "{"):
+            return (try? JSONValue(parsing: payload)) != nil
+        default:
+            return false
+        }
     }
 
     /// Publishes now if nothing waits and the client has room, else queues. Without

@@ -20,6 +20,8 @@ extension ErrorCode {
     public static let invalidField = ErrorCode(rawValue: "invalid-field")
     public static let unknownField = ErrorCode(rawValue: "unknown-field")
     public static let unknownOp = ErrorCode(rawValue: "unknown-op")
+    /// A request on a topic the gateway does not serve (a name from before a rename, a typo).
+    public static let unknownTopic = ErrorCode(rawValue: "unknown-topic")
     /// A payload that is neither a plain value nor a JSON object.
     public static let invalidPayload = ErrorCode(rawValue: "invalid-payload")
     /// A retained request: never applied, and cleared by the gateway.

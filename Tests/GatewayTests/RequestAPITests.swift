@@ -239,6 +239,7 @@ final class RequestAPITests: XCTestCase {
             ("scope/set", #"{"scope": {"colour": 1}}"#, "unknown-field"),
             ("scope/set", #"{"scope": {"rooms": {"alow": ["Garage"]}}}"#, "unknown-field"),
             ("scope/set", #"{"scope": {"read-only": "Front Door Lock"}}"#, "invalid-field"),
+            ("scope/set", #"{"scope": {"user-interactive-only": "all"}}"#, "invalid-field"),
             ("scope/set", #"{"scope": {"service-types": {"allow": ["no-such-type"]}}}"#, "invalid-scope"),
         ]
         for (op, payload, code) in cases {
@@ -247,6 +248,11 @@ final class RequestAPITests: XCTestCase {
             XCTAssertEqual(answer["code"], .string(code), "\(op) \(payload): \(answer)")
             XCTAssertFalse(answer["message"]?.stringValue?.isEmpty ?? true, "\(op) \(payload)")
         }
+        // The config file's older scope key is not a request field; the answer names the one that is.
+        let older = try await call(gw, "scope/set", #"{"scope": {"services": "all"}}"#)
+        XCTAssertEqual(older["code"], "unknown-field", "\(older)")
+        XCTAssertTrue(
+            older["message"]?.stringValue?.contains(#""user-interactive-only": false"#) ?? false, "\(older)")
         // The id of a bad request is echoed too.
         let withID = try await call(gw, "room/add", #"{"name": 5, "id": "bad-1"}"#)
         XCTAssertEqual(withID["id"], .string("bad-1"))

@@ -184,6 +184,29 @@ final class ConfigTests: XCTestCase {
         XCTAssertFalse(config.brokerDisplay.contains("secret"))
     }
 
+    /// The config's scope says `user-interactive-only` as `scope/get` and `scope/set` do;
+    /// `services: user-interactive|all`, its older name, is still read, and not with it.
+    func testScopeUserInteractiveOnlyAndItsOlderName() throws {
+        for (text, only) in [
+            ("user-interactive-only: false", false), ("user-interactive-only: true", true),
+            ("services: all", false), ("services: user-interactive", true), ("rooms: { deny: [Office] }", true),
+        ] {
+            let config = try GatewayConfig.parse("scope:\n  \(text)\n", file: "gw.yml")
+            XCTAssertEqual(config.scope.userInteractiveOnly, only, text)
+        }
+        for (text, key, words) in [
+            ("user-interactive-only: false\n  services: all", "scope.services", "older name of user-interactive-only"),
+            ("user-interactive-only: all", "scope.user-interactive-only", "true or false"),
+            ("services: some", "scope.services", "user-interactive-only: true|false"),
+        ] {
+            XCTAssertThrowsError(try GatewayConfig.parse("scope:\n  \(text)\n", file: "gw.yml"), text) { error in
+                let error = error as? ConfigError
+                XCTAssertEqual(error?.key, key, text)
+                XCTAssertTrue(error?.description.contains(words) ?? false, "\(String(describing: error))")
+            }
+        }
+    }
+
     func testEnvironmentSuppliesCredentials() throws {
         let config = try GatewayConfig.parse(
             "base-topic: home\n", file: "g.yml",
