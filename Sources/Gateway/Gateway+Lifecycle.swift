@@ -155,10 +155,13 @@ extension Gateway {
         }
     }
 
-    /// The requests that came before `online`, in order (and any that come meanwhile).
+    /// The requests that came before `online`, in order (and any that come meanwhile). While
+    /// the whole base was read, other clients' live messages came too: only requests are taken.
     func handleHeldMessages() async {
+        let filters = requestFilters.map(\.0)
         while !ownership.held.isEmpty {
             let message = ownership.held.removeFirst()
+            guard filters.contains(where: { Self.topic(message.topic, matches: $0) }) else { continue }
             await handle(message: message)
         }
     }

@@ -212,6 +212,16 @@ extension Gateway {
         return filters
     }
 
+    /// MQTT's topic matching: `+` one level, `#` the rest (at the end).
+    static func topic(_ topic: String, matches filter: String) -> Bool {
+        var levels = topic.split(separator: "/", omittingEmptySubsequences: false)[...]
+        for part in filter.split(separator: "/", omittingEmptySubsequences: false) {
+            if part == "#" { return true }
+            guard let level = levels.popFirst(), part == "+" || part == level else { return false }
+        }
+        return levels.isEmpty
+    }
+
     /// A message that arrived during the look at the broker: true when it belonged to it.
     func takeForSnapshot(_ message: MQTTMessage) -> Bool {
         guard var snapshot = ownership.snapshot else { return false }

@@ -16,7 +16,7 @@ final class StorageFailureTests: XCTestCase {
         try await runChecked(
             "mosquitto_pub", broker.clientArguments + ["-q", "1", "-t", "home/$gateway/request/\(op)", "-m", payload])
         let status = try await sub.waitForExit(timeout: 20)
-        XCTAssertEqual(status, 0, "no response to \(op): \(sub.standardError)")
+        XCTAssertEqual(status, 0, "no response to \(op): \(sub.standardError)\nBROKER:\n\(broker.log.suffix(4000))")
         return try JSONValue(parsing: Array(sub.standardOutput.utf8))
     }
 

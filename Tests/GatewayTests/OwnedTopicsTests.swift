@@ -1,0 +1,94 @@
+import Foundation
+import HomeModel
+import TestSupport
+import XCTest
+
+@testable import Gateway
+
+/// The record of what the gateway published: which topics it names (and which it does not),
+/// what a change clears, an earlier run's tree read as a record, and the file it is kept in.
+final class OwnedTopicsTests: XCTestCase {
+    func record() -> OwnedTopics {
+        var record = OwnedTopics()
+        record.topics = ["home/$gateway/status", "home/garage/door/$info", "homeassistant/device/x/config"]
+        record.accessories = ["home/garage/door": ["garage-door/target-door-state", "garage-light/power-state"]]
+        return record
+    }
+
+    func testItNamesItsOwnTopicsAndNoOthers() {
+        let record = record()
+        XCTAssertTrue(record.contains("home/garage/door/$info"))
+        XCTAssertTrue(record.contains("home/garage/door/garage-light/power-state/state"))
+        XCTAssertTrue(record.contains("home/garage/door/garage-light/power-state/meta"))
+        for other in [
+            "home/garage/door/garage-light/power-state/set", "home/garage/door/garage-light/level/state",
+            "home/garage/door/$availability", "home/garage/other/garage-light/power-state/state",
+            "home/garage/door/garage-light/power-state/x/state", "home/alarm/state", "home", "state",
+        ] {
+            XCTAssertFalse(record.contains(other), other)
+        }
+    }
+
+    func testWhatAChangeClearsIsWhatWentAway() {
+        var current = record()
+        current.topics.remove("home/garage/door/$info")
+        current.accessories["home/garage/door"]?.remove("garage-light/power-state")
+        XCTAssertEqual(
+            record().topicsToClear(keeping: current),
+            [
+                "home/garage/door/$info", "home/garage/door/garage-light/power-state/meta",
+                "home/garage/door/garage-light/power-state/state",
+            ])
+        XCTAssertEqual(record().topicsToClear(keeping: record()), [])
+        XCTAssertTrue(record().covers(current))
+        XCTAssertFalse(current.covers(record()))
+    }
+
+    func testAnEarlierRunsTreeIsARecordOfItsAccessories() throws {
+        let tree = try JSONValue(
+            parsing: #"""
+                {"base":"home","rooms":[{"topic":"home/attic","accessories":[{"topic":"home/attic/lamp",
+                "services":[{"topic":"home/attic/lamp/lightbulb","characteristics":[
+                {"topic":"home/attic/lamp/lightbulb/power-state"},{"topic":"elsewhere/x"}]}]}]}]}
+                """#)
+        var record = OwnedTopics()
+        record.addTreeDocument(tree, accessoryState: true)
+        XCTAssertEqual(record.accessories, ["home/attic/lamp": ["lightbulb/power-state"]])
+        XCTAssertTrue(record.contains("home/attic/lamp/$availability"))
+        XCTAssertTrue(record.contains("home/attic/lamp/lightbulb/power-state/state"))
+        XCTAssertFalse(record.contains("elsewhere/x/state"), "a topic outside its accessory is not taken")
+        XCTAssertFalse(record.contains("home/attic/$info"), "a room is not an accessory")
+    }
+
+    func testTheFileIsPrivateAndReadBackAndABadOneIsAnError() throws {
+        let directory = try TemporaryDirectory(prefix: "homemqtt-owned")
+        let store = OwnedTopicsStore(
+            stateDirectory: URL(fileURLWithPath: directory.path), broker: "mqtt://127.0.0.1:1883", base: "home")
+        XCTAssertNil(try store.load())
+        try store.save(record())
+        XCTAssertEqual(try store.load(), record())
+        let mode = try FileManager.default.attributesOfItem(atPath: store.file.path)[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+        let other = OwnedTopicsStore(
+            stateDirectory: URL(fileURLWithPath: directory.path), broker: "mqtt://127.0.0.1:1883", base: "site2")
+        XCTAssertNil(try other.load(), "another base topic has a record of its own")
+        try Data(#"{"version": 1, "topics": "no"}"#.utf8).write(to: store.file)
+        XCTAssertThrowsError(try store.load()) { error in
+            XCTAssertTrue("\(error)".contains(store.file.path), "\(error)")
+        }
+    }
+
+    func testRequestFiltersMatchAsABrokerDoes() {
+        for (topic, filter, expected) in [
+            ("home/a/b/c/d/set", "home/+/+/+/+/set", true),
+            ("home/a/b/c/set", "home/+/+/+/+/set", false),
+            ("home/a/b/c/d/e/set", "home/+/+/+/+/set", false),
+            ("home/$gateway/request/room/add", "home/$gateway/request/#", true),
+            ("home/$gateway/request", "home/$gateway/request/#", true),
+            ("home/$gateway/response/x", "home/$gateway/request/#", false),
+            ("home/a/b/c/d/state", "home/+/+/+/+/set", false),
+        ] {
+            XCTAssertEqual(Gateway.topic(topic, matches: filter), expected, "\(topic) ~ \(filter)")
+        }
+    }
+}
