@@ -29,8 +29,20 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
     /// Whether only this machine can reach the address: a token is then optional.
     public var isLoopback: Bool { Self.isLoopback(host) }
 
+    /// `localhost`, an IPv4 address in 127.0.0.0/8 or `::1`, as literals: a name is looked at
+    /// as a whole (`127.evil.example` and `localhost.evil` are names anyone can point anywhere,
+    /// so a browser that resolves them to this machine must not pass them as loopback).
     public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        let name = host.lowercased()
+        if name == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 {
+            // s_addr is in network order: its first byte in memory is the first octet.
+            return withUnsafeBytes(of: &v4.s_addr) { $0[0] } == 127
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, name, &v6) == 1 else { return false }
+        return withUnsafeBytes(of: &v6) { Array($0) } == Array(repeating: 0, count: 15) + [1]
     }
 
     /// `host:port`, `[v6]:port`, or `:port` (loopback); nil when it is none of these.

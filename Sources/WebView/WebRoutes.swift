@@ -25,11 +25,16 @@ struct WebRoutes: Sendable {
     let logger: Logger
 
     func router() -> Router<Context> {
-        let router = Router(context: Context.self)
+        // HEAD on every GET route: the same status and headers, no body (RFC 9110 §9.3.2).
+        let router = Router(context: Context.self, options: .autoGenerateHeadEndpoints)
         router.get("/") { request, _ in try page(request) }
         router.get("/index.html") { request, _ in try page(request) }
-        router.get("/assets/:name") { request, context in try asset(context.parameters.get("name") ?? "", request) }
+        router.get("/assets/:name") { request, context in
+            try asset(context.parameters.get("name") ?? "", request)
+        }
         router.get("/favicon.ico") { request, _ in try asset("favicon.svg", request) }
+        // Open to any Host and without a token: a supervisor's liveness probe. It says whether
+        // the gateway runs and reaches the broker, nothing of the home, and changes nothing.
         router.get("/healthz") { _, _ in await health() }
         router.get("/metrics") { request, _ in
             try access.check(request)
@@ -81,6 +86,7 @@ struct WebRoutes: Sendable {
     /// The page; with a right `?token=` the token goes to a cookie and the browser is sent to
     /// the address without it (out of the history and the address bar).
     private func page(_ request: Request) throws -> Response {
+        try access.check(request, needsToken: false)
         if let token = request.uri.queryParameters["token"].map(String.init) {
             var response = Response.redirect(to: "/", type: .found)
             if access.accepts(token) {
@@ -95,6 +101,7 @@ struct WebRoutes: Sendable {
     }
 
     private func asset(_ name: String, _ request: Request) throws -> Response {
+        try access.check(request, needsToken: false)
         guard let asset = WebAssets.named(name) else {
             throw WebError(status: .notFound, code: .notFound, message: "no asset '\(name)'")
         }

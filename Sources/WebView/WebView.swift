@@ -40,9 +40,8 @@ public struct WebView: Service, CustomStringConvertible {
     public func run() async throws {
         let base = await gateway.config.baseTopic
         let routes = WebRoutes(
-            hub: hub, requests: PageRequests(gateway: gateway, base: base),
-            access: WebAccess(token: config.token, isLoopback: config.isLoopback), metrics: metrics,
-            logger: logger)
+            hub: hub, requests: PageRequests(gateway: gateway, base: base), access: WebAccess(token: config.token),
+            metrics: metrics, logger: logger)
         let router = routes.router()
         // Hummingbird's own lines (started, shutting down) only at warning: ours says where.
         var serverLogger = logger
