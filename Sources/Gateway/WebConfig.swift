@@ -15,6 +15,9 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
     /// What a browser, `curl` or Prometheus must present (`Authorization: Bearer`, `?token=`
     /// or the page's cookie). Nil: no token, allowed only on loopback. Never logged.
     public var token: String?
+    /// Frames one page may have waiting to be sent: a page that falls this far behind (it does
+    /// not read) is closed with 1013, and reconnects to a fresh home when it reads again.
+    public var pageQueue = 256
 
     public init() {}
 
@@ -101,6 +104,12 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
                     "listen", "expected host:port such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080, got '\(listen)'")
             }
             (config.host, config.port) = (host, port)
+        }
+        if let queue = try web.int("page-queue") {
+            guard (8...100_000).contains(queue) else {
+                throw web.error("page-queue", .outOfRange, "must be 8…100000, got \(queue)")
+            }
+            config.pageQueue = queue
         }
         let inline = try web.string("token")
         let tokenFile = try web.string("token-file")

@@ -16,7 +16,7 @@ import NIOCore
 ///   token is accepted;
 /// - `/metrics` — Prometheus; `/healthz` — for systemd or Docker, without a token.
 struct WebRoutes: Sendable {
-    typealias Context = BasicWebSocketRequestContext
+    typealias Context = PageContext
 
     let hub: LiveHub
     let requests: PageRequests
@@ -76,9 +76,9 @@ struct WebRoutes: Sendable {
             try access.check(request)
             try access.checkSite(request)
             return .upgrade([:])
-        } onUpgrade: { inbound, outbound, _ in
-            try await PageSession(hub: hub, requests: requests, logger: logger).run(
-                inbound: inbound, outbound: outbound)
+        } onUpgrade: { inbound, outbound, context in
+            try await PageSession(hub: hub, requests: requests, channel: context.requestContext.channel, logger: logger)
+                .run(inbound: inbound, outbound: outbound)
         }
         return router
     }
@@ -142,6 +142,20 @@ struct WebRoutes: Sendable {
     static func response(_ status: HTTPResponse.Status, _ body: ByteBuffer, type: String) -> Response {
         Response(
             status: status, headers: [.contentType: type, .cacheControl: "no-store"], body: .init(byteBuffer: body))
+    }
+}
+
+/// Hummingbird's WebSocket request context, keeping the connection's channel: a page that
+/// overflows is closed through it.
+struct PageContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<Self>
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        channel = source.channel
     }
 }
 

@@ -31,7 +31,7 @@ public struct WebView: Service, CustomStringConvertible {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
-        self.hub = LiveHub(gateway: gateway)
+        self.hub = LiveHub(gateway: gateway, pageQueue: config.pageQueue)
     }
 
     /// What ServiceLifecycle logs of the service: where it listens, never its token.
@@ -55,7 +55,9 @@ public struct WebView: Service, CustomStringConvertible {
                 webSocketRouter: router,
                 configuration: .init(
                     http1: .init(idleTimeout: .seconds(75)),
-                    ws: .init(maxFrameSize: PageSession.maxMessageSize, autoPing: .enabled(timePeriod: .seconds(30))))),
+                    ws: .init(
+                        maxFrameSize: PageSession.maxMessageSize, autoPing: .enabled(timePeriod: .seconds(30)),
+                        validateUTF8: true))),
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "homemqtt"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? config.port
