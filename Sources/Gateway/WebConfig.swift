@@ -15,6 +15,16 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
     /// What a browser, `curl` or Prometheus must present (`Authorization: Bearer`, `?token=`
     /// or the page's cookie). Nil: no token, allowed only on loopback. Never logged.
     public var token: String?
+    /// Connections served at once (HTTP and WebSockets together); fewer when the descriptor
+    /// limit leaves less room (`WebView` keeps a reserve for the broker, HAP and state files).
+    public var maxConnections = 256
+    /// Seconds a connection has to send its first request head, and the largest head in bytes
+    /// (431 beyond): a client that opens and says little or too much is closed, not kept.
+    public var headTimeout = 10.0
+    public var maxHeaderBytes = 32 * 1024
+    /// Seconds a keep-alive HTTP connection may stay idle between requests, and a connection's
+    /// writes may wait for its peer to read them.
+    public var idleTimeout = 60.0
     /// Frames one page may have waiting to be sent: a page that falls this far behind (it does
     /// not read) is closed with 1013, and reconnects to a fresh home when it reads again.
     public var pageQueue = 256
@@ -105,12 +115,7 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
             }
             (config.host, config.port) = (host, port)
         }
-        if let queue = try web.int("page-queue") {
-            guard (8...100_000).contains(queue) else {
-                throw web.error("page-queue", .outOfRange, "must be 8…100000, got \(queue)")
-            }
-            config.pageQueue = queue
-        }
+        try config.readLimits(web)
         let inline = try web.string("token")
         let tokenFile = try web.string("token-file")
         if inline != nil, tokenFile != nil {
@@ -131,6 +136,27 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
         }
         try web.finish()
         self = config
+    }
+
+    /// `max-connections`, `head-timeout`, `max-header-bytes`, `idle-timeout`, `page-queue`.
+    private mutating func readLimits(_ web: ConfigReader) throws(ConfigError) {
+        func count(_ key: String, _ range: ClosedRange<Int>) throws(ConfigError) -> Int? {
+            guard let value = try web.int(key) else { return nil }
+            guard range.contains(value) else {
+                throw web.error(key, .outOfRange, "must be \(range.lowerBound)…\(range.upperBound), got \(value)")
+            }
+            return value
+        }
+        func seconds(_ key: String) throws(ConfigError) -> Double? {
+            guard let value = try web.positive(key) else { return nil }
+            guard value <= 3600 else { throw web.error(key, .outOfRange, "must be at most 3600 seconds, got \(value)") }
+            return value
+        }
+        if let value = try count("max-connections", 1...100_000) { maxConnections = value }
+        if let value = try count("max-header-bytes", 1024...(1 << 20)) { maxHeaderBytes = value }
+        if let value = try count("page-queue", 8...100_000) { pageQueue = value }
+        if let value = try seconds("head-timeout") { headTimeout = value }
+        if let value = try seconds("idle-timeout") { idleTimeout = value }
     }
 
     /// A token as written, without the newline a file ends with; nil when nothing is left.

@@ -85,6 +85,27 @@ final class WebSocketLimitTests: XCTestCase {
             "sh", ["-c", "mosquitto_pub -p \(web.broker.port) -q 0 -t '\(topic)' -l < '\(file)'"])
     }
 
+    /// RFC 6455 §5.1: a server must fail the connection on an unmasked client frame (1002).
+    func testAnUnmaskedClientFrameFailsTheConnectionWith1002() async throws {
+        let web = try await WebGateway.start()
+        addTeardownBlock { await web.stopAll() }
+        let health = #"{"id": 1, "topic": "home/$gateway/request/health", "payload": "{}"}"#
+
+        let masked = try openRawPage(web)
+        try masked.send(RawConnection.textFrame(health))
+        let answered = masked.receive(timeout: 5) { String(decoding: $0, as: UTF8.self).contains(#""type":"answer""#) }
+        XCTAssertFalse(answered.closed, "a masked request closed the socket")
+        XCTAssertTrue(String(decoding: answered.bytes, as: UTF8.self).contains(#""type":"answer""#))
+
+        let unmasked = try openRawPage(web)
+        try unmasked.send(RawConnection.textFrame(health, masked: false))
+        let (code, closed, bytes) = unmasked.awaitClose()
+        XCTAssertTrue(closed, "the connection stayed open after an unmasked frame")
+        XCTAssertEqual(code, 1002)
+        XCTAssertFalse(
+            String(decoding: bytes, as: UTF8.self).contains(#""type":"answer""#), "the unmasked request was answered")
+    }
+
     /// Each way a client's message must end the socket, with its code.
     func testCloseCodesSayWhy() async throws {
         let web = try await WebGateway.start()
