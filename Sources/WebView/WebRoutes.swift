@@ -22,6 +22,7 @@ struct WebRoutes: Sendable {
     let requests: PageRequests
     let access: WebAccess
     let metrics: WebMetrics
+    let limiter: ConnectionLimiter
     let logger: Logger
 
     func router() -> Router<Context> {
@@ -38,7 +39,7 @@ struct WebRoutes: Sendable {
         router.get("/healthz") { _, _ in await health() }
         router.get("/metrics") { request, _ in
             try access.check(request)
-            let text = await metrics.render(hub: hub)
+            let text = await metrics.render(hub: hub, limiter: limiter)
             return Self.response(
                 .ok, ByteBuffer(bytes: text), type: "text/plain; version=0.0.4; charset=utf-8")
         }

@@ -40,9 +40,10 @@ public struct WebView: Service, CustomStringConvertible {
 
     public func run() async throws {
         let base = await gateway.config.baseTopic
+        let limiter = ConnectionLimiter(cap: config.maxConnections)
         let routes = WebRoutes(
             hub: hub, requests: PageRequests(gateway: gateway, base: base), access: WebAccess(token: config.token),
-            metrics: metrics, logger: logger)
+            metrics: metrics, limiter: limiter, logger: logger)
         let router = routes.router()
         // Hummingbird's own lines (started, shutting down) only at warning: ours says where.
         var serverLogger = logger
@@ -50,7 +51,6 @@ public struct WebView: Service, CustomStringConvertible {
         let config = config
         let logger = logger
         let onListening = onListening
-        let limiter = ConnectionLimiter(cap: config.maxConnections)
         let app = Application(
             router: router,
             server: Self.server(router: router, config: config, limiter: limiter),

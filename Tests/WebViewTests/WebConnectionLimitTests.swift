@@ -76,6 +76,11 @@ final class WebConnectionLimitTests: XCTestCase {
         XCTAssertEqual(JSONValue.parse(added.string)?["status"], "ok", added.string)
         await response.stop()
         XCTAssertLessThan(descriptors, 1024 - ConnectionLimitFigures.reserve, "descriptors open during the flood")
+        // /metrics says what the cap did: the oldest silent connections made room for new ones.
+        let metrics = try await HTTP.get(web.url + "/metrics").body
+        XCTAssertTrue(metrics.contains("homemqtt_web_connections_max 256.0"), metrics)
+        let replaced = metrics.split(separator: "\n").first { $0.hasPrefix("homemqtt_web_connections_replaced ") }
+        XCTAssertGreaterThan(replaced.flatMap { Double($0.split(separator: " ")[1]) } ?? 0, 1500, metrics)
         print("figure: gateway descriptors during the flood: \(descriptors) of 1024")
 
         // Every flood connection is closed: the late ones by the head timeout (3 s here).
