@@ -141,12 +141,21 @@ final class ConnectionGuard: ChannelInboundHandler {
             "HTTP/1.1 \(status)\r\nContent-Type: application/json; charset=utf-8\r\n"
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n"
             + (code == "busy" ? "Retry-After: 5\r\n" : "") + "\r\n" + body
+        guard id != nil else {
+            // Refused at the cap, it holds no place: its descriptor goes at once, or a flood of
+            // refused connections would hold a descriptor each for the linger below.
+            phase = .closing
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: response)), promise: nil)
+            context.close(promise: nil)
+            return
+        }
         closeAfter(context, ByteBuffer(string: response))
     }
 
     /// Writes `last`, ends the output and closes: what the client still sends is read and
     /// dropped meanwhile (closing with unread bytes would reset the connection, and the client
-    /// could lose the answer), for a second at most.
+    /// could lose the answer), for a second at most. The connection keeps its place under the
+    /// cap meanwhile (one without a whole head is still among the first to make room).
     private func closeAfter(_ context: ChannelHandlerContext, _ last: ByteBuffer) {
         phase = .closing
         headTimer?.cancel()

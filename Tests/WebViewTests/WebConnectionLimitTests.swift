@@ -93,6 +93,39 @@ final class WebConnectionLimitTests: XCTestCase {
         XCTAssertTrue(web.process?.isRunning ?? false)
     }
 
+    /// At the cap a connection that has sent no whole head makes room for a new one; when every
+    /// connection is busy (here two live pages) the new one is answered 503 and closed.
+    func testAtTheCapSilentConnectionsMakeRoomAndBusyOnesDoNot() async throws {
+        let web = try await WebGateway.start(web: "  max-connections: 2")
+        addTeardownBlock { await web.stopAll() }
+        let silent = try RawConnection(port: web.port)
+        try silent.send("GET /healthz HTTP/1.1\r\n")
+        let page = try await PageClient.connect("ws://127.0.0.1:\(web.port)/ws")
+        addTeardownBlock { await page.close() }
+        let health = try await HTTP.get(web.url + "/healthz")
+        XCTAssertEqual(health.status, 200, "a silent connection did not make room")
+        XCTAssertTrue(silent.isClosed(within: 2), "the silent connection was kept")
+
+        // curl's connection is let go as its FIN is read: until then it holds the second place.
+        var second: PageClient?
+        for _ in 0..<50 where second == nil {
+            second = try? await PageClient.connect("ws://127.0.0.1:\(web.port)/ws")
+            if second == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let page2 = try XCTUnwrap(second, "no room for a second page once curl was gone")
+        addTeardownBlock { await page2.close() }
+        let refused = try RawConnection(port: web.port)
+        try refused.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let (bytes, closed) = refused.receive(timeout: 5)
+        let text = String(decoding: bytes, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 503 Service Unavailable"), text)
+        XCTAssertTrue(text.contains("Retry-After: 5") && text.contains(#""code":"busy""#), text)
+        XCTAssertTrue(closed)
+        // The pages are still served.
+        let answer = try await page2.request(light + "/brightness/set", "30")
+        XCTAssertEqual(answer["status"], "ok", "\(answer)")
+    }
+
     /// A head over `max-header-bytes` is answered 431 and closed; a partial head is answered
     /// 408 and closed at the head timeout; HEAD answers as GET without the body.
     func testHeadTooLargeOrLateAndHEAD() async throws {
