@@ -17,7 +17,7 @@ import Synchronization
 /// (`PageRequests`); anything else is answered with an error, never a closed socket.
 ///
 /// A page that lets `web.page-queue` frames pile up unread is let go: it is sent close code 1013
-/// (try again later) if it still reads, and its connection is closed within two seconds either
+/// (try again later) if it still reads, and its connection is closed within five seconds either
 /// way, so that nothing of it stays queued. The page reconnects and starts from a fresh home.
 struct PageSession: Sendable {
     let hub: LiveHub
@@ -39,26 +39,27 @@ struct PageSession: Sendable {
             // Each task says whether its end ends the page.
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 // The only writer: frames go out in the order the hub and the answers queued them.
+                // On an overflow it stops, and the task below sends 1013.
                 group.addTask {
                     for await frame in outlet.frames {
-                        if outlet.overflowed { break }
+                        if outlet.overflowed { return false }
                         outlet.taken()
                         try await outbound.write(.text(frame))
                     }
-                    return true
+                    return !outlet.overflowed
                 }
                 // An outlet that finishes without overflowing is the writer's to end the page with.
                 group.addTask {
                     guard await outlet.overflow() else { return false }
                     logger.info("a page fell behind and was let go", metadata: ["frames waiting": "\(outlet.limit)"])
-                    try? await withThrowingTaskGroup(of: Void.self) { closing in
-                        closing.addTask { try await outbound.close(.unknown(1013), reason: "the page fell behind") }
-                        closing.addTask { try await Task.sleep(for: .seconds(2)) }
-                        _ = try await closing.next()
-                        closing.cancelAll()
-                    }
-                    channel.close(promise: nil)
-                    return true
+                    // Closed in five seconds whatever happens: the close frame below waits behind
+                    // what the page has not read, and waits for ever if it never reads.
+                    channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
+                    try? await outbound.close(.unknown(1013), reason: "the page fell behind")
+                    // The page ends with its inbound side: when its client answers the close, or
+                    // the connection is closed. Ending it here would cancel the reader, and a
+                    // cancelled read closes the connection before the close frame is read.
+                    return false
                 }
                 group.addTask {
                     try await withThrowingDiscardingTaskGroup { answers in

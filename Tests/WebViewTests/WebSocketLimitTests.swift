@@ -76,6 +76,24 @@ final class WebSocketLimitTests: XCTestCase {
         XCTAssertEqual(health, 200)
     }
 
+    /// A page that falls `page-queue` frames behind but still reads is told why: 1013, try
+    /// again later.
+    func testAPageLetGoIsToldToTryAgainLater() async throws {
+        let web = try await WebGateway.start(web: "  page-queue: 8")
+        addTeardownBlock { await web.stopAll() }
+        let page = try openRawPage(web, receiveBuffer: 4096)
+        // What it does not read fills the sockets' buffers (megabytes on loopback); then the
+        // answers wait in its queue, and the ninth overflows it.
+        for id in 0..<2000 {
+            let request = #"{"id": \#(id), "topic": "home/$gateway/request/tree", "payload": "{}"}"#
+            guard (try? page.send(RawConnection.textFrame(request))) != nil else { break }
+            if id % 32 == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let ending = page.awaitClose(timeout: 5)
+        XCTAssertEqual(ending.code, 1013)
+        XCTAssertTrue(ending.closed)
+    }
+
     /// Sends each line as one message to `topic` with one `mosquitto_pub -l`.
     func publishLines(_ web: WebGateway, _ topic: String, _ lines: [String]) async throws {
         let directory = try TemporaryDirectory(prefix: "homemqtt-lines")
