@@ -1,3 +1,4 @@
+import HomeModel
 import NIOCore
 
 /// First in every web connection's pipeline, on the raw bytes: what the HTTP and WebSocket
@@ -89,7 +90,7 @@ final class ConnectionGuard: ChannelInboundHandler {
                 context.fireChannelRead(data)
             case .tooLarge:
                 refuse(
-                    context, status: "431 Request Header Fields Too Large", code: "header-too-large",
+                    context, status: "431 Request Header Fields Too Large", code: .headerTooLarge,
                     message: "the request head is larger than \(limits.maxHeaderBytes) bytes")
             case .complete(let length):
                 headTimer?.cancel()
@@ -121,26 +122,26 @@ final class ConnectionGuard: ChannelInboundHandler {
                     context.close(promise: nil)
                 } else {
                     refuse(
-                        context, status: "408 Request Timeout", code: "timeout",
+                        context, status: "408 Request Timeout", code: .timeout,
                         message:
                             "the request head did not arrive within \(limits.headTimeout.nanoseconds / 1_000_000) ms")
                 }
             }
         case .refused:
             refuse(
-                context, status: "503 Service Unavailable", code: "busy",
+                context, status: "503 Service Unavailable", code: .busy,
                 message: "the web view serves \(limiter.cap) connections at once; try again later")
         }
     }
 
     /// Answers with `status` and the gateway's JSON error shape, then closes: written as bytes,
     /// since the HTTP pipeline behind has not seen a whole request to answer.
-    private func refuse(_ context: ChannelHandlerContext, status: String, code: String, message: String) {
-        let body = #"{"status":"error","code":"\#(code)","message":"\#(message)"}"#
+    private func refuse(_ context: ChannelHandlerContext, status: String, code: ErrorCode, message: String) {
+        let body = #"{"status":"error","code":"\#(code.rawValue)","message":"\#(message)"}"#
         let response =
             "HTTP/1.1 \(status)\r\nContent-Type: application/json; charset=utf-8\r\n"
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n"
-            + (code == "busy" ? "Retry-After: 5\r\n" : "") + "\r\n" + body
+            + (code == .busy ? "Retry-After: 5\r\n" : "") + "\r\n" + body
         guard id != nil else {
             // Refused at the cap, it holds no place: its descriptor goes at once, or a flood of
             // refused connections would hold a descriptor each for the linger below.
