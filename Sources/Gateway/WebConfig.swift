@@ -15,6 +15,19 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
     /// What a browser, `curl` or Prometheus must present (`Authorization: Bearer`, `?token=`
     /// or the page's cookie). Nil: no token, allowed only on loopback. Never logged.
     public var token: String?
+    /// Connections served at once (HTTP and WebSockets together); fewer when the descriptor
+    /// limit leaves less room (`WebView` keeps a reserve for the broker, HAP and state files).
+    public var maxConnections = 256
+    /// Seconds a connection has to send its first request head, and the largest head in bytes
+    /// (431 beyond): a client that opens and says little or too much is closed, not kept.
+    public var headTimeout = 10.0
+    public var maxHeaderBytes = 32 * 1024
+    /// Seconds a keep-alive HTTP connection may stay idle between requests, and a connection's
+    /// writes may wait for its peer to read them.
+    public var idleTimeout = 60.0
+    /// Frames one page may have waiting to be sent: a page that falls this far behind (it does
+    /// not read) is closed with 1013, and reconnects to a fresh home when it reads again.
+    public var pageQueue = 256
 
     public init() {}
 
@@ -29,8 +42,20 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
     /// Whether only this machine can reach the address: a token is then optional.
     public var isLoopback: Bool { Self.isLoopback(host) }
 
+    /// `localhost`, an IPv4 address in 127.0.0.0/8 or `::1`, as literals: a name is looked at
+    /// as a whole (`127.evil.example` and `localhost.evil` are names anyone can point anywhere,
+    /// so a browser that resolves them to this machine must not pass them as loopback).
     public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        let name = host.lowercased()
+        if name == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 {
+            // s_addr is in network order: its first byte in memory is the first octet.
+            return withUnsafeBytes(of: &v4.s_addr) { $0[0] } == 127
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, name, &v6) == 1 else { return false }
+        return withUnsafeBytes(of: &v6) { Array($0) } == Array(repeating: 0, count: 15) + [1]
     }
 
     /// `host:port`, `[v6]:port`, or `:port` (loopback); nil when it is none of these.
@@ -90,6 +115,7 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
             }
             (config.host, config.port) = (host, port)
         }
+        try config.readLimits(web)
         let inline = try web.string("token")
         let tokenFile = try web.string("token-file")
         if inline != nil, tokenFile != nil {
@@ -110,6 +136,27 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
         }
         try web.finish()
         self = config
+    }
+
+    /// `max-connections`, `head-timeout`, `max-header-bytes`, `idle-timeout`, `page-queue`.
+    private mutating func readLimits(_ web: ConfigReader) throws(ConfigError) {
+        func count(_ key: String, _ range: ClosedRange<Int>) throws(ConfigError) -> Int? {
+            guard let value = try web.int(key) else { return nil }
+            guard range.contains(value) else {
+                throw web.error(key, .outOfRange, "must be \(range.lowerBound)…\(range.upperBound), got \(value)")
+            }
+            return value
+        }
+        func seconds(_ key: String) throws(ConfigError) -> Double? {
+            guard let value = try web.positive(key) else { return nil }
+            guard value <= 3600 else { throw web.error(key, .outOfRange, "must be at most 3600 seconds, got \(value)") }
+            return value
+        }
+        if let value = try count("max-connections", 1...100_000) { maxConnections = value }
+        if let value = try count("max-header-bytes", 1024...(1 << 20)) { maxHeaderBytes = value }
+        if let value = try count("page-queue", 8...100_000) { pageQueue = value }
+        if let value = try seconds("head-timeout") { headTimeout = value }
+        if let value = try seconds("idle-timeout") { idleTimeout = value }
     }
 
     /// A token as written, without the newline a file ends with; nil when nothing is left.

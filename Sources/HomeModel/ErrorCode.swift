@@ -134,8 +134,12 @@ extension ErrorCode {
 extension ErrorCode {
     /// No token, or a wrong one, where the web view asks for one.
     public static let unauthorized = ErrorCode(rawValue: "unauthorized")
-    /// A browser's request from a page of another site (cross-site request forgery).
+    /// A browser's request from a page of another site (cross-site request forgery), or one
+    /// naming a `Host` that is not a loopback literal while no token is configured (DNS
+    /// rebinding).
     public static let forbiddenOrigin = ErrorCode(rawValue: "forbidden-origin")
+    /// A request head larger than `web.max-header-bytes` (HTTP 431).
+    public static let headerTooLarge = ErrorCode(rawValue: "header-too-large")
     /// A path the web view does not serve.
     public static let notFound = ErrorCode(rawValue: "not-found")
     /// A request topic outside the base topic, or one with wildcards.

@@ -37,7 +37,11 @@ actor LiveHub {
     /// The home document as last encoded, until the next change.
     private var homeFrame: String?
 
-    init(gateway: Gateway, flushInterval: Duration = .milliseconds(100)) {
+    /// Frames a page may have waiting before it is let go (`Outlet.limit`).
+    let pageQueue: Int
+
+    init(gateway: Gateway, pageQueue: Int = 256, flushInterval: Duration = .milliseconds(100)) {
+        self.pageQueue = pageQueue
         self.gateway = gateway
         self.activity = gateway.activity
         self.flushInterval = flushInterval
@@ -142,7 +146,7 @@ actor LiveHub {
     /// A new page: its frames, the home first (when the gateway has described it) and the
     /// events and errors so far.
     func join() -> (id: Int, outlet: Outlet) {
-        let outlet = Outlet()
+        let outlet = Outlet(limit: pageQueue)
         let id = nextClient
         nextClient += 1
         clients[id] = outlet
@@ -187,21 +191,30 @@ actor LiveHub {
     static func now() -> Double { Date().timeIntervalSince1970 * 1000 }
 }
 
-/// A page's frames, in order, to its WebSocket's one writer. Unbounded, so that an answer is
-/// never lost; the hub watches how many wait and stops sending updates to a page that falls
-/// behind (it gets the whole home once it has caught up).
+/// A page's frames, in order, to its WebSocket's one writer. The hub watches how many wait and
+/// stops sending updates to a page that falls behind (it gets the whole home once it has caught
+/// up); and no more than `limit` frames ever wait: a page that lets that many pile up (it sends
+/// requests and does not read their answers) has overflowed, and its stream ends, so that the
+/// gateway's memory does not grow with what a page does not read.
 final class Outlet: Sendable {
     /// Frames waiting at which a page counts as behind, and below which it has caught up.
     static let behindAt = 32
     static let catchUpBelow = 4
 
     let frames: AsyncStream<String>
+    let limit: Int
     private let continuation: AsyncStream<String>.Continuation
     private let waiting = Atomic<Int>(0)
     private let resync = Atomic<Bool>(false)
+    private let overflow = Atomic<Bool>(false)
+    /// One element when the page overflows; ends with the outlet.
+    private let overflows: AsyncStream<Void>
+    private let overflowContinuation: AsyncStream<Void>.Continuation
 
-    init() {
+    init(limit: Int) {
+        self.limit = limit
         (frames, continuation) = AsyncStream<String>.makeStream()
+        (overflows, overflowContinuation) = AsyncStream<Void>.makeStream()
     }
 
     var queued: Int { waiting.load(ordering: .relaxed) }
@@ -211,13 +224,32 @@ final class Outlet: Sendable {
         set { resync.store(newValue, ordering: .relaxed) }
     }
 
+    /// The page let `limit` frames pile up; its stream has ended.
+    var overflowed: Bool { overflow.load(ordering: .relaxed) }
+
+    /// Waits until the page overflows (true) or the outlet finishes (false).
+    func overflow() async -> Bool {
+        for await _ in overflows { return true }
+        return false
+    }
+
     func send(_ frame: String) {
-        waiting.add(1, ordering: .relaxed)
+        guard !overflowed else { return }
+        if waiting.add(1, ordering: .relaxed).newValue > limit {
+            overflow.store(true, ordering: .relaxed)
+            continuation.finish()
+            overflowContinuation.yield()
+            overflowContinuation.finish()
+            return
+        }
         if case .terminated = continuation.yield(frame) { waiting.subtract(1, ordering: .relaxed) }
     }
 
     /// The writer took a frame off.
     func taken() { waiting.subtract(1, ordering: .relaxed) }
 
-    func finish() { continuation.finish() }
+    func finish() {
+        continuation.finish()
+        overflowContinuation.finish()
+    }
 }

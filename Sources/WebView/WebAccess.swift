@@ -28,16 +28,32 @@ struct WebError: HTTPResponseError {
 /// Who may use the web view: the token (when one is configured) from the `Authorization`
 /// header, the `token` query parameter (a WebSocket from a script) or the page's cookie; and,
 /// for a browser, only pages of this same site.
+///
+/// Without a token the web view answers only requests that name it by a loopback literal
+/// (`localhost`, 127.0.0.0/8, `::1`, with any port): a DNS rebinding attack points a name of
+/// the attacker's (`127.evil.example`) at 127.0.0.1, and the browser then sends that name as
+/// `Host` — every route refuses it, so a page at such a name neither reads nor changes the home.
 struct WebAccess: Sendable {
     /// The cookie the page gets after its token was entered once.
     static let cookieName = "homemqtt-token"
 
     let token: String?
-    let isLoopback: Bool
 
-    /// Refuses a request without the right token.
-    func check(_ request: Request) throws(WebError) {
-        guard let token else { return }
+    /// Refuses a request that may not use the web view: a `Host` that is not a loopback literal
+    /// while no token is configured; then, unless `needsToken` is false (the page and its files,
+    /// which hold nothing of the home), a request without the right token.
+    func check(_ request: Request, needsToken: Bool = true) throws(WebError) {
+        guard let token else {
+            let host = request.head.authority ?? ""
+            guard Self.isLocalHost(host) else {
+                throw WebError(
+                    status: .forbidden, code: .forbiddenOrigin,
+                    message:
+                        "the web view without a token answers only to localhost, 127.0.0.0/8 and [::1], not '\(host)'")
+            }
+            return
+        }
+        guard needsToken else { return }
         guard let presented = Self.presentedToken(request), Self.same(presented, token) else {
             throw WebError.unauthorized
         }
@@ -80,17 +96,11 @@ struct WebAccess: Sendable {
     }
 
     /// Refuses what a page of another site makes a browser send: a WebSocket or a request that
-    /// changes something, whose `Origin` is not this server. Without a token on loopback this is
-    /// all that stops any web page the user visits from controlling the home; and a `Host` that
-    /// is not an address of this machine is refused too (a DNS rebinding attack names the
-    /// attacker's host). Clients that are not browsers send no `Origin`.
+    /// changes something, whose `Origin` is not this server (with `check`, which refuses a
+    /// foreign `Host`, this is what stops a web page the user visits from controlling the home
+    /// through 127.0.0.1). Clients that are not browsers send no `Origin`.
     func checkSite(_ request: Request) throws(WebError) {
         let host = request.head.authority ?? ""
-        if token == nil, isLoopback, !Self.isLocalHost(host) {
-            throw WebError(
-                status: .forbidden, code: .forbiddenOrigin,
-                message: "the web view without a token answers only to loopback addresses, not '\(host)'")
-        }
         let allowed = ["http://\(host.lowercased())", "https://\(host.lowercased())"]
         for origin in request.headers[values: .origin] {
             let lower = origin.lowercased()
@@ -105,14 +115,28 @@ struct WebAccess: Sendable {
         }
     }
 
-    /// `127.0.0.1:8080`, `localhost:8080`, `[::1]:8080` and the like.
+    /// `127.0.0.1:8080`, `localhost:8080`, `[::1]:8080` and the like: a `Host` header's name
+    /// without its port, a loopback literal (`WebConfig.isLoopback`). A bare `::1` without
+    /// brackets is not a valid `Host` and is refused.
     static func isLocalHost(_ authority: String) -> Bool {
         var host = Substring(authority)
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let rest = host[host.index(after: close)...]
+            guard rest.isEmpty || (rest.hasPrefix(":") && isPort(rest.dropFirst())) else {
+                return false
+            }
             host = host[host.index(after: host.startIndex)..<close]
-        } else if let colon = host.lastIndex(of: ":") {
+            return host.contains(":") && WebConfig.isLoopback(String(host))
+        }
+        if let colon = host.firstIndex(of: ":") {
+            guard isPort(host[host.index(after: colon)...]) else { return false }
             host = host[..<colon]
         }
-        return WebConfig.isLoopback(String(host).lowercased())
+        return !host.contains(":") && WebConfig.isLoopback(String(host))
+    }
+
+    private static func isPort(_ text: Substring) -> Bool {
+        !text.isEmpty && text.count <= 5 && text.allSatisfy { ("0"..."9").contains($0) }
     }
 }

@@ -10,6 +10,10 @@ public final class WebMetrics: Sendable {
     private let reachable: Prometheus.Gauge
     private let connected: Prometheus.Gauge
     private let pages: Prometheus.Gauge
+    private let connections: Prometheus.Gauge
+    private let connectionCap: Prometheus.Gauge
+    private let refused: Prometheus.Gauge
+    private let replaced: Prometheus.Gauge
 
     /// The process's one exporter. swift-metrics takes one factory per process, and the
     /// gateway makes its metric handles from it when it is created: touch this before making
@@ -36,10 +40,21 @@ public final class WebMetrics: Sendable {
         reachable = gauge("accessories_reachable", "In-scope accessories reachable now")
         connected = gauge("broker_connected", "1 while the gateway is connected to the broker")
         pages = gauge("web_pages", "Pages connected to the web view's live feed")
+        connections = gauge("web_connections", "Connections the web view has open")
+        connectionCap = gauge("web_connections_max", "Connections the web view serves at once")
+        // Totals since the start, kept by the limiter and read when scraped (so gauges here).
+        refused = gauge("web_connections_refused", "Connections answered 503: every one was busy")
+        replaced = gauge(
+            "web_connections_replaced", "Connections closed at the cap because they had sent no whole request head")
     }
 
     /// The exposition text, with the gauges brought up to date first.
-    func render(hub: LiveHub) async -> [UInt8] {
+    func render(hub: LiveHub, limiter: ConnectionLimiter) async -> [UInt8] {
+        connections.set(to: Double(limiter.openCount))
+        connectionCap.set(to: Double(limiter.cap))
+        let totals = limiter.counts
+        refused.set(to: Double(totals.refused))
+        replaced.set(to: Double(totals.evicted))
         let counts = await hub.accessoryCounts
         accessories.set(to: Double(counts.total))
         reachable.set(to: Double(counts.reachable))

@@ -16,24 +16,30 @@ import NIOCore
 ///   token is accepted;
 /// - `/metrics` — Prometheus; `/healthz` — for systemd or Docker, without a token.
 struct WebRoutes: Sendable {
-    typealias Context = BasicWebSocketRequestContext
+    typealias Context = PageContext
 
     let hub: LiveHub
     let requests: PageRequests
     let access: WebAccess
     let metrics: WebMetrics
+    let limiter: ConnectionLimiter
     let logger: Logger
 
     func router() -> Router<Context> {
-        let router = Router(context: Context.self)
+        // HEAD on every GET route: the same status and headers, no body (RFC 9110 §9.3.2).
+        let router = Router(context: Context.self, options: .autoGenerateHeadEndpoints)
         router.get("/") { request, _ in try page(request) }
         router.get("/index.html") { request, _ in try page(request) }
-        router.get("/assets/:name") { request, context in try asset(context.parameters.get("name") ?? "", request) }
+        router.get("/assets/:name") { request, context in
+            try asset(context.parameters.get("name") ?? "", request)
+        }
         router.get("/favicon.ico") { request, _ in try asset("favicon.svg", request) }
+        // Open to any Host and without a token: a supervisor's liveness probe. It says whether
+        // the gateway runs and reaches the broker, nothing of the home, and changes nothing.
         router.get("/healthz") { _, _ in await health() }
         router.get("/metrics") { request, _ in
             try access.check(request)
-            let text = await metrics.render(hub: hub)
+            let text = await metrics.render(hub: hub, limiter: limiter)
             return Self.response(
                 .ok, ByteBuffer(bytes: text), type: "text/plain; version=0.0.4; charset=utf-8")
         }
@@ -71,9 +77,9 @@ struct WebRoutes: Sendable {
             try access.check(request)
             try access.checkSite(request)
             return .upgrade([:])
-        } onUpgrade: { inbound, outbound, _ in
-            try await PageSession(hub: hub, requests: requests, logger: logger).run(
-                inbound: inbound, outbound: outbound)
+        } onUpgrade: { inbound, outbound, context in
+            try await PageSession(hub: hub, requests: requests, channel: context.requestContext.channel, logger: logger)
+                .run(inbound: inbound, outbound: outbound)
         }
         return router
     }
@@ -81,6 +87,7 @@ struct WebRoutes: Sendable {
     /// The page; with a right `?token=` the token goes to a cookie and the browser is sent to
     /// the address without it (out of the history and the address bar).
     private func page(_ request: Request) throws -> Response {
+        try access.check(request, needsToken: false)
         if let token = request.uri.queryParameters["token"].map(String.init) {
             var response = Response.redirect(to: "/", type: .found)
             if access.accepts(token) {
@@ -95,6 +102,7 @@ struct WebRoutes: Sendable {
     }
 
     private func asset(_ name: String, _ request: Request) throws -> Response {
+        try access.check(request, needsToken: false)
         guard let asset = WebAssets.named(name) else {
             throw WebError(status: .notFound, code: .notFound, message: "no asset '\(name)'")
         }
@@ -135,6 +143,20 @@ struct WebRoutes: Sendable {
     static func response(_ status: HTTPResponse.Status, _ body: ByteBuffer, type: String) -> Response {
         Response(
             status: status, headers: [.contentType: type, .cacheControl: "no-store"], body: .init(byteBuffer: body))
+    }
+}
+
+/// Hummingbird's WebSocket request context, keeping the connection's channel: a page that
+/// overflows is closed through it.
+struct PageContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<Self>
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        channel = source.channel
     }
 }
 

@@ -1,6 +1,7 @@
 public import Gateway
 public import HomeModel
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
@@ -31,7 +32,7 @@ public struct WebView: Service, CustomStringConvertible {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
-        self.hub = LiveHub(gateway: gateway)
+        self.hub = LiveHub(gateway: gateway, pageQueue: config.pageQueue)
     }
 
     /// What ServiceLifecycle logs of the service: where it listens, never its token.
@@ -39,10 +40,10 @@ public struct WebView: Service, CustomStringConvertible {
 
     public func run() async throws {
         let base = await gateway.config.baseTopic
+        let limiter = ConnectionLimiter(cap: config.maxConnections)
         let routes = WebRoutes(
-            hub: hub, requests: PageRequests(gateway: gateway, base: base),
-            access: WebAccess(token: config.token, isLoopback: config.isLoopback), metrics: metrics,
-            logger: logger)
+            hub: hub, requests: PageRequests(gateway: gateway, base: base), access: WebAccess(token: config.token),
+            metrics: metrics, limiter: limiter, logger: logger)
         let router = routes.router()
         // Hummingbird's own lines (started, shutting down) only at warning: ours says where.
         var serverLogger = logger
@@ -52,22 +53,29 @@ public struct WebView: Service, CustomStringConvertible {
         let onListening = onListening
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: router,
-                configuration: .init(
-                    http1: .init(idleTimeout: .seconds(75)),
-                    ws: .init(maxFrameSize: PageSession.maxMessageSize, autoPing: .enabled(timePeriod: .seconds(30))))),
+            server: Self.server(router: router, config: config, limiter: limiter),
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "homemqtt"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? config.port
                 var shown = config
                 shown.port = port
+                let fitted = limiter.fitToDescriptorLimit(configured: config.maxConnections)
                 logger.info(
                     "web view listening",
                     metadata: [
                         "address": "http://\(shown.listenDisplay)/",
                         "token": "\(config.token == nil ? "none" : "required")",
+                        "connections": "\(fitted.cap)",
                     ])
+                if fitted.cap < config.maxConnections {
+                    logger.warning(
+                        "web view serves fewer connections than web.max-connections: the descriptor limit leaves no more",
+                        metadata: [
+                            "connections": "\(fitted.cap)", "max-connections": "\(config.maxConnections)",
+                            "descriptor-limit": "\(fitted.limit)", "open": "\(fitted.open)",
+                            "reserved": "\(ConnectionLimiter.reserve)",
+                        ])
+                }
                 await onListening(port)
             },
             logger: serverLogger)
@@ -76,6 +84,31 @@ public struct WebView: Service, CustomStringConvertible {
             group.addTask { await cancelWhenGracefulShutdown { await hub.run() } }
             try await app.run()
             group.cancelAll()
+        }
+    }
+
+    /// HTTP/1 with the WebSocket upgrade, every connection behind a `ConnectionGuard`; the HTTP
+    /// decoder bounds later heads of a keep-alive connection as the guard bounds the first.
+    static func server(
+        router: Router<WebRoutes.Context>, config: WebConfig, limiter: ConnectionLimiter
+    ) -> HTTPServerBuilder {
+        let responder = router.buildResponder()
+        let limits = ConnectionGuard.Limits(
+            headTimeout: .nanoseconds(Int64(config.headTimeout * 1e9)), maxHeaderBytes: config.maxHeaderBytes,
+            stallTimeout: .nanoseconds(Int64(config.idleTimeout * 1e9)))
+        let headers = config.maxHeaderBytes
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(
+                idleTimeout: .nanoseconds(Int64(config.idleTimeout * 1e9)),
+                httpDecoderConfiguration: .init(maxHeaderFieldSize: headers, maxHeaderListSize: headers)),
+            ws: .init(
+                maxFrameSize: PageSession.maxMessageSize, autoPing: .enabled(timePeriod: .seconds(30)),
+                validateUTF8: true))
+        return HTTPServerBuilder { httpResponder in
+            GuardedChildChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: httpResponder, webSocketResponder: responder, configuration: configuration),
+                limiter: limiter, limits: limits)
         }
     }
 }

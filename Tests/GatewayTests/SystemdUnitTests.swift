@@ -46,6 +46,10 @@ final class SystemdUnitTests: XCTestCase {
         XCTAssertEqual(unit.service["ProtectSystem"], "strict")
         let stateName = try XCTUnwrap(unit.service["StateDirectory"])
         XCTAssertEqual(unit.service["StateDirectoryMode"], "0700", "the state directory is the service's alone")
+        // Set, and above systemd's default 1024: room for the web view's connections beside the
+        // descriptors the broker, HAP and the state files need.
+        let descriptors = try XCTUnwrap(unit.service["LimitNOFILE"].flatMap { Int($0) })
+        XCTAssertGreaterThan(descriptors, 1024, "LimitNOFILE")
         XCTAssertEqual(unit.execStart.first, "/usr/local/bin/homemqtt")
         XCTAssertEqual(unit.execStart.dropFirst().first, "run")
         let configPath = try XCTUnwrap(unit.configPath)

@@ -6,6 +6,7 @@ import XCTest
 /// chromium-driver (`browser/browser_test.py`, from the project's venv), against the real
 /// binary and broker. Scripts/bootstrap.sh installs all three; a missing one fails the test.
 final class BrowserTests: XCTestCase {
+    let light = "home/garage/garage-door-opener/garage-light"
     static let python = repositoryRoot.appendingPathComponent(".venv/bin/python").path
     static let script = repositoryRoot.appendingPathComponent("Tests/WebViewTests/browser/browser_test.py").path
 
@@ -58,5 +59,23 @@ final class BrowserTests: XCTestCase {
             XCTAssertGreaterThan(size, 10_000, "no screenshot at \(path)")
             print("artifact: \(path)")
         }
+    }
+
+    /// DNS rebinding in chromium: the web view loaded under `127.evil.example` and its likes
+    /// (mapped to 127.0.0.1 as a rebinding DNS server would) is refused — the page, the API, a
+    /// write and the live feed — while the same browser at 127.0.0.1 goes live.
+    func testRebindingNamesAreRefusedInChromium() async throws {
+        try Self.requireBrowser()
+        let web = try await WebGateway.start()
+        addTeardownBlock { await web.stopAll() }
+        let state = try await web.subscribe(light + "/brightness/state")
+        try await state.waitForMessage("the retained brightness")
+        state.clear()
+        let script = repositoryRoot.appendingPathComponent("Tests/WebViewTests/browser/rebinding_test.py").path
+        let result = try await runProcess(Self.python, [script, "--port", "\(web.port)"], timeout: 120)
+        XCTAssertEqual(result.status, 0, "\(result.standardOutput)\n\(result.standardError)")
+        XCTAssertTrue(result.standardOutput.contains("rebinding test passed"), result.standardOutput)
+        XCTAssertFalse(state.messages.contains { $0.string == "4" }, "a write from a rebinding name was applied")
+        await state.stop()
     }
 }

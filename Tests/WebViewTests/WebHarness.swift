@@ -19,6 +19,8 @@ final class WebGateway: Sendable {
     let port: Int
     let token: String?
     let configPath: String
+    /// A command that runs the binary (`prlimit --nofile=… --`), or none.
+    let launcher: [String]
     private let child: Mutex<ChildProcess?>
 
     var url: String { "http://127.0.0.1:\(port)" }
@@ -31,12 +33,15 @@ final class WebGateway: Sendable {
     ///   - extra: more YAML at the top level (`log-level: debug`, …).
     ///   - accessories: the directory of accessory files (the shipped simulated home by default).
     ///   - hap: a `hap` source beside the simulator (pairings in the state directory).
+    ///   - web: more keys of the `web:` section, each line indented by two spaces.
+    ///   - launcher: a command that runs the binary (`prlimit --nofile=1024:1024 --`).
     init(
         broker: MosquittoBroker, token: String? = nil, extra: String = "", accessories: String? = nil,
-        hap: Bool = false, logLevel: String = "warning"
+        hap: Bool = false, logLevel: String = "warning", web: String = "", launcher: [String] = []
     ) throws {
         self.broker = broker
         self.token = token
+        self.launcher = launcher
         directory = try TemporaryDirectory(prefix: "homemqtt-web")
         port = try freePort()
         configPath = directory.file("gateway.yml")
@@ -58,6 +63,7 @@ final class WebGateway: Sendable {
               enabled: true
               listen: 127.0.0.1:\(port)
             \(token.map { "  token: \"\($0)\"" } ?? "")
+            \(web)
             log-level: \(logLevel)
             \(extra)
             """
@@ -66,18 +72,20 @@ final class WebGateway: Sendable {
 
     static func start(
         broker: MosquittoBroker? = nil, token: String? = nil, extra: String = "", accessories: String? = nil,
-        hap: Bool = false, logLevel: String = "warning"
+        hap: Bool = false, logLevel: String = "warning", web: String = "", launcher: [String] = []
     ) async throws -> WebGateway {
         let broker = if let broker { broker } else { try await MosquittoBroker.start() }
         let gateway = try WebGateway(
-            broker: broker, token: token, extra: extra, accessories: accessories, hap: hap, logLevel: logLevel)
+            broker: broker, token: token, extra: extra, accessories: accessories, hap: hap, logLevel: logLevel,
+            web: web, launcher: launcher)
         try await gateway.start()
         return gateway
     }
 
     /// Starts `homemqtt run` and waits until `/healthz` says it serves the home, connected.
     func start(timeout: Double = 30) async throws {
-        let process = try ChildProcess(homemqttBinary, ["run", "--config", configPath])
+        let command = launcher + [homemqttBinary, "run", "--config", configPath]
+        let process = try ChildProcess(command[0], Array(command.dropFirst()))
         child.withLock { $0 = process }
         try await waitUntil("the web view's /healthz to answer 200", timeout: timeout) {
             guard process.isRunning else {

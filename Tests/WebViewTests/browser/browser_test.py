@@ -32,11 +32,11 @@ LIGHT = "home/garage/garage-door-opener/garage-light"
 GARAGE = "sim:garage"
 
 
-def browser(width=1280, height=1000):
+def browser(width=1280, height=1000, extra=()):
     options = Options()
     options.binary_location = "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={width},{height}", "--force-device-scale-factor=1"):
+                     f"--window-size={width},{height}", "--force-device-scale-factor=1", *extra):
         options.add_argument(argument)
     # Debian's driver, never one selenium would download: the test runs with no internet.
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
