@@ -148,6 +148,22 @@ extension Connection {
         }
     }
 
+    /// Writes what libmosquitto has queued, the DISCONNECT last, and reads nothing: once
+    /// `mosquitto_disconnect` has run, a PUBLISH read from the broker (a set, our own `offline`
+    /// echoed back) is a protocol error to libmosquitto (handle_publish.c wants an active
+    /// state), which closes the socket with the DISCONNECT unsent, and the broker publishes
+    /// the will. libmosquitto closes the socket itself once the DISCONNECT is written.
+    private func writeDisconnect() {
+        let end = Date().addingTimeInterval(1)
+        while Date() < end {
+            let socket = mosquitto_socket(h)
+            guard socket >= 0 else { return }
+            var descriptor = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&descriptor, 1, 50)
+            if mosquitto_loop_write(h, 1) != MOSQ_ERR_SUCCESS.rawValue { return }
+        }
+    }
+
     private func shutdown() {
         let (connected, clean) = control.withLock { ($0.connected, $0.cleanStop) }
         if connected && clean {
@@ -157,11 +173,8 @@ extension Connection {
                 if mosquitto_loop(h, 50, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
             }
         }
-        if connected {
-            if mosquitto_disconnect_v5(h, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
-                let end = Date().addingTimeInterval(1)
-                while Date() < end, mosquitto_loop(h, 50, 1) == MOSQ_ERR_SUCCESS.rawValue {}
-            }
+        if connected, mosquitto_disconnect_v5(h, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
+            writeDisconnect()
         }
         // No new user can enter (stopRequested is set); wait for calls already inside libmosquitto.
         while control.withLock({ $0.users > 0 }) { usleep(1000) }
