@@ -152,15 +152,35 @@ extension Connection {
     /// `mosquitto_disconnect` has run, a PUBLISH read from the broker (a set, our own `offline`
     /// echoed back) is a protocol error to libmosquitto (handle_publish.c wants an active
     /// state), which closes the socket with the DISCONNECT unsent, and the broker publishes
-    /// the will. libmosquitto closes the socket itself once the DISCONNECT is written.
+    /// the will. libmosquitto closes its socket itself once the DISCONNECT is written; a
+    /// second descriptor keeps the connection open for `drainUntilClosed`.
     private func writeDisconnect() {
+        let socket = mosquitto_socket(h)
+        guard socket >= 0 else { return }
+        let held = dup(socket)
         let end = Date().addingTimeInterval(1)
-        while Date() < end {
-            let socket = mosquitto_socket(h)
-            guard socket >= 0 else { return }
+        while Date() < end, mosquitto_socket(h) >= 0 {
             var descriptor = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
             _ = poll(&descriptor, 1, 50)
-            if mosquitto_loop_write(h, 1) != MOSQ_ERR_SUCCESS.rawValue { return }
+            if mosquitto_loop_write(h, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
+        }
+        if held >= 0 { drainUntilClosed(held) }
+    }
+
+    /// Reads and drops what the broker still sends until it closes the connection, having read
+    /// the DISCONNECT (at most a second). Closing a socket with unread data resets the
+    /// connection, and a broker whose write to it then fails (mosquitto: "Broken pipe") takes
+    /// it for lost, without reading the DISCONNECT, and publishes the will.
+    private func drainUntilClosed(_ descriptor: Int32) {
+        defer { close(descriptor) }
+        let end = Date().addingTimeInterval(1)
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while Date() < end {
+            var polled = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&polled, 1, 50)
+            if ready < 0 && errno != EINTR { return }
+            guard ready > 0 else { continue }
+            if read(descriptor, &buffer, buffer.count) <= 0 { return }
         }
     }
 
