@@ -11,18 +11,15 @@ extension Gateway {
         guard let currentHome else { return [(treeTopic, treeBytes())] }
         switch TreePublication.make(tree, home: currentHome, treeTopic: treeTopic, budget: payloadBudget) {
         case .whole(let bytes):
-            reportTreeForm(pages: 0, omitted: [])
+            reportTreeForm(TreeForm(pages: 0, omitted: [], indexFits: true))
             return [(treeTopic, bytes)]
         case .paged(let paged):
-            reportTreeForm(pages: paged.pages.count, omitted: paged.omitted)
-            if paged.index == nil {
-                logger.error(
-                    "the tree's index does not fit the broker's maximum packet size: the tree topic is cleared",
-                    metadata: [
-                        "topic": "\(treeTopic)", "pages": "\(paged.pages.count)", "limit": "\(packetLimitText)",
-                    ])
-            }
-            return paged.pages + [(treeTopic, paged.index ?? [])]
+            reportTreeForm(
+                TreeForm(
+                    pages: paged.pages.count, omitted: paged.omitted.map(\.displayName), indexFits: paged.index != nil))
+            // Pages that no index lists are no tree: none is published, and the topic is cleared.
+            guard let index = paged.index else { return [(treeTopic, [])] }
+            return paged.pages + [(treeTopic, index)]
         }
     }
 
@@ -37,59 +34,67 @@ extension Gateway {
     /// The largest payload a retained, typed JSON publication on `topic` may have under the
     /// broker's maximum packet size (the remaining length's varint may grow by 3 bytes with it).
     nonisolated func payloadBudget(_ topic: String) -> Int {
-        guard let limit = mqtt.brokerLimits.maximumPacketSize else { return Int.max }
+        guard let limit = mqtt.brokerLimits.maximumPacketSize else { return .max }
         let overhead = mqtt.packetSize(topic: topic, payloadCount: 0, qos: Self.treeQoS, properties: Outbox.json)
         return limit - overhead - 3
     }
 
     var packetLimitText: String { mqtt.brokerLimits.maximumPacketSize.map(String.init) ?? "none" }
 
-    /// One log line when the tree's form changes (whole, or how many pages), not at every rebuild.
-    private func reportTreeForm(pages: Int, omitted: [TopicTree.AccessoryNode]) {
-        let form = TreeForm(pages: pages, omitted: omitted.map(\.id))
+    /// A log line when the tree's form changes (whole, how many pages, what is left out), not
+    /// at every rebuild.
+    private func reportTreeForm(_ form: TreeForm) {
         guard form != reportedTreeForm else { return }
         reportedTreeForm = form
-        if pages > 0 {
+        let metadata: Logger.Metadata = [
+            "index": "\(treeTopic)", "pages": "\(form.pages)", "limit": "\(packetLimitText)",
+        ]
+        if !form.indexFits {
+            logger.error(
+                "the tree's index does not fit the broker's maximum packet size: no tree is published",
+                metadata: metadata)
+        } else if form.pages > 0 {
             logger.info(
-                "the tree is larger than the broker's maximum packet size: published in pages",
-                metadata: [
-                    "index": "\(treeTopic)", "pages": "\(pages)", "limit": "\(packetLimitText)",
-                ])
+                "the tree is larger than the broker's maximum packet size: published in pages", metadata: metadata)
         }
-        if !omitted.isEmpty {
+        if !form.omitted.isEmpty {
             logger.error(
                 "accessories too large for a page of the tree: listed under `omitted` in the index",
-                metadata: ["accessories": "\(omitted.map(\.displayName).joined(separator: ", "))"])
+                metadata: ["accessories": "\(form.omitted.joined(separator: ", "))"])
         }
     }
 
-    /// The `tree` request's answer: the whole tree when it fits an answer, else the paged
-    /// index (the pages are retained), else a `too-large` failure.
+    /// The `tree` request's answer: the whole tree when it fits an answer, else the index of
+    /// the retained pages, else a `too-large` failure.
     func treeAnswer() throws(GatewayFailure) -> JSONValue {
         guard let currentHome else { return treeJSON() }
-        // The answer wraps the tree with an id and a status: room for them besides the tree.
-        let responseTopic = "\(base)/$gateway/response/tree"
-        let room = payloadBudget(responseTopic) - 256
-        switch TreePublication.make(tree, home: currentHome, treeTopic: treeTopic, budget: { _ in room }) {
-        case .whole(let bytes):
-            return (try? JSONValue(parsing: bytes)) ?? treeJSON()
+        // The answer wraps the document with an id and a status: room for them besides it.
+        let budget = payloadBudget("\(base)/$gateway/response/tree")
+        let room = budget == .max ? .max : budget - 256
+        switch TreePublication.make(tree, home: currentHome, treeTopic: treeTopic, budget: payloadBudget) {
+        case .whole(let bytes) where bytes.count <= room:
+            if let json = try? JSONValue(parsing: bytes) { return json }
         case .paged(let paged):
-            guard let index = paged.index, let json = try? JSONValue(parsing: index) else {
-                throw GatewayFailure(
-                    code: .tooLarge,
-                    message: "the tree does not fit the broker's maximum packet size (\(packetLimitText)) "
-                        + "even as an index of pages")
-            }
-            return json
+            if let index = paged.index, index.count <= room, let json = try? JSONValue(parsing: index) { return json }
+        default:
+            break
         }
+        throw GatewayFailure(
+            code: .tooLarge,
+            message: "the tree does not fit an answer under the broker's maximum packet size (\(packetLimitText)); "
+                + "read it at \(treeTopic)")
     }
 
     /// `payload` for an answer on `topic`, or, when its packet would exceed the broker's
     /// maximum, a `too-large` error answer in its place (with the request's `id` and `op`).
     func fitting(_ topic: String, _ payload: [UInt8], json: JSONValue, properties: MQTTPublishProperties) -> [UInt8] {
-        let size = mqtt.packetSize(topic: topic, payloadCount: payload.count, qos: config.qos, properties: properties)
-        guard !mqtt.brokerLimits.allows(packetSize: size) else { return payload }
-        outbox.refused(topic, size: size, limit: mqtt.brokerLimits.maximumPacketSize ?? 0)
+        let limits = mqtt.brokerLimits
+        guard let limit = limits.maximumPacketSize else { return payload }
+        let size = MQTTBrokerLimits.publishPacketSize(
+            topic: topic, payloadCount: payload.count, qos: limits.qos(for: config.qos), properties: properties,
+            protocolVersion: mqtt.protocolVersion)
+        guard size > limit else { return payload }
+        outbox.refused(topic, size: size, limit: limit)
         var object: [String: JSONValue] = [
             "id": json["id"] ?? .null, "status": .string("error"), "code": .string(ErrorCode.tooLarge.rawValue),
             "message": .string(
@@ -117,8 +122,10 @@ extension Gateway {
     }
 }
 
-/// The tree's form last logged: whole (0 pages) or paged, and the accessories left out.
+/// The tree's form last logged: whole (0 pages) or paged, the accessories left out (their
+/// names), and whether the index fits.
 struct TreeForm: Equatable {
     var pages: Int
     var omitted: [String]
+    var indexFits: Bool
 }

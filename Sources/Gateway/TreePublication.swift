@@ -26,10 +26,17 @@ enum TreePublication {
 
     /// `budget(topic)`: the largest payload a retained tree publication on `topic` may have.
     static func make(_ tree: TopicTree, home: Home, treeTopic: String, budget: (String) -> Int) -> TreePublication {
+        let limit = budget(treeTopic)
+        if limit == .max { return .whole(Payloads.treeBytes(tree, home: home)) }
         var counter = JSONTextWriter(countOnly: true)
         Payloads.writeTree(&counter, tree, home: home)
-        if counter.length <= budget(treeTopic) { return .whole(Payloads.treeBytes(tree, home: home)) }
-        return .paged(pages(tree, home: home, treeTopic: treeTopic, budget: budget))
+        guard counter.length <= limit else {
+            return .paged(pages(tree, home: home, treeTopic: treeTopic, budget: budget))
+        }
+        var writer = JSONTextWriter(countOnly: false)
+        writer.out.reserveCapacity(counter.length)
+        Payloads.writeTree(&writer, tree, home: home)
+        return .whole(writer.out)
     }
 
     /// The part of one room on one page.
