@@ -90,6 +90,8 @@ public actor Gateway: Service {
     var isStopped = false
     /// Connected now, as far as the last connection state said (a reconnect republishes).
     var wasConnected = false
+    /// When the connection was lost lately (`noteLoss`).
+    var recentLosses: [ContinuousClock.Instant] = []
     var counters = Counters()
     /// Counts for `/metrics` and the last errors, for the web view.
     public nonisolated let activity = GatewayActivity()

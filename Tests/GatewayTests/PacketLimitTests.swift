@@ -275,4 +275,24 @@ final class PacketLimitTests: XCTestCase {
         await everything.stop()
         await client.disconnect()
     }
+
+    /// MQTT 3.1.1 without `broker.max-packet-size`: the broker closes the connection at the
+    /// first packet over its limit, again at each reconnect. The log says why, once, and names
+    /// the setting.
+    func testAnUntoldLimitOnMQTT311IsNamedInTheLog() async throws {
+        let broker = try await MosquittoBroker.start(.init(extraConfiguration: ["max_packet_size 65536"]))
+        addTeardownBlock { await broker.stop() }
+        let directory = try TemporaryDirectory(prefix: "homemqtt-untold")
+        try Self.writeLamps(Self.lamps, to: directory.file("accessories"))
+        let config = try Self.writeConfig(
+            in: directory, port: broker.port, clientID: "homemqtt-untold", accessories: directory.file("accessories"),
+            broker: ["protocol: 3.1.1"])
+        let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+        let hint = "set broker.max-packet-size"
+        try await waitUntil("the hint", timeout: 30, pollInterval: 0.2) { gateway.standardError.contains(hint) }
+        try await Task.sleep(for: .seconds(3))
+        let log = gateway.standardError
+        XCTAssertEqual(log.components(separatedBy: hint).count - 1, 1, log)
+    }
 }
