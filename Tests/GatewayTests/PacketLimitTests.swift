@@ -297,4 +297,33 @@ final class PacketLimitTests: XCTestCase {
         let log = gateway.standardError
         XCTAssertEqual(log.components(separatedBy: hint).count - 1, 1, log)
     }
+
+    /// Under 600 bytes each lamp's `$info` (about 700) cannot go: none is sent, the first is
+    /// logged with its topic, size and limit, the others only counted and summed up at the stop;
+    /// the characteristics' topics and the sets go on.
+    func testDocumentsThatCannotFitAreLoggedOnceAndCounted() async throws {
+        let broker = try await MosquittoBroker.start(.init(extraConfiguration: ["max_packet_size 600"]))
+        addTeardownBlock { await broker.stop() }
+        let directory = try TemporaryDirectory(prefix: "homemqtt-info")
+        try Self.writeLamps(20, to: directory.file("accessories"))
+        let gateway = try await startGateway(
+            try Self.writeConfig(
+                in: directory, port: broker.port, clientID: "homemqtt-info", accessories: directory.file("accessories"),
+                broker: ["protocol: 3.1.1", "max-packet-size: 600"]),
+            broker: broker)
+        let lamp = "home/room-1/limit-lamp-001"
+        let held = try await MQTTTestSubscriber.start(broker: broker, filter: lamp + "/#")
+        try await held.waitForMessage("the lamp's brightness") { $0.topic == lamp + "/lamp/brightness/state" }
+        XCTAssertFalse(held.messages.contains { $0.topic == lamp + "/$info" })
+        await held.stop()
+        let status = await gateway.terminate(grace: 5)
+        XCTAssertEqual(status, 0)
+        let log = gateway.standardError
+        let refused = log.split(separator: "\n").filter { $0.contains("larger than the broker's maximum packet size") }
+        XCTAssertEqual(refused.count, 1, log)
+        XCTAssertTrue(refused.first?.contains("$info") ?? false, log)
+        XCTAssertTrue(refused.first?.contains("(600)") ?? false, log)
+        XCTAssertTrue(log.contains("count=19 error=packet-too-large"), log)
+        XCTAssertEqual(broker.log.components(separatedBy: "as homemqtt-info").count - 1, 1, broker.log)
+    }
 }
