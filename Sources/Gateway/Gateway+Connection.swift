@@ -22,11 +22,32 @@ extension Gateway {
             if wasConnected {
                 logger.warning("lost the broker", metadata: ["error": "\(error.map { "\($0)" } ?? "none")"])
                 notifyObservers(.connection(false))
+                noteLoss(error)
             }
             wasConnected = false
         default:
             break
         }
+    }
+
+    /// An MQTT 3.1.1 broker cannot tell its maximum packet size, and closes the connection of a
+    /// client that sends a larger packet: without `broker.max-packet-size` the gateway then
+    /// reconnects, republishes the same packet and loses the connection again. The third
+    /// loss within a minute says so, once, with the setting that ends it.
+    func noteLoss(_ error: MQTTError?) {
+        guard error?.code == .connectionLost, mqtt.protocolVersion == .v311,
+            mqtt.brokerLimits.maximumPacketSize == nil
+        else { return }
+        let now = ContinuousClock.now
+        recentLosses = recentLosses.filter { now - $0 < .seconds(60) } + [now]
+        guard recentLosses.count == 3 else { return }
+        logger.error(
+            """
+            the broker closed the connection 3 times within a minute: a broker that limits the packet size does \
+            so when a larger packet comes, and MQTT 3.1.1 cannot say the limit; set broker.max-packet-size to it \
+            (mosquitto: max_packet_size, or message_size_limit)
+            """,
+            metadata: ["config": "\(config.file)"])
     }
 
     func health() async -> JSONValue {

@@ -83,6 +83,7 @@ extension Gateway {
         guard connected, !Task.isCancelled else { throw CancellationError() }
         wasConnected = true
         hasConnected = true
+        reportBrokerLimits()
 
         try await lookAtTheBroker()
         recordBeforePublishing(tree)

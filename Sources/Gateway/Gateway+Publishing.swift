@@ -16,13 +16,16 @@ extension Gateway {
 
     /// An answer on its own topic (`result`, `$result`, `response/<op>`) and, for an MQTT 5
     /// request that named a response topic, there too with its correlation data.
+    /// One that does not fit the broker's maximum packet size becomes a `too-large` error.
     func answer(_ topic: String, json: JSONValue, reply: Reply?) {
         let payload = Array(json.encoded().utf8)
-        enqueue(topic, payload, retain: false)
+        enqueue(topic, fitting(topic, payload, json: json, properties: Outbox.json), retain: false)
         if let reply, !answerLocally(replyTopic: reply.topic, json) {
             var properties = Outbox.json
             properties.correlationData = reply.correlationData
-            enqueue(reply.topic, payload, retain: false, properties: properties)
+            enqueue(
+                reply.topic, fitting(reply.topic, payload, json: json, properties: properties), retain: false,
+                properties: properties)
         }
     }
 
@@ -78,7 +81,9 @@ extension Gateway {
             if !discoveryOnly { await outbox.send(await characteristicRepublication(of: id)) }
         }
         guard !discoveryOnly else { return }
-        await outbox.send(treeTopic, await treeBytes(), retain: true, qos: Self.treeQoS)
+        for (topic, payload) in await treeMessages() {
+            await outbox.send(topic, payload, retain: true, qos: Self.treeQoS)
+        }
         await outbox.send(statusTopic, Array("online".utf8), retain: true)
     }
 

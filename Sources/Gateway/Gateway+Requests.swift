@@ -97,7 +97,7 @@ extension Gateway {
             switch op {
             case "tree":
                 try request.finish()
-                return .success(treeJSON())
+                return .success(try treeAnswer())
             case "republish":
                 try request.finish()
                 enqueue(.all)

@@ -92,8 +92,7 @@ extension Gateway {
         for node in tree.accessories {
             desired.formUnion(applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery))
         }
-        setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
-        desired.insert(treeTopic)
+        desired.formUnion(applyTree())
         for topic in retained.topics.filter({ !desired.contains($0) }) {
             setRetained(topic, [])
         }
@@ -207,7 +206,7 @@ extension Gateway {
             enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
             await outbox.wait(below: publicationBacklog)
         }
-        setRetained(treeTopic, treeBytes(), qos: Self.treeQoS)
+        applyTree()
         publishedTree = tree
         publishedTreeChanged()
         notificationTargets.yield(notifyingAddresses())

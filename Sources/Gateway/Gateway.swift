@@ -59,6 +59,8 @@ public actor Gateway: Service {
     /// The record of every retained topic this gateway published, kept across runs: the only
     /// topics it clears.
     var ownership: Ownership
+    /// The tree's form last logged (whole or paged under the broker's maximum packet size).
+    var reportedTreeForm: TreeForm?
     /// One buffer per distinct `meta` document, shared by every characteristic that has it.
     var metaPayloads: [MetaKey: [UInt8]] = [:]
     /// Every publish, in order.
@@ -88,6 +90,8 @@ public actor Gateway: Service {
     var isStopped = false
     /// Connected now, as far as the last connection state said (a reconnect republishes).
     var wasConnected = false
+    /// When the connection was lost lately (`noteLoss`).
+    var recentLosses: [ContinuousClock.Instant] = []
     var counters = Counters()
     /// Counts for `/metrics` and the last errors, for the web view.
     public nonisolated let activity = GatewayActivity()

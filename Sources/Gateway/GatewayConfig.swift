@@ -118,6 +118,8 @@ public struct GatewayConfig: Sendable {
         self.file = file
         self.mqtt = MQTTConfiguration(host: "127.0.0.1", port: 1883)
         self.mqtt.clientID = "homemqtt"
+        // MQTT 5 unless the broker refuses it; an explicit `protocol` turns this off.
+        self.mqtt.fallBackToMQTT311 = true
         Self.applyGatewayOptions(&mqtt)
         // A persistent session: the broker keeps the gateway's subscriptions and queues the
         // sets sent while it is away (restarting, reconnecting), so that each is answered.
@@ -254,6 +256,7 @@ public struct GatewayConfig: Sendable {
     private mutating func applyURL(_ url: String, key: String) throws(ConfigError) {
         let keep = (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive, mqtt.tls)
         let session = (mqtt.cleanStart, mqtt.sessionExpiry)
+        let limits = (mqtt.maximumPacketSize, mqtt.fallBackToMQTT311)
         do {
             mqtt = try MQTTConfiguration(url: url)
         } catch {
@@ -264,6 +267,7 @@ public struct GatewayConfig: Sendable {
         Self.applyGatewayOptions(&mqtt)
         (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive) = (keep.0, keep.1, keep.2)
         (mqtt.cleanStart, mqtt.sessionExpiry) = session
+        (mqtt.maximumPacketSize, mqtt.fallBackToMQTT311) = limits
         brokerDisplay = MaskedURL.masked(url)
     }
 
@@ -300,6 +304,16 @@ public struct GatewayConfig: Sendable {
             case "3.1.1", "4": mqtt.protocolVersion = .v311
             default: throw broker.error("protocol", "expected 5 or 3.1.1, got '\(version)'")
             }
+            mqtt.fallBackToMQTT311 = false
+        }
+        if let size = try broker.int("max-packet-size") {
+            guard (128...MQTTBrokerLimits.protocolMaximumPacketSize).contains(size) else {
+                throw broker.error(
+                    "max-packet-size",
+                    "must be 128…\(MQTTBrokerLimits.protocolMaximumPacketSize) bytes: the broker's "
+                        + "max_packet_size (or message size limit), got \(size)")
+            }
+            mqtt.maximumPacketSize = size
         }
         if let keepAlive = try broker.int("keepalive") {
             guard (5...65535).contains(keepAlive) else { throw broker.error("keepalive", "must be 5…65535 seconds") }

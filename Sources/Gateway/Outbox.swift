@@ -36,6 +36,8 @@ final class Outbox: Sendable {
     /// Messages queued and not yet handed to the client (a republication counts as one): the
     /// direct path is taken only at zero, and a producer of many waits for it to fall.
     private let waiting = Mutex(0)
+    /// Which failures to log and how many went unlogged.
+    private let failures = Mutex(PublishFailures())
 
     init(mqtt: MQTTClient, defaultQoS: MQTTQoS, logger: Logger) {
         self.mqtt = mqtt
@@ -98,7 +100,7 @@ final class Outbox: Sendable {
         _ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil, properties: MQTTPublishProperties? = nil
     ) {
         if backlog == 0 {
-            do {
+            do throws(MQTTError) {
                 if try mqtt.publishWithoutWaiting(
                     topic, payload: payload, qos: qos ?? defaultQoS, retain: retain,
                     properties: properties ?? Self.typed(topic, payload))
@@ -106,7 +108,7 @@ final class Outbox: Sendable {
                     return
                 }
             } catch {
-                logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+                failed(topic, error)
                 return
             }
         }
@@ -155,6 +157,7 @@ final class Outbox: Sendable {
                 waiting.withLock { $0 -= 1 }
             }
         }
+        reportUnlogged()
     }
 
     func send(_ list: [CharacteristicTopics]) async {
@@ -167,12 +170,44 @@ final class Outbox: Sendable {
     func send(
         _ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil, properties: MQTTPublishProperties? = nil
     ) async {
-        do {
+        do throws(MQTTError) {
             try await mqtt.publish(
                 topic, payload: payload, qos: qos ?? defaultQoS, retain: retain,
                 properties: properties ?? Self.typed(topic, payload))
         } catch {
-            logger.warning("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            failed(topic, error)
+        }
+    }
+
+    /// Logs a failed publish, unless one of its kind was logged within `PublishFailures.interval`
+    /// (then it is counted). One too large for the broker says so, with its size and the limit.
+    private func failed(_ topic: String, _ error: MQTTError) {
+        let (log, suppressed) = failures.withLock { $0.admit(error.code.rawValue, now: .now) }
+        guard log else { return }
+        var metadata: Logger.Metadata = ["topic": "\(topic)", "error": "\(error)"]
+        if suppressed > 0 { metadata["not-logged-before"] = "\(suppressed) more like it" }
+        let tooLarge = error.code == .packetTooLarge
+        logger.warning(
+            tooLarge ? "not published: larger than the broker's maximum packet size" : "publish failed",
+            metadata: metadata)
+    }
+
+    /// An answer the gateway did not hand to the client because its packet would be too large
+    /// (it sent a `too-large` error in its place): logged as a failed publish is.
+    func refused(_ topic: String, size: Int, limit: Int) {
+        failed(
+            topic,
+            MQTTError(
+                code: .packetTooLarge,
+                message: "an answer of \(size) bytes, more than the broker's maximum packet size (\(limit)); "
+                    + "a too-large error answer went instead"))
+    }
+
+    /// The failures counted and never logged, in one line each kind (at the end of the drain).
+    private func reportUnlogged() {
+        for (kind, count) in failures.withLock({ $0.takeSuppressed() }) {
+            logger.warning(
+                "publishes failed and not logged one by one", metadata: ["error": "\(kind)", "count": "\(count)"])
         }
     }
 }

@@ -83,7 +83,7 @@ enum Payloads {
         return w.out
     }
 
-    private static func writeTree(_ w: inout JSONTextWriter, _ tree: TopicTree, home: Home) {
+    static func writeTree(_ w: inout JSONTextWriter, _ tree: TopicTree, home: Home) {
         w.open()
         w.key("base"); w.string(tree.base)
         w.key("home"); w.string(home.name)
@@ -92,58 +92,73 @@ enum Payloads {
             w.element(); w.open()
             w.key("accessories"); w.openArray()
             for node in room.accessoryIDs.compactMap({ tree.accessory(id: $0) }) {
-                w.element(); w.open()
-                w.key("availability"); w.string(node.topic + "/$availability")
-                w.key("category"); w.string(Catalog.categories[node.accessory.category] ?? "other")
-                w.key("id"); w.string(node.id)
-                w.key("info"); w.string(node.topic + "/$info")
-                w.key("manufacturer"); w.string(node.accessory.manufacturer)
-                w.key("model"); w.string(node.accessory.model)
-                w.key("name"); w.string(node.displayName)
-                w.key("reachable"); w.bool(node.accessory.isReachable)
-                w.key("services"); w.openArray()
-                for service in node.services {
-                    w.element(); w.open()
-                    w.key("characteristics"); w.openArray()
-                    for c in service.characteristics {
-                        let permissions = c.characteristic.metadata.permissions
-                        w.element(); w.open()
-                        w.key("format"); w.string(c.characteristic.metadata.format.rawValue)
-                        w.key("notifies"); w.bool(permissions.contains(.notify))
-                        w.key("readable"); w.bool(permissions.contains(.read))
-                        w.key("topic"); w.string(c.topic)
-                        w.key("type"); w.string(c.characteristic.type)
-                        w.key("type-name"); w.string(c.typeName)
-                        w.key("writable"); w.bool(permissions.contains(.write) && !c.isReadOnlyScope)
-                        w.close()
-                    }
-                    w.closeArray()
-                    w.key("name"); w.string(service.displayName)
-                    if PrimaryControl.characteristic(in: service) != nil {
-                        w.key("toggle"); w.string(service.topic + "/$toggle")
-                    }
-                    w.key("topic"); w.string(service.topic)
-                    w.key("type"); w.string(service.service.type)
-                    w.key("type-name"); w.string(service.typeName)
-                    w.close()
-                }
-                w.closeArray()
-                w.key("topic"); w.string(node.topic)
-                w.close()
+                w.element()
+                writeAccessory(&w, node)
             }
             w.closeArray()
-            w.key("default"); w.bool(room.room.id == home.roomForEntireHome.id)
-            w.key("id"); w.string(room.room.id)
-            w.key("name"); w.string(room.room.name)
-            w.key("topic"); w.string(room.topic)
+            writeRoomFields(&w, room, home: home)
             w.close()
         }
         w.closeArray()
+        writeSuffixes(&w)
+        w.close()
+    }
+
+    /// An accessory's entry in the tree (and in a page of it: `TreePublication`).
+    static func writeAccessory(_ w: inout JSONTextWriter, _ node: TopicTree.AccessoryNode) {
+        w.open()
+        w.key("availability"); w.string(node.topic + "/$availability")
+        w.key("category"); w.string(Catalog.categories[node.accessory.category] ?? "other")
+        w.key("id"); w.string(node.id)
+        w.key("info"); w.string(node.topic + "/$info")
+        w.key("manufacturer"); w.string(node.accessory.manufacturer)
+        w.key("model"); w.string(node.accessory.model)
+        w.key("name"); w.string(node.displayName)
+        w.key("reachable"); w.bool(node.accessory.isReachable)
+        w.key("services"); w.openArray()
+        for service in node.services {
+            w.element(); w.open()
+            w.key("characteristics"); w.openArray()
+            for c in service.characteristics {
+                let permissions = c.characteristic.metadata.permissions
+                w.element(); w.open()
+                w.key("format"); w.string(c.characteristic.metadata.format.rawValue)
+                w.key("notifies"); w.bool(permissions.contains(.notify))
+                w.key("readable"); w.bool(permissions.contains(.read))
+                w.key("topic"); w.string(c.topic)
+                w.key("type"); w.string(c.characteristic.type)
+                w.key("type-name"); w.string(c.typeName)
+                w.key("writable"); w.bool(permissions.contains(.write) && !c.isReadOnlyScope)
+                w.close()
+            }
+            w.closeArray()
+            w.key("name"); w.string(service.displayName)
+            if PrimaryControl.characteristic(in: service) != nil {
+                w.key("toggle"); w.string(service.topic + "/$toggle")
+            }
+            w.key("topic"); w.string(service.topic)
+            w.key("type"); w.string(service.service.type)
+            w.key("type-name"); w.string(service.typeName)
+            w.close()
+        }
+        w.closeArray()
+        w.key("topic"); w.string(node.topic)
+        w.close()
+    }
+
+    /// A room's keys after its `accessories`.
+    static func writeRoomFields(_ w: inout JSONTextWriter, _ room: TopicTree.RoomNode, home: Home) {
+        w.key("default"); w.bool(room.room.id == home.roomForEntireHome.id)
+        w.key("id"); w.string(room.room.id)
+        w.key("name"); w.string(room.room.name)
+        w.key("topic"); w.string(room.topic)
+    }
+
+    static func writeSuffixes(_ w: inout JSONTextWriter) {
         w.key("suffixes"); w.open()
         for (name, suffix) in characteristicSuffixes {
             w.key(name); w.string(suffix)
         }
-        w.close()
         w.close()
     }
 
@@ -247,6 +262,16 @@ struct JSONTextWriter {
         } else {
             out.append(contentsOf: value ? Self.trueBytes : Self.falseBytes)
         }
+    }
+
+    mutating func int(_ value: Int) {
+        let text = String(value)
+        if countOnly { length += text.utf8.count } else { out.append(contentsOf: text.utf8) }
+    }
+
+    /// JSON text written before (an accessory's entry, made once and placed on a page).
+    mutating func raw(_ bytes: [UInt8]) {
+        if countOnly { length += bytes.count } else { out.append(contentsOf: bytes) }
     }
 
     private static let trueBytes = Array("true".utf8)

@@ -42,6 +42,8 @@ extension ErrorCode {
     public static let needsGateway = ErrorCode(rawValue: "needs-gateway")
     /// The CLI could not load the configuration it needs for a request.
     public static let invalidConfig = ErrorCode(rawValue: "invalid-config")
+    /// An answer or document larger than the broker's maximum packet size: not sent.
+    public static let tooLarge = ErrorCode(rawValue: "too-large")
     /// A fault of the gateway itself, not of the request.
     public static let `internal` = ErrorCode(rawValue: "internal")
 }

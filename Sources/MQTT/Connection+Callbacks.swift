@@ -18,8 +18,8 @@ extension Connection {
     }
 
     static func installCallbacks(_ h: OpaquePointer) {
-        mosquitto_connect_v5_callback_set(h) { _, obj, rc, flags, _ in
-            Connection.box(obj)?.didConnect(rc: rc, sessionPresent: flags & 1 != 0)
+        mosquitto_connect_v5_callback_set(h) { _, obj, rc, flags, properties in
+            Connection.box(obj)?.didConnect(rc: rc, sessionPresent: flags & 1 != 0, properties: properties)
         }
         mosquitto_disconnect_v5_callback_set(h) { _, obj, rc, _ in
             Connection.box(obj)?.didDisconnect(rc: rc)
@@ -55,14 +55,16 @@ extension Connection {
         }
     }
 
-    private func didConnect(rc: Int32, sessionPresent: Bool) {
+    private func didConnect(rc: Int32, sessionPresent: Bool, properties: OpaquePointer?) {
         guard rc == 0 else {
             let error = MQTTError(refusal: rc, protocolVersion: configuration.protocolVersion)
             control.withLock { $0.refusal = error }
             return
         }
+        let limits = readLimits(properties)
         // Mark connected before reading the subscription list (see ClientCore.remember).
         let waiters = control.withLock { state in
+            state.limits = limits
             state.connected = true
             state.everConnected = true
             return state.takeWaiters(.connect)
@@ -79,8 +81,41 @@ extension Connection {
                 logger.warning("MQTT resubscribe failed", metadata: ["error": "\(MQTTError(mosquitto: rc))"])
             }
         }
+        core.reportLimits(limits, logger: logger)
         core.setState(.connected, from: self)
         for waiter in waiters { waiter.resume(returning: .success(())) }
+    }
+
+    /// The CONNACK's limits (MQTT 5; a property it leaves out keeps the protocol's default)
+    /// with the configured maximum packet size. A 3.1.1 CONNACK has no properties.
+    private func readLimits(_ properties: OpaquePointer?) -> MQTTBrokerLimits {
+        var limits = MQTTBrokerLimits(configuredMaximumPacketSize: configuration.maximumPacketSize)
+        guard let properties else { return limits }
+        var size: UInt32 = 0
+        if mosquitto_property_read_int32(properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), &size, false)
+            != nil
+        {
+            limits.brokerMaximumPacketSize = Int(size)
+        }
+        var byte: UInt8 = 0
+        if mosquitto_property_read_byte(properties, Int32(MQTT_PROP_MAXIMUM_QOS.rawValue), &byte, false) != nil {
+            limits.maximumQoS = MQTTQoS(rawValue: Int(byte)) ?? .exactlyOnce
+        }
+        byte = 1
+        if mosquitto_property_read_byte(properties, Int32(MQTT_PROP_RETAIN_AVAILABLE.rawValue), &byte, false) != nil {
+            limits.retainAvailable = byte != 0
+        }
+        var word: UInt16 = 0
+        if mosquitto_property_read_int16(properties, Int32(MQTT_PROP_RECEIVE_MAXIMUM.rawValue), &word, false) != nil {
+            limits.receiveMaximum = Int(word)
+        }
+        word = 0
+        if mosquitto_property_read_int16(properties, Int32(MQTT_PROP_TOPIC_ALIAS_MAXIMUM.rawValue), &word, false)
+            != nil
+        {
+            limits.topicAliasMaximum = Int(word)
+        }
+        return limits
     }
 
     private func didDisconnect(rc: Int32) {

@@ -126,20 +126,31 @@ extension Connection {
     }
 
     /// `publish` when it needs no waiting; nil when it would wait for room (the outstanding limit).
+    /// The one place the broker's limits apply: QoS above its maximum is lowered, the retain
+    /// flag dropped when it has no retained messages, and a packet larger than its maximum
+    /// is refused here, unsent (a broker that receives one drops the connection).
     func publishWithoutWaiting(
-        _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
+        _ topic: String, payload: [UInt8], qos requested: MQTTQoS, retain requestedRetain: Bool,
+        properties: MQTTPublishProperties
     ) -> Outcome? {
         guard payload.count <= 268_435_455 else {
             return .failure(MQTTError(code: .payloadTooLarge, message: "payload of \(payload.count) bytes"))
         }
         let limit = configuration.maxQueuedPublishes
-        enum Decision { case fail(MQTTError), drop, wait, go(UInt64) }
+        enum Decision { case fail(MQTTError), drop, wait, go(UInt64, MQTTQoS, Bool) }
         let decision = control.withLock { state -> Decision in
             if state.stopRequested || state.finished { return .fail(.closed) }
+            let qos = state.limits.qos(for: requested)
+            let size = MQTTBrokerLimits.publishPacketSize(
+                topic: topic, payloadCount: payload.count, qos: qos, properties: properties,
+                protocolVersion: configuration.protocolVersion)
+            guard state.limits.allows(packetSize: size) else {
+                return .fail(Connection.tooLarge(topic, size: size, limits: state.limits))
+            }
             if qos == .atMostOnce && !state.connected { return state.everConnected ? .drop : .fail(.notConnected) }
             if state.outstanding.count >= limit { return .wait }
             state.users += 1
-            return .go(state.epoch)
+            return .go(state.epoch, qos, requestedRetain && state.limits.retainAvailable)
         }
         switch decision {
         case .fail(let error):
@@ -148,7 +159,7 @@ extension Connection {
             return .success(())
         case .wait:
             return nil
-        case .go(let epoch):
+        case .go(let epoch, let qos, let retain):
             var mid: Int32 = 0
             let rc = send(topic, payload: payload, qos: qos, retain: retain, properties: properties, mid: &mid)
             let savedErrno = errno
@@ -167,6 +178,17 @@ extension Connection {
             if queued || (rc == MOSQ_ERR_NO_CONN.rawValue && qos == .atMostOnce) { return .success(()) }
             return .failure(MQTTError(mosquitto: rc, errno: savedErrno))
         }
+    }
+
+    static func tooLarge(_ topic: String, size: Int, limits: MQTTBrokerLimits) -> MQTTError {
+        let limit = limits.maximumPacketSize ?? MQTTBrokerLimits.protocolMaximumPacketSize
+        let source =
+            limits.brokerMaximumPacketSize == limit ? "the broker's maximum packet size" : "the maximum packet size"
+        return MQTTError(
+            code: .packetTooLarge,
+            message:
+                "a publish to '\(topic)' would be a packet of \(size) bytes, more than \(source) (\(limit)); not sent"
+        )
     }
 
     private func send(

@@ -148,6 +148,42 @@ extension Connection {
         }
     }
 
+    /// Writes what libmosquitto has queued, the DISCONNECT last, and reads nothing: once
+    /// `mosquitto_disconnect` has run, a PUBLISH read from the broker (a set, our own `offline`
+    /// echoed back) is a protocol error to libmosquitto (handle_publish.c wants an active
+    /// state), which closes the socket with the DISCONNECT unsent, and the broker publishes
+    /// the will. libmosquitto closes its socket itself once the DISCONNECT is written; a
+    /// second descriptor keeps the connection open for `drainUntilClosed`.
+    private func writeDisconnect() {
+        let socket = mosquitto_socket(h)
+        guard socket >= 0 else { return }
+        let held = dup(socket)
+        let end = Date().addingTimeInterval(1)
+        while Date() < end, mosquitto_socket(h) >= 0 {
+            var descriptor = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&descriptor, 1, 50)
+            if mosquitto_loop_write(h, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
+        }
+        if held >= 0 { drainUntilClosed(held) }
+    }
+
+    /// Reads and drops what the broker still sends until it closes the connection, having read
+    /// the DISCONNECT (at most a second). Closing a socket with unread data resets the
+    /// connection, and a broker whose write to it then fails (mosquitto: "Broken pipe") takes
+    /// it for lost, without reading the DISCONNECT, and publishes the will.
+    private func drainUntilClosed(_ descriptor: Int32) {
+        defer { close(descriptor) }
+        let end = Date().addingTimeInterval(1)
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while Date() < end {
+            var polled = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&polled, 1, 50)
+            if ready < 0 && errno != EINTR { return }
+            guard ready > 0 else { continue }
+            if read(descriptor, &buffer, buffer.count) <= 0 { return }
+        }
+    }
+
     private func shutdown() {
         let (connected, clean) = control.withLock { ($0.connected, $0.cleanStop) }
         if connected && clean {
@@ -157,11 +193,8 @@ extension Connection {
                 if mosquitto_loop(h, 50, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
             }
         }
-        if connected {
-            if mosquitto_disconnect_v5(h, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
-                let end = Date().addingTimeInterval(1)
-                while Date() < end, mosquitto_loop(h, 50, 1) == MOSQ_ERR_SUCCESS.rawValue {}
-            }
+        if connected, mosquitto_disconnect_v5(h, 0, nil) == MOSQ_ERR_SUCCESS.rawValue {
+            writeDisconnect()
         }
         // No new user can enter (stopRequested is set); wait for calls already inside libmosquitto.
         while control.withLock({ $0.users > 0 }) { usleep(1000) }

@@ -51,19 +51,22 @@ final class Connection: Sendable {
         var ignoredAcks: Set<Int32> = []
         var waiters: [UInt64: (kind: WaiterKind, continuation: CheckedContinuation<Outcome, Never>)] = [:]
         var nextWaiterID: UInt64 = 0
+        /// What the broker accepts, from the last CONNACK and the configuration.
+        var limits = MQTTBrokerLimits()
     }
 
     let handle: MosquittoHandle
     let core: ClientCore
     let configuration: MQTTConfiguration
     let logger: Logger
-    let control = Mutex(Control())
+    let control: Mutex<Control>
 
     init(handle: MosquittoHandle, core: ClientCore, configuration: MQTTConfiguration, logger: Logger) {
         self.handle = handle
         self.core = core
         self.configuration = configuration
         self.logger = logger
+        control = Mutex(Control(limits: MQTTBrokerLimits(configuredMaximumPacketSize: configuration.maximumPacketSize)))
     }
 
     var h: OpaquePointer { handle.raw }
@@ -81,6 +84,10 @@ final class Connection: Sendable {
             config.reconnectDelayMax >= config.reconnectDelayMin
         else { throw .invalidConfiguration("timeouts and reconnect delays must be positive (max >= min)") }
         guard config.maxQueuedPublishes >= 1 else { throw .invalidConfiguration("maxQueuedPublishes must be >= 1") }
+        if let size = config.maximumPacketSize, !(128...MQTTBrokerLimits.protocolMaximumPacketSize).contains(size) {
+            throw .invalidConfiguration(
+                "maximumPacketSize must be 128…\(MQTTBrokerLimits.protocolMaximumPacketSize) bytes")
+        }
         guard config.cleanStart || !config.clientID.isEmpty else {
             throw .invalidConfiguration("a persistent session (cleanStart = false) needs a client ID")
         }

@@ -91,12 +91,51 @@ public final class MQTTClient: Sendable, Service {
 
     /// Connects and returns after a successful CONNACK. Throws on refusal, unreachable host, TLS failure or
     /// timeout (`connectTimeout`). After success the client reconnects by itself whenever the connection drops.
+    /// With `fallBackToMQTT311`, an MQTT 5 CONNECT the broker refuses as a protocol is tried again as 3.1.1.
     public func connect() async throws(MQTTError) {
         if let existing = core.state.withLock({ $0.connection }) {
             // Already running (connected or reconnecting): wait for it rather than opening a second session.
             try await existing.awaitConnected(timeout: configuration.connectTimeout).get()
             return
         }
+        var chosen = configuration
+        if core.state.withLock({ $0.fellBackToMQTT311 }) { chosen.protocolVersion = .v311 }
+        do throws(MQTTError) {
+            try await open(chosen)
+        } catch  where chosen.protocolVersion == .v5 && Self.mayRefuseMQTT5(error) {
+            guard configuration.fallBackToMQTT311 else { throw Self.explainMQTT5Refusal(error, chosen) }
+            let refusal = error
+            chosen.protocolVersion = .v311
+            do throws(MQTTError) {
+                try await open(chosen)
+            } catch {
+                // Not a broker that speaks only 3.1.1 either: the MQTT 5 failure says what went wrong.
+                throw Self.explainMQTT5Refusal(refusal, configuration)
+            }
+            core.state.withLock { $0.fellBackToMQTT311 = true }
+            logger.warning(
+                "the broker refused MQTT 5 and accepted MQTT 3.1.1: using 3.1.1; set `protocol: 3.1.1` in the config to connect with it at once",
+                metadata: ["broker": "\(configuration.host):\(configuration.port)", "mqtt5-error": "\(refusal)"])
+        }
+    }
+
+    /// How a broker that does not speak MQTT 5 answers its CONNECT: a 3.1.1 CONNACK "unacceptable
+    /// protocol version" (libmosquitto reports it as MQTT 5's reason 132), a packet it cannot
+    /// parse, or the TCP connection closed with no CONNACK at all (RabbitMQ 3.x).
+    static func mayRefuseMQTT5(_ error: MQTTError) -> Bool {
+        [.unsupportedProtocol, .connectionLost, .protocolError].contains(error.code)
+    }
+
+    /// The failure of an MQTT 5 CONNECT, saying that the broker may not speak MQTT 5 and what fixes it.
+    static func explainMQTT5Refusal(_ error: MQTTError, _ configuration: MQTTConfiguration) -> MQTTError {
+        var explained = error
+        explained.message +=
+            "; the broker at \(configuration.host):\(configuration.port) may not speak MQTT 5 "
+            + "(RabbitMQ 3.x closes the connection): set `protocol: 3.1.1`, or leave `protocol` out to fall back by itself"
+        return explained
+    }
+
+    private func open(_ configuration: MQTTConfiguration) async throws(MQTTError) {
         let handle = try Connection.makeHandle(configuration)
         let connection = Connection(handle: handle, core: core, configuration: configuration, logger: logger)
         let installed = core.state.withLock { state -> Bool in
@@ -117,6 +156,27 @@ public final class MQTTClient: Sendable, Service {
             core.detach(connection, finalState: .disconnected(error))
             throw error
         }
+    }
+
+    /// The protocol the client speaks: the configured one, or 3.1.1 after a fallback.
+    public var protocolVersion: MQTTProtocolVersion {
+        if let connection = core.state.withLock({ $0.connection }) { return connection.configuration.protocolVersion }
+        return core.state.withLock { $0.fellBackToMQTT311 } ? .v311 : configuration.protocolVersion
+    }
+
+    /// What the broker accepts (its last CONNACK and the configured maximum packet size).
+    public var brokerLimits: MQTTBrokerLimits {
+        core.state.withLock { $0.connection }?.control.withLock { $0.limits }
+            ?? MQTTBrokerLimits(configuredMaximumPacketSize: configuration.maximumPacketSize)
+    }
+
+    /// The size of the packet that publishing these would send, to hold against `brokerLimits`.
+    public func packetSize(
+        topic: String, payloadCount: Int, qos: MQTTQoS, properties: MQTTPublishProperties = .init()
+    ) -> Int {
+        MQTTBrokerLimits.publishPacketSize(
+            topic: topic, payloadCount: payloadCount, qos: brokerLimits.qos(for: qos), properties: properties,
+            protocolVersion: protocolVersion)
     }
 
     /// Clean DISCONNECT (the broker discards the will), stops the network thread, destroys the handle and
@@ -174,8 +234,12 @@ public final class MQTTClient: Sendable, Service {
             } catch {
                 if Task.isCancelled { return false }
                 guard error.isTransient else { throw error }
+                // A broker that closes the connection after the CONNECT was reached: it refused.
+                let reached = Self.mayRefuseMQTT5(error)
                 logger.warning(
-                    "cannot reach the broker, retrying",
+                    reached
+                        ? "the broker closed the connection before accepting it, retrying"
+                        : "cannot reach the broker, retrying",
                     metadata: [
                         "broker": "\(configuration.host):\(configuration.port)", "error": "\(error)",
                         "retry-in": "\(delay)s",
@@ -287,97 +351,5 @@ public final class MQTTClient: Sendable, Service {
             _ = core.state.withLock { $0.stateContinuations.removeValue(forKey: id) }
         }
         return stream
-    }
-}
-
-/// State that outlives a single connection: the public connection state, streams and remembered subscriptions.
-final class ClientCore: Sendable {
-    struct State {
-        var connectionState: MQTTConnectionState = .idle
-        var connection: Connection?
-        var subscriptions: [(filter: String, qos: MQTTQoS)] = []
-        /// Filters added while not connected: sent on the next CONNACK even when the session is present.
-        var unconfirmed: Set<String> = []
-        var messageContinuations: [UInt64: AsyncStream<MQTTMessage>.Continuation] = [:]
-        var stateContinuations: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
-        var nextID: UInt64 = 0
-    }
-
-    let state = Mutex(State())
-
-    /// Changes the state if `connection` is still the current one (a late, superseded thread must not).
-    /// Yields inside the lock so that observers see changes in order; `yield` never calls back into us.
-    func setState(_ new: MQTTConnectionState, from connection: Connection?, onlyIfNotIdle: Bool = false) {
-        state.withLock { state in
-            if let connection, state.connection !== connection { return }
-            if onlyIfNotIdle, state.connectionState == .idle { return }
-            guard state.connectionState != new else { return }
-            state.connectionState = new
-            for continuation in state.stateContinuations.values { continuation.yield(new) }
-        }
-    }
-
-    func detach(_ connection: Connection, finalState: MQTTConnectionState) {
-        state.withLock { state in
-            guard state.connection === connection else { return }
-            state.connection = nil
-            guard state.connectionState != finalState else { return }
-            state.connectionState = finalState
-            for continuation in state.stateContinuations.values { continuation.yield(finalState) }
-        }
-    }
-
-    func deliver(_ message: MQTTMessage) {
-        state.withLock { state in
-            for continuation in state.messageContinuations.values { continuation.yield(message) }
-        }
-    }
-
-    /// Finishing runs `onTermination` handlers, which take the lock: so finish outside it.
-    func finishStreams() {
-        let (messages, states) = state.withLock { state in
-            let taken = (Array(state.messageContinuations.values), Array(state.stateContinuations.values))
-            state.messageContinuations.removeAll()
-            state.stateContinuations.removeAll()
-            return taken
-        }
-        for continuation in messages { continuation.finish() }
-        for continuation in states { continuation.finish() }
-    }
-
-    /// Records filters; returns the connection to send them on, or nil when not connected (then they are
-    /// marked unconfirmed and sent at the next CONNACK).
-    func remember(_ filters: [(String, MQTTQoS)]) -> Connection? {
-        let connection = state.withLock { state -> Connection? in
-            for (filter, qos) in filters {
-                if let index = state.subscriptions.firstIndex(where: { $0.filter == filter }) {
-                    state.subscriptions[index].qos = qos
-                } else {
-                    state.subscriptions.append((filter, qos))
-                }
-                state.unconfirmed.insert(filter)
-            }
-            return state.connection
-        }
-        // Checked after recording: the network thread marks itself connected before it reads the list.
-        guard let connection, connection.control.withLock({ $0.connected }) else { return nil }
-        state.withLock { state in for (filter, _) in filters { state.unconfirmed.remove(filter) } }
-        return connection
-    }
-
-    func forget(_ filters: [String]) {
-        state.withLock { state in
-            state.subscriptions.removeAll { filters.contains($0.filter) }
-            for filter in filters { state.unconfirmed.remove(filter) }
-        }
-    }
-
-    /// What to (re)subscribe after a CONNACK.
-    func subscriptionsToRestore(sessionPresent: Bool) -> [(String, MQTTQoS)] {
-        state.withLock { state in
-            let list = state.subscriptions.filter { !sessionPresent || state.unconfirmed.contains($0.filter) }
-            state.unconfirmed.removeAll()
-            return list.map { ($0.filter, $0.qos) }
-        }
     }
 }

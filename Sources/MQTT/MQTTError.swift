@@ -8,7 +8,7 @@ internal import CMosquitto
 ///
 /// Codes in use:
 /// - configuration / input: `bad-url`, `invalid-configuration`, `invalid-topic`, `invalid-argument`,
-///   `payload-too-large`, `malformed-utf8`
+///   `payload-too-large`, `packet-too-large` (beyond the broker's maximum packet size), `malformed-utf8`
 /// - transport: `connection-refused` (TCP refused), `unreachable`, `dns`, `connection-lost`, `no-connection`,
 ///   `keepalive-timeout`, `timeout`, `tls`, `io`, `protocol`
 /// - broker refusals (CONNACK / SUBACK / DISCONNECT reason codes): `not-authorized`, `bad-username-or-password`,
@@ -44,6 +44,8 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let notFound = Code(rawValue: "not-found")
         public static let notSupported = Code(rawValue: "not-supported")
         public static let payloadTooLarge = Code(rawValue: "payload-too-large")
+        /// A publish whose packet exceeds the broker's maximum packet size (`MQTTBrokerLimits`).
+        public static let packetTooLarge = Code(rawValue: "packet-too-large")
         public static let protocolError = Code(rawValue: "protocol")
         public static let qosNotSupported = Code(rawValue: "qos-not-supported")
         public static let quotaExceeded = Code(rawValue: "quota-exceeded")

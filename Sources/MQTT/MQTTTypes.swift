@@ -85,6 +85,19 @@ public struct MQTTConfiguration: Sendable {
     /// told from a plain one. Ignored for 3.1.1.
     public var retainAsPublished: Bool = false
 
+    /// The largest packet the broker accepts, in bytes (its `max_packet_size`). An MQTT 5 broker
+    /// may say so in its CONNACK (then the smaller of the two holds); an MQTT 3.1.1 broker
+    /// cannot, and drops the connection of a client that sends more. A publish that would
+    /// exceed it fails with `packet-too-large` and nothing is sent. Nil: no limit is known.
+    public var maximumPacketSize: Int? = nil
+
+    /// When the broker refuses an MQTT 5 CONNECT as a protocol it does not speak (a
+    /// "unsupported protocol version" CONNACK, or a connection closed before any CONNACK, as
+    /// RabbitMQ 3.x does), the first `connect()` tries MQTT 3.1.1 once and, if that is
+    /// accepted, stays with it (`MQTTClient.protocolVersion`). Without it, such a refusal fails
+    /// `connect()` with `unsupported-protocol`. Ignored for 3.1.1.
+    public var fallBackToMQTT311: Bool = false
+
     public init(host: String = "127.0.0.1", port: Int = 1883) {
         self.host = host
         self.port = port

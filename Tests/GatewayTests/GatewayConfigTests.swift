@@ -59,6 +59,26 @@ final class GatewayConfigLoadTests: XCTestCase {
         XCTAssertEqual(code("key: [unclosed\n"), .invalidYAML)
     }
 
+    /// `broker.max-packet-size` (bytes) and `protocol`: without `protocol`, MQTT 5 falls back to
+    /// 3.1.1; both survive a broker URL from the environment; a bad size names file and key.
+    func testMaxPacketSizeAndProtocolFallback() throws {
+        let defaults = try GatewayConfig.parse("base-topic: home\n", file: "gw.yml", environment: [:])
+        XCTAssertNil(defaults.mqtt.maximumPacketSize)
+        XCTAssertTrue(defaults.mqtt.fallBackToMQTT311)
+        let set = try GatewayConfig.parse(
+            "broker:\n  protocol: 5\n  max-packet-size: 65536\n", file: "gw.yml",
+            environment: ["HOMEMQTT_BROKER_URL": "mqtt://10.0.0.2:1884"])
+        XCTAssertEqual(set.mqtt.maximumPacketSize, 65536)
+        XCTAssertFalse(set.mqtt.fallBackToMQTT311)
+        for bad in ["100", "268435461", "big"] {
+            XCTAssertThrowsError(
+                try GatewayConfig.parse("broker:\n  max-packet-size: \(bad)\n", file: "gw.yml", environment: [:])
+            ) { error in
+                XCTAssertTrue("\(error)".hasPrefix("gw.yml: broker.max-packet-size"), "\(error)")
+            }
+        }
+    }
+
     func testYAMLSyntaxErrorIsOneLine() {
         XCTAssertThrowsError(try GatewayConfig.parse("base-topic: home\nkey: [unclosed\n", file: "gw.yml")) { error in
             let description = "\(error)"

@@ -1,0 +1,131 @@
+import HomeModel
+import Logging
+import MQTT
+
+/// The gateway under the broker's limits: the tree whole or in pages, answers that fit or an
+/// error that does, and the start-up report of what the broker takes.
+extension Gateway {
+    /// The tree's retained topics and payloads in publish order: the pages, then the index;
+    /// or the whole tree alone. (`TreePublication` describes the paged form.)
+    func treeMessages() -> [(topic: String, payload: [UInt8])] {
+        guard let currentHome else { return [(treeTopic, treeBytes())] }
+        switch TreePublication.make(tree, home: currentHome, treeTopic: treeTopic, budget: payloadBudget) {
+        case .whole(let bytes):
+            reportTreeForm(TreeForm(pages: 0, omitted: [], indexFits: true))
+            return [(treeTopic, bytes)]
+        case .paged(let paged):
+            reportTreeForm(
+                TreeForm(
+                    pages: paged.pages.count, omitted: paged.omitted.map(\.displayName), indexFits: paged.index != nil))
+            // Pages that no index lists are no tree: none is published, and the topic is cleared.
+            guard let index = paged.index else { return [(treeTopic, [])] }
+            return paged.pages + [(treeTopic, index)]
+        }
+    }
+
+    /// Publishes what changed of the tree's topics (`setRetained`) and returns them all.
+    @discardableResult
+    func applyTree() -> [String] {
+        let messages = treeMessages()
+        for (topic, payload) in messages { setRetained(topic, payload, qos: Self.treeQoS) }
+        return messages.map(\.topic)
+    }
+
+    /// The largest payload a retained, typed JSON publication on `topic` may have under the
+    /// broker's maximum packet size (the remaining length's varint may grow by 3 bytes with it).
+    nonisolated func payloadBudget(_ topic: String) -> Int {
+        guard let limit = mqtt.brokerLimits.maximumPacketSize else { return .max }
+        let overhead = mqtt.packetSize(topic: topic, payloadCount: 0, qos: Self.treeQoS, properties: Outbox.json)
+        return limit - overhead - 3
+    }
+
+    var packetLimitText: String { mqtt.brokerLimits.maximumPacketSize.map(String.init) ?? "none" }
+
+    /// A log line when the tree's form changes (whole, how many pages, what is left out), not
+    /// at every rebuild.
+    private func reportTreeForm(_ form: TreeForm) {
+        guard form != reportedTreeForm else { return }
+        reportedTreeForm = form
+        let metadata: Logger.Metadata = [
+            "index": "\(treeTopic)", "pages": "\(form.pages)", "limit": "\(packetLimitText)",
+        ]
+        if !form.indexFits {
+            logger.error(
+                "the tree's index does not fit the broker's maximum packet size: no tree is published",
+                metadata: metadata)
+        } else if form.pages > 0 {
+            logger.info(
+                "the tree is larger than the broker's maximum packet size: published in pages", metadata: metadata)
+        }
+        if !form.omitted.isEmpty {
+            logger.error(
+                "accessories too large for a page of the tree: listed under `omitted` in the index",
+                metadata: ["accessories": "\(form.omitted.joined(separator: ", "))"])
+        }
+    }
+
+    /// The `tree` request's answer: the whole tree when it fits an answer, else the index of
+    /// the retained pages, else a `too-large` failure.
+    func treeAnswer() throws(GatewayFailure) -> JSONValue {
+        guard let currentHome else { return treeJSON() }
+        // The answer wraps the document with an id and a status: room for them besides it.
+        let budget = payloadBudget("\(base)/$gateway/response/tree")
+        let room = budget == .max ? .max : budget - 256
+        switch TreePublication.make(tree, home: currentHome, treeTopic: treeTopic, budget: payloadBudget) {
+        case .whole(let bytes) where bytes.count <= room:
+            if let json = try? JSONValue(parsing: bytes) { return json }
+        case .paged(let paged):
+            if let index = paged.index, index.count <= room, let json = try? JSONValue(parsing: index) { return json }
+        default:
+            break
+        }
+        throw GatewayFailure(
+            code: .tooLarge,
+            message: "the tree does not fit an answer under the broker's maximum packet size (\(packetLimitText)); "
+                + "read it at \(treeTopic)")
+    }
+
+    /// `payload` for an answer on `topic`, or, when its packet would exceed the broker's
+    /// maximum, a `too-large` error answer in its place (with the request's `id` and `op`).
+    func fitting(_ topic: String, _ payload: [UInt8], json: JSONValue, properties: MQTTPublishProperties) -> [UInt8] {
+        let limits = mqtt.brokerLimits
+        guard let limit = limits.maximumPacketSize else { return payload }
+        let size = MQTTBrokerLimits.publishPacketSize(
+            topic: topic, payloadCount: payload.count, qos: limits.qos(for: config.qos), properties: properties,
+            protocolVersion: mqtt.protocolVersion)
+        guard size > limit else { return payload }
+        outbox.refused(topic, size: size, limit: limit)
+        var object: [String: JSONValue] = [
+            "id": json["id"] ?? .null, "status": .string("error"), "code": .string(ErrorCode.tooLarge.rawValue),
+            "message": .string(
+                "the answer is a packet of \(size) bytes, more than the broker's maximum packet size (\(packetLimitText))"
+            ),
+        ]
+        if let op = json["op"] { object["op"] = op }
+        return Array(JSONValue.object(object).encoded().utf8)
+    }
+
+    /// The start-up line that says what the broker takes and what the gateway does less
+    /// because of it.
+    func reportBrokerLimits() {
+        let limits = mqtt.brokerLimits
+        let downgrades = limits.downgrades(requestedQoS: config.qos)
+        logger.info(
+            downgrades.isEmpty ? "broker limits" : "broker limits: publishing downgraded",
+            metadata: [
+                "protocol": "\(mqtt.protocolVersion == .v5 ? "5" : "3.1.1")",
+                "max-packet-size": "\(packetLimitText)", "max-qos": "\(limits.maximumQoS.rawValue)",
+                "retain-available": "\(limits.retainAvailable)", "receive-maximum": "\(limits.receiveMaximum)",
+                "topic-aliases": "not used (broker allows \(limits.topicAliasMaximum))",
+                "downgraded": "\(downgrades.isEmpty ? "nothing" : downgrades.joined(separator: "; "))",
+            ])
+    }
+}
+
+/// The tree's form last logged: whole (0 pages) or paged, the accessories left out (their
+/// names), and whether the index fits.
+struct TreeForm: Equatable {
+    var pages: Int
+    var omitted: [String]
+    var indexFits: Bool
+}

@@ -1,0 +1,183 @@
+import HomeModel
+
+// The tree document in the form that fits the broker's maximum packet size: whole, or in
+// pages under `<base>/$gateway/tree/<n>` with an index at `<base>/$gateway/tree`.
+
+/// How the tree goes onto the broker.
+///
+/// Whole when its packet fits. Otherwise in pages: the rooms of the whole document, in the
+/// same order, split between pages `1…n` at accessory boundaries (a room too big for one page
+/// continues on the next with its `id` again), each page `{"base", "home", "of": n, "page": k,
+/// "rooms": [...]}`; every accessory entry is the whole document's, with its `topic`, `info`
+/// and `availability`. The index on the tree topic says `"paged": true` and lists the pages'
+/// topics in order, how many accessories they hold, the `suffixes`, and under `omitted` any
+/// accessory whose entry alone does not fit a page. An index that does not fit either is
+/// `nil`: the tree topic is then cleared rather than left holding an older tree.
+enum TreePublication {
+    case whole([UInt8])
+    case paged(Pages)
+
+    struct Pages {
+        var index: [UInt8]?
+        var pages: [(topic: String, payload: [UInt8])]
+        var omitted: [TopicTree.AccessoryNode]
+        var accessories: Int
+    }
+
+    /// `budget(topic)`: the largest payload a retained tree publication on `topic` may have.
+    static func make(_ tree: TopicTree, home: Home, treeTopic: String, budget: (String) -> Int) -> TreePublication {
+        let limit = budget(treeTopic)
+        if limit == .max { return .whole(Payloads.treeBytes(tree, home: home)) }
+        var counter = JSONTextWriter(countOnly: true)
+        Payloads.writeTree(&counter, tree, home: home)
+        guard counter.length <= limit else {
+            return .paged(pages(tree, home: home, treeTopic: treeTopic, budget: budget))
+        }
+        var writer = JSONTextWriter(countOnly: false)
+        writer.out.reserveCapacity(counter.length)
+        Payloads.writeTree(&writer, tree, home: home)
+        return .whole(writer.out)
+    }
+
+    /// The part of one room on one page.
+    private struct RoomPart {
+        var room: TopicTree.RoomNode
+        var accessories: [[UInt8]] = []
+    }
+
+    /// Fills pages in tree order, an accessory at a time. Sizes are counted with the longest
+    /// page number there can be and a comma for every element, so a page never comes out
+    /// larger than counted.
+    static func pages(_ tree: TopicTree, home: Home, treeTopic: String, budget: (String) -> Int) -> Pages {
+        let limit = budget(treeTopic + "/9999999")
+        let frame = pageFrameLength(tree.base, home: home)
+        var pages: [[RoomPart]] = []
+        var current: [RoomPart] = []
+        var size = frame
+        var omitted: [TopicTree.AccessoryNode] = []
+        var count = 0
+        func flush() {
+            guard !current.isEmpty else { return }
+            pages.append(current)
+            current = []
+            size = frame
+        }
+        for room in tree.rooms {
+            let wrapper = roomWrapperLength(room, home: home) + 1
+            let nodes = room.accessoryIDs.compactMap { tree.accessory(id: $0) }
+            var opened = false
+            if nodes.isEmpty {
+                if size + wrapper > limit { flush() }
+                current.append(RoomPart(room: room))
+                size += wrapper
+                continue
+            }
+            for node in nodes {
+                var writer = JSONTextWriter(countOnly: false)
+                Payloads.writeAccessory(&writer, node)
+                let entry = writer.out
+                guard frame + wrapper + entry.count + 1 <= limit else {
+                    omitted.append(node)
+                    continue
+                }
+                if size + entry.count + 1 + (opened ? 0 : wrapper) > limit {
+                    flush()
+                    opened = false
+                }
+                if !opened {
+                    current.append(RoomPart(room: room))
+                    size += wrapper
+                    opened = true
+                }
+                current[current.count - 1].accessories.append(entry)
+                size += entry.count + 1
+                count += 1
+            }
+        }
+        flush()
+        let topics = pages.indices.map { "\(treeTopic)/\($0 + 1)" }
+        var out: [(topic: String, payload: [UInt8])] = []
+        for (number, parts) in pages.enumerated() {
+            out.append((topics[number], page(parts, number: number + 1, of: pages.count, base: tree.base, home: home)))
+        }
+        let index = indexBytes(base: tree.base, home: home, topics: topics, accessories: count, omitted: omitted)
+        return Pages(
+            index: index.count <= budget(treeTopic) ? index : nil, pages: out, omitted: omitted, accessories: count)
+    }
+
+    private static func pageFrame(_ w: inout JSONTextWriter, base: String, home: Home, number: Int, of total: Int) {
+        w.open()
+        w.key("base"); w.string(base)
+        w.key("home"); w.string(home.name)
+        w.key("of"); w.int(total)
+        w.key("page"); w.int(number)
+        w.key("rooms"); w.openArray()
+    }
+
+    private static func pageFrameLength(_ base: String, home: Home) -> Int {
+        var w = JSONTextWriter(countOnly: true)
+        pageFrame(&w, base: base, home: home, number: 9_999_999, of: 9_999_999)
+        w.closeArray()
+        w.close()
+        return w.length
+    }
+
+    private static func roomWrapperLength(_ room: TopicTree.RoomNode, home: Home) -> Int {
+        var w = JSONTextWriter(countOnly: true)
+        w.open()
+        w.key("accessories"); w.openArray(); w.closeArray()
+        Payloads.writeRoomFields(&w, room, home: home)
+        w.close()
+        return w.length
+    }
+
+    private static func page(_ parts: [RoomPart], number: Int, of total: Int, base: String, home: Home) -> [UInt8] {
+        var w = JSONTextWriter(countOnly: false)
+        pageFrame(&w, base: base, home: home, number: number, of: total)
+        for part in parts {
+            w.element(); w.open()
+            w.key("accessories"); w.openArray()
+            for entry in part.accessories {
+                w.element(); w.raw(entry)
+            }
+            w.closeArray()
+            Payloads.writeRoomFields(&w, part.room, home: home)
+            w.close()
+        }
+        w.closeArray()
+        w.close()
+        return w.out
+    }
+
+    private static func indexBytes(
+        base: String, home: Home, topics: [String], accessories: Int, omitted: [TopicTree.AccessoryNode]
+    ) -> [UInt8] {
+        var w = JSONTextWriter(countOnly: false)
+        w.open()
+        w.key("accessories"); w.int(accessories)
+        w.key("base"); w.string(base)
+        w.key("home"); w.string(home.name)
+        if !omitted.isEmpty {
+            w.key("omitted"); w.openArray()
+            for node in omitted {
+                w.element(); w.open()
+                w.key("availability"); w.string(node.topic + "/$availability")
+                w.key("id"); w.string(node.id)
+                w.key("info"); w.string(node.topic + "/$info")
+                w.key("name"); w.string(node.displayName)
+                w.key("topic"); w.string(node.topic)
+                w.close()
+            }
+            w.closeArray()
+        }
+        w.key("paged"); w.bool(true)
+        w.key("pages"); w.openArray()
+        for topic in topics {
+            w.element(); w.string(topic)
+        }
+        w.closeArray()
+        Payloads.writeSuffixes(&w)
+        w.close()
+        return w.out
+    }
+}
