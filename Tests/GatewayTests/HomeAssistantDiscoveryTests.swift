@@ -901,6 +901,43 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(HomeAssistantDiscovery.nodeIDs(for: ["c", "a-b", "a:b"]), ids, "independent of order")
     }
 
+    /// Two gateways on one broker (two bases) give distinct node and unique ids for the same
+    /// accessories; the default base keeps the ids of before, and an earlier run's configs of
+    /// either form are recognised as ours.
+    func testNodeIDsCarryTheBaseTopic() throws {
+        XCTAssertEqual(HomeAssistantDiscovery.nodeID(accessoryID: "sim-garage", base: "home"), "homemqtt_sim_garage")
+        XCTAssertEqual(
+            HomeAssistantDiscovery.nodeID(accessoryID: "sim-garage", base: "site-b"), "homemqtt_site_b__sim_garage")
+        XCTAssertEqual(
+            HomeAssistantDiscovery.nodeID(accessoryID: "sim-garage", base: "sites/north"),
+            "homemqtt_sites_north__sim_garage")
+        let accessories = try [HAFixture.garage(), HAFixture.lamp()]
+        var topics: [String: JSONValue] = [:]
+        for base in ["home", "site-b"] {
+            let tree = TopicTree(
+                base: base, accessories: accessories, home: Home(), scope: try ScopeFilter(ScopeConfig()))
+            let status = "\(base)/$gateway/status"
+            let configs = HomeAssistantDiscovery.configs(tree: tree, prefix: prefix, gatewayStatusTopic: status)
+            XCTAssertEqual(configs.count, 2)
+            for (topic, document) in configs {
+                XCTAssertTrue(
+                    HomeAssistantDiscovery.isOwnConfig(
+                        topic: topic, payload: document, prefix: prefix, gatewayStatusTopic: status), topic)
+                XCTAssertFalse(
+                    HomeAssistantDiscovery.isOwnConfig(
+                        topic: topic, payload: document, prefix: prefix,
+                        gatewayStatusTopic: base == "home" ? "site-b/$gateway/status" : "home/$gateway/status"),
+                    "not the other gateway's: \(topic)")
+                topics[topic] = document
+            }
+        }
+        XCTAssertEqual(topics.count, 4, "\(topics.keys.sorted())")
+        let uniqueIDs = try topics.values.flatMap {
+            try components($0).values.compactMap { $0["unique_id"]?.stringValue }
+        }
+        XCTAssertEqual(uniqueIDs.count, Set(uniqueIDs).count)
+    }
+
     func testOddMetadataGivesConfigsNotCrashes() throws {
         let huge = 1e300
         let accessory = try HAFixture.accessory(
