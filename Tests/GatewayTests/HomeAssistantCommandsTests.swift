@@ -56,7 +56,40 @@ final class HomeAssistantCommandsTests: XCTestCase {
                 id: id, name: name, manufacturer: "Issue", model: "26", serialNumber: id, firmwareRevision: "1",
                 services: [info, AccessoryService(iid: 9, type: type.uuid, characteristics: characteristics)])
         }
+        // An ecobee room sensor (two services, each with the same status characteristics) and a
+        // Hue dimmer switch (buttons named after the device).
+        let info = try AccessoryService(
+            iid: 1, type: StandardUUID.accessoryInformation, characteristics: [c("name", 2), c("identify", 3)])
+        func service(_ type: String, _ iid: UInt64, _ name: String, _ characteristics: [String]) throws
+            -> AccessoryService
+        {
+            let kind = try XCTUnwrap(Catalog.serviceType(named: type))
+            return AccessoryService(
+                iid: iid, type: kind.uuid, name: name,
+                characteristics: try characteristics.enumerated().map { try c($0.element, iid + 1 + UInt64($0.offset)) }
+            )
+        }
+        let ecobee = Accessory(
+            id: "ecobee-sensor", name: "Bedroom", manufacturer: "ecobee", model: "EBRSE4", serialNumber: "E1",
+            firmwareRevision: "1",
+            services: [
+                info,
+                try service(
+                    "temperature-sensor", 10, "Bedroom", ["current-temperature", "status-low-battery", "status-active"]),
+                try service(
+                    "occupancy-sensor", 20, "Bedroom", ["occupancy-detected", "status-low-battery", "status-active"]),
+            ])
+        let dimmer = Accessory(
+            id: "hue-dimmer", name: "Hue dimmer switch", manufacturer: "Philips", model: "RWL021",
+            serialNumber: "H1", firmwareRevision: "1",
+            services: try [info]
+                + (1...4).map { n in
+                    try service(
+                        "stateless-programmable-switch", UInt64(10 * n), "Hue dimmer switch button \(n)",
+                        ["input-event"])
+                })
         return [
+            ecobee, dimmer,
             try device(
                 "lock", "Dump Lock", "lock-mechanism",
                 [
@@ -133,6 +166,12 @@ final class HomeAssistantCommandsTests: XCTestCase {
         XCTAssertEqual(
             rows,
             [
+                "Bedroom | Occupancy sensor active | binary_sensor | ",
+                "Bedroom | Occupancy sensor battery low | binary_sensor | ",
+                "Bedroom | Occupancy | binary_sensor | ",
+                "Bedroom | Temperature sensor active | binary_sensor | ",
+                "Bedroom | Temperature sensor battery low | binary_sensor | ",
+                "Bedroom | Temperature | sensor | ",
                 "Colour Bulb | (main) | light | hs",
                 "Dump Alarm | (main) | alarm_control_panel | ",
                 "Dump Garage | (main) | cover | ",
@@ -140,6 +179,10 @@ final class HomeAssistantCommandsTests: XCTestCase {
                 "Dump Lock | (main) | lock | ",
                 "Heat Pump | (main) | climate | modes off/heat_cool/heat/cool",
                 "Heat Pump | Rotation speed | number | 0…100 step 1",
+                "Hue dimmer switch | Button 1 | event | event_types single-press/double-press/long-press",
+                "Hue dimmer switch | Button 2 | event | event_types single-press/double-press/long-press",
+                "Hue dimmer switch | Button 3 | event | event_types single-press/double-press/long-press",
+                "Hue dimmer switch | Button 4 | event | event_types single-press/double-press/long-press",
                 "Hunter Fan | (main) | fan | speeds 1…4",
                 "VOCOlinc Humidifier | (main) | humidifier | ",
                 "VOCOlinc Humidifier | Water level | sensor | ",
