@@ -103,4 +103,28 @@ final class HomeAssistantMQTTTests: XCTestCase {
         let configs = try await discoveryConfigs(gw)
         XCTAssertEqual(configs["homeassistant/device/zigbee_1/config"], foreign)
     }
+
+    /// Issue 26: Eve's voltage, a float32 of 120.6 that JSON gives as 120.5999984741211, is
+    /// 120.6 on `state`, in `$state` and in a `get`'s result; its sensor suggests one decimal.
+    func testFloatsReachTheBrokerAtTheirPrecision() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let retained = try await gw.retainedOnBroker("home/#")
+        let (topic, text) = try XCTUnwrap(
+            retained.first { $0.key.contains("eve-energy") && $0.key.hasSuffix("voltage/state") }, "no voltage")
+        XCTAssertEqual(text, "120.6")
+        let accessory = topic.split(separator: "/").prefix(3).joined(separator: "/")
+        let document = try JSONValue(parsing: try XCTUnwrap(retained[accessory + "/$state"]))
+        XCTAssertTrue(
+            document.objectValue?.values.contains { $0["eve-voltage"] == .double(120.6) } ?? false, "\(document)")
+        let path = String(topic.dropLast("/state".count))
+        let answer = try await gw.request(path + "/get", "", answer: path + "/result")
+        XCTAssertEqual(answer["value"], .double(120.6), "\(answer)")
+        let configs = try await discoveryConfigs(gw)
+        let sensor = try XCTUnwrap(
+            configs.values.lazy.compactMap { try? JSONValue(parsing: $0) }
+                .flatMap { $0["components"]?.objectValue?.values.map { $0 } ?? [] }
+                .first { $0["state_topic"]?.stringValue == topic })
+        XCTAssertEqual(sensor["suggested_display_precision"], 1)
+    }
 }
