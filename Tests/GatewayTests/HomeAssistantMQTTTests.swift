@@ -127,4 +127,31 @@ final class HomeAssistantMQTTTests: XCTestCase {
                 .first { $0["state_topic"]?.stringValue == topic })
         XCTAssertEqual(sensor["suggested_display_precision"], 1)
     }
+
+    /// On a base other than `home`, node ids carry the base: an earlier version's configs (ids
+    /// without it) that name this gateway's status topic are cleared at start; another
+    /// gateway's (another status topic) stay.
+    func testUpgradingToIdsWithTheBaseClearsTheOldConfigsOnly() async throws {
+        func config(_ status: String) -> [UInt8] {
+            Array(
+                #"{"origin":{"name":"HomeMQTT"},"device":{"identifiers":["homemqtt_sim_garage"]},"availability":[{"topic":"\#(status)"}],"components":{}}"#
+                    .utf8)
+        }
+        let old = "homeassistant/device/homemqtt_sim_garage/config"
+        let other = "homeassistant/device/homemqtt_sim_lamp/config"
+        let gw = try await GatewayHarness.start(
+            configure: { $0.baseTopic = "site-b" },
+            before: { _, publisher in
+                try await publisher.publish(
+                    old, payload: config("site-b/$gateway/status"), qos: .atLeastOnce, retain: true)
+                try await publisher.publish(
+                    other, payload: config("home/$gateway/status"), qos: .atLeastOnce, retain: true)
+            })
+        addTeardownBlock { await gw.stop() }
+        try await waitUntil("the old config cleared") { try await self.discoveryConfigs(gw)[old] == nil }
+        let configs = try await discoveryConfigs(gw)
+        XCTAssertNotNil(configs[other], "another gateway's config stays")
+        let ours = configs.keys.filter { $0.hasPrefix("homeassistant/device/homemqtt_site_b__") }
+        XCTAssertGreaterThan(ours.count, 5, "\(configs.keys.sorted())")
+    }
 }
