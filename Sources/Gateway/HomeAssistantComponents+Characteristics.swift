@@ -208,10 +208,12 @@ extension HomeAssistantComponents {
             }
             return config
         }
-        if metadata.format.isNumeric, !metadata.validValues.isEmpty {
-            // The values the accessory takes, by their names; written and read as numbers, which
+        let allowed = metadata.format.isNumeric ? c.haAllowedValues : []
+        if !allowed.isEmpty {
+            // The values the accessory takes (its valid values, or the standard type's where its
+            // `/accessories` lists none), by their names; written and read as numbers, which
             // every accessory takes (a dump's valid values have no names).
-            let pairs = c.haAllowedValues.map { (String($0.value), $0.name) }
+            let pairs = allowed.map { (String($0.value), $0.name) }
             config["options"] = .array(pairs.map { .string($0.1) })
             if state {
                 config["value_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
