@@ -244,6 +244,9 @@ extension HomeAssistantComponents {
                 config["max"] = number(high)
                 config["step"] = number(step)
                 config["mode"] = (high - low) / step > 1000 ? "box" : "auto"
+                // Home Assistant sends the float it computed; at the step's decimals it is on the step.
+                let rounding = HomeAssistantTemplate.roundedToStep(metadata)
+                if !rounding.isEmpty { config["command_template"] = .string("{{ value | float\(rounding) }}") }
             } else {
                 config["platform"] = "sensor"
                 if unit != nil { config["state_class"] = "measurement" }

@@ -42,6 +42,9 @@ extension HomeAssistantComponents {
             take(target)
             Self.temperature(
                 target, into: &config, state: "temperature_state_topic", command: "temperature_command_topic")
+            if target.haIsWritable, let clamp = HomeAssistantTemplate.within(target.haMetadata) {
+                config["temperature_command_template"] = .string(clamp)
+            }
             if let low = target.haMetadata.minValue { config["min_temp"] = .double(low) }
             if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
             if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }

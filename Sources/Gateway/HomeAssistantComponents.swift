@@ -64,10 +64,17 @@ enum HomeAssistantTemplate {
     }
 
     /// Home Assistant's temperature as a characteristic with its own range takes it: the nearest
-    /// value within min…max (`{{ [[value | float, 0] | max, 25] | min }}`); nil without bounds.
+    /// value within min…max, at its step's decimals (`{{ [[value | float, 0] | max, 25] | min |
+    /// round(1) }}`), so a float that comes as 21.500000000000004 is 21.5; nil without bounds.
     static func within(_ metadata: CharacteristicMetadata) -> String? {
         guard let low = metadata.minValue, let high = metadata.maxValue else { return nil }
-        return "{{ [[value | float, \(number(low))] | max, \(number(high))] | min }}"
+        return "{{ [[value | float, \(number(low))] | max, \(number(high))] | min\(roundedToStep(metadata)) }}"
+    }
+
+    /// ` | round(n)` for a float characteristic with a step (n its decimals), else nothing.
+    static func roundedToStep(_ metadata: CharacteristicMetadata) -> String {
+        guard metadata.format == .float, let step = metadata.minStep, step > 0 else { return "" }
+        return " | round(\(ValueCodec.decimals(step)))"
     }
 
     /// A number as Jinja reads it: integral values without a fraction.

@@ -252,7 +252,7 @@ final class HomeAssistantCommandsTests: XCTestCase {
             try HATemplate.render(
                 try XCTUnwrap(heater["temperature_low_command_template"]?.stringValue), variables: ["value": .float(30)]
             ),
-            "25", "the heating threshold stops at 25")
+            "25.0", "the heating threshold stops at 25")
     }
 
     func testNamesAreDistinctAndDoNotStutter() throws {

@@ -190,6 +190,7 @@ enum HASchema {
             keys: [
                 "command_topic": .topic, "state_topic": .topic, "value_template": .template,
                 "min": .number, "max": .number, "step": .number, "mode": .oneOf(["auto", "box", "slider"]),
+                "command_template": .template,
                 "unit_of_measurement": .string, "device_class": .oneOf(sensorDeviceClasses),
             ]),
         "select": Platform(
