@@ -8,10 +8,63 @@ import XCTest
 /// Assistant sends, sent with `mosquitto_pub`, is answered `ok`; two gateways on one broker
 /// keep their configs apart.
 final class HomeAssistantBinaryTests: XCTestCase {
-    /// A config for the shipped simulated home on `base`, Home Assistant discovery on.
-    static func config(brokerURL: String, base: String, clientID: String) throws -> (TemporaryDirectory, String) {
+    /// The devices of issue 26 the shipped home lacks, as simulated accessories: a fan in speed
+    /// steps of 25, a heater-cooler whose thresholds have ranges of their own, a humidifier
+    /// that only humidifies.
+    static let issueDevices: [String: String] = [
+        "hunter-fan.yml": """
+        name: Hunter Fan
+        manufacturer: Hunter
+        room: Bedroom
+        services:
+          - type: fanv2
+            characteristics:
+              active: 0
+              rotation-speed: { value: 0, min: 0, max: 100, step: 25 }
+              rotation-direction: 0
+        """,
+        "heat-pump.yml": """
+        name: Heat Pump
+        manufacturer: Daikin
+        room: Living Room
+        services:
+          - type: heater-cooler
+            characteristics:
+              active: 1
+              target-heater-cooler-state: 2
+              current-temperature: 22
+              heating-threshold: { value: 20, min: 0, max: 25 }
+              cooling-threshold: { value: 24, min: 10, max: 35 }
+        """,
+        "humidifier.yml": """
+        name: VOCOlinc Humidifier
+        manufacturer: VOCOlinc
+        room: Bedroom
+        services:
+          - type: humidifier-dehumidifier
+            characteristics:
+              active: 0
+              target-humidifier-dehumidifier-state: { value: 1, min: 1, max: 1 }
+              humidifier-threshold: 45
+        """,
+    ]
+
+    /// A config for the shipped simulated home on `base`, Home Assistant discovery on; with
+    /// `issueDevices`, the home is a copy with those accessories added.
+    static func config(brokerURL: String, base: String, clientID: String, issueDevices: Bool = false) throws -> (
+        TemporaryDirectory, String
+    ) {
         let directory = try TemporaryDirectory(prefix: "homemqtt-ha")
         let path = directory.file("gateway.yml")
+        var accessories = repositoryRoot.appendingPathComponent("Config/accessories").path
+        if issueDevices {
+            let copy = directory.file("accessories")
+            try FileManager.default.copyItem(atPath: accessories, toPath: copy)
+            for (file, yaml) in Self.issueDevices {
+                try yaml.write(toFile: copy + "/" + file, atomically: true, encoding: .utf8)
+            }
+            accessories = copy
+        }
         let yaml = """
             broker:
               url: \(brokerURL)
@@ -21,7 +74,7 @@ final class HomeAssistantBinaryTests: XCTestCase {
             poll-interval: 0
             sources:
               - type: simulator
-                directory: \(repositoryRoot.appendingPathComponent("Config/accessories").path)
+                directory: \(accessories)
             log-level: warning
             """
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
@@ -86,13 +139,15 @@ final class HomeAssistantBinaryTests: XCTestCase {
         _ = (siteA, siteB)
     }
 
-    /// Every kind of command Home Assistant can send for the simulated home's entities (every
+    /// Every kind of command Home Assistant can send for the simulated home's entities and the
+    /// issue's devices (every
     /// mode and payload, a range's ends and points between), sent as Home Assistant sends it
     /// (template applied) with mosquitto_pub: each answered `ok` on its `result` (or `$result`).
     func testWhatHomeAssistantSendsIsAnsweredOK() async throws {
         let broker = try await MosquittoBroker.start()
         addTeardownBlock { await broker.stop() }
-        let (directory, path) = try Self.config(brokerURL: broker.url, base: "home", clientID: "gw-ha")
+        let (directory, path) = try Self.config(
+            brokerURL: broker.url, base: "home", clientID: "gw-ha", issueDevices: true)
         let gateway = try await Self.start(path, base: "home", broker: broker)
         addTeardownBlock { await gateway.terminate(grace: 2) }
         let configs = try await Self.retained(broker, "homeassistant/device/+/config")
@@ -144,7 +199,22 @@ final class HomeAssistantBinaryTests: XCTestCase {
         print(
             "figure: \(sent) commands (\(throughSet) through $set) of Home Assistant's sent through the binary, each answered ok"
         )
-        XCTAssertGreaterThan(sent, 60)
+        XCTAssertGreaterThan(sent, 90)
+        // What Home Assistant reads back: the heater-cooler's mode, from its `$state` through the
+        // config's template, is one of the modes it offers.
+        let heater = try XCTUnwrap(
+            configs.values.first { $0.contains("\"Heat Pump\"") }.map { try JSONValue(parsing: $0) })
+        let climate = try XCTUnwrap(
+            heater["components"]?.objectValue?.values.first { $0["platform"] == "climate" }?.objectValue)
+        XCTAssertEqual(climate["modes"], ["off", "heat_cool", "heat", "cool"])
+        let stateTopic = try XCTUnwrap(climate["mode_state_topic"]?.stringValue)
+        try await Task.sleep(for: .milliseconds(300))
+        let state = try await Self.retained(broker, stateTopic)
+        let shown = try HATemplate.render(
+            try XCTUnwrap(climate["mode_state_template"]?.stringValue), value: try XCTUnwrap(state[stateTopic]))
+        XCTAssertTrue(["off", "heat_cool", "heat", "cool"].contains(shown ?? ""), "\(shown ?? "nil")")
+        let humidifier = try XCTUnwrap(configs.values.first { $0.contains("\"VOCOlinc Humidifier\"") })
+        XCTAssertFalse(humidifier.contains("\"modes\""), "one mode is no choice: \(humidifier)")
         XCTAssertGreaterThan(throughSet, 0, "colours go through the accessory's $set")
         _ = directory
     }
