@@ -215,13 +215,14 @@ struct HomeAssistantComponents {
         return label
     }
 
-    /// `name` without `prefix` and the separators after it, compared without case
-    /// ("Hue dimmer switch button 1" less "Hue dimmer switch" is "button 1").
+    /// `name` without the words it starts with in common with `prefix`, compared without case
+    /// ("Hue dimmer switch button 1" of "Hue dimmer switch" is "Button 1"; "Bedroom temperature"
+    /// of "Bedroom climate sensor" is "Temperature").
     static func withoutPrefix(_ name: String, _ prefix: String) -> String {
-        let nameWords = words(name), prefixWords = words(prefix)
-        guard !prefixWords.isEmpty, nameWords.starts(with: prefixWords) else { return name }
+        let shared = zip(words(name), words(prefix)).prefix { $0 == $1 }.map(\.0)
+        guard !shared.isEmpty else { return name }
         var rest = Substring(name)
-        for word in prefixWords {
+        for word in shared {
             rest = rest.drop { !$0.isLetter && !$0.isNumber }
             rest = rest.dropFirst(word.count)
         }

@@ -590,7 +590,7 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(obstruction["payload_off"], "false")
 
         let light = try only(document, platform: "light")
-        XCTAssertEqual(light["name"], "Garage Light")
+        XCTAssertEqual(light["name"], "Light", "Garage Light less what the device name Garage Door Opener says")
         XCTAssertEqual(light["brightness_scale"], 100)
         XCTAssertFalse(
             try components(document).values.contains { $0["state_topic"]?.stringValue?.contains("/name/") == true },
