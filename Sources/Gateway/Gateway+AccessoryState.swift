@@ -36,7 +36,9 @@ extension Gateway {
         for service in node.services {
             var values: [String: JSONValue] = [:]
             for c in service.characteristics where !c.isEvent {
-                if let value = currentValue(c.address) { values[c.slug] = ValueCodec.json(value) }
+                if let value = currentValue(c.address) {
+                    values[c.slug] = ValueCodec.json(ValueCodec.rounded(value, metadata: c.characteristic.metadata))
+                }
             }
             if !values.isEmpty { services[service.slug] = .object(values) }
         }
@@ -148,7 +150,7 @@ extension Gateway {
                 GatewayFailure(code: .readOnlyScope, message: "\(node.typeName) is read-only by the gateway's scope"))
         }
         do throws(ModelError) {
-            let metadata = node.characteristic.metadata
+            let metadata = ValueCodec.withStandardBounds(node.characteristic.metadata, type: node.characteristic.type)
             try ValueCodec.checkWritable(metadata, label: node.typeName)
             return .success(try ValueCodec.parse(json: raw, metadata: metadata, label: node.typeName))
         } catch {

@@ -137,7 +137,7 @@ extension Gateway {
                     resultTopic: resultTopic, reply: Reply(message)))
             return
         }
-        switch parseSet(message.payload, node: node) {
+        switch Self.parseSet(message.payload, node: node) {
         case .success(let (value, id)):
             dispatch(
                 Job(
@@ -149,10 +149,11 @@ extension Gateway {
     }
 
     /// Validates a `set` payload: a plain value in the codec's words, or `{"value": …, "id": …}`.
-    func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<
+    /// Static (it reads nothing of the gateway), so that a test can ask what `set` would answer.
+    static func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<
         (CharacteristicValue, JSONValue), GatewayFailure
     > {
-        let metadata = node.characteristic.metadata
+        let metadata = ValueCodec.withStandardBounds(node.characteristic.metadata, type: node.characteristic.type)
         let label = node.typeName
         var id: JSONValue = .null
         do throws(ModelError) {

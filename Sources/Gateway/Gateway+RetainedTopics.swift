@@ -14,7 +14,8 @@ extension Gateway {
         return HomeAssistantDiscovery.Context(
             tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
             options: .init(
-                defaultRoomID: currentHome?.roomForEntireHome.id, supportURL: config.homeAssistant.supportURL))
+                defaultRoomID: currentHome?.roomForEntireHome.id, accessoryTopics: config.accessoryState,
+                supportURL: config.homeAssistant.supportURL))
     }
 
     /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
@@ -128,7 +129,7 @@ extension Gateway {
         of accessory: TopicTree.AccessoryNode, old: TopicTree, texts: inout [String: [UInt8]]
     ) -> [CharacteristicTopics] {
         func stateText(_ node: TopicTree.CharacteristicNode) -> String? {
-            currentValue(node.address).map { ValueCodec.text($0, format: node.characteristic.metadata.format) }
+            currentValue(node.address).map { ValueCodec.text($0, metadata: node.characteristic.metadata) }
         }
         func statePayload(_ text: String) -> [UInt8] {
             if let shared = texts[text] { return shared }
@@ -180,7 +181,7 @@ extension Gateway {
                     topics.append(c.topic + "/meta")
                     // An empty payload is no retained message: an empty text or data value is not held.
                     if !c.isEvent, let value = currentValue(c.address),
-                        !ValueCodec.text(value, format: c.characteristic.metadata.format).isEmpty
+                        !ValueCodec.text(value, metadata: c.characteristic.metadata).isEmpty
                     {
                         topics.append(c.topic + "/state")
                     }

@@ -114,16 +114,16 @@ extension Gateway {
         if node.isEvent {
             // A press: each report is published once, and never retained (a later subscriber
             // must not see an old press as a new one).
-            let text = ValueCodec.text(value, format: node.characteristic.metadata.format)
+            let text = ValueCodec.text(value, metadata: node.characteristic.metadata)
             enqueue(node.topic + "/state", Array(text.utf8), retain: false)
             notifyObservers(.value(node, value))
             return
         }
         guard previous != value else { return }
         // What is on the broker is the text of the previous value: publish only a change.
-        let format = node.characteristic.metadata.format
-        let text = ValueCodec.text(value, format: format)
-        if let previous, ValueCodec.text(previous, format: format) == text { return }
+        let metadata = node.characteristic.metadata
+        let text = ValueCodec.text(value, metadata: metadata)
+        if let previous, ValueCodec.text(previous, metadata: metadata) == text { return }
         enqueue(node.topic + "/state", Array(text.utf8), retain: true)
         accessoryStateChanged(address.accessoryID)
         notifyObservers(.value(node, value))

@@ -48,7 +48,9 @@ extension Gateway {
                 outcome = .success(value)
             case .get:
                 guard let node = job.node else { return }
-                outcome = .success(try await source.read(node.address))
+                // At the characteristic's precision, as on `state`.
+                let value = try await source.read(node.address)
+                outcome = .success(ValueCodec.rounded(value, metadata: node.characteristic.metadata))
             case .identify:
                 try await source.identify(accessoryID: job.accessoryID)
                 outcome = .success(nil)

@@ -129,10 +129,23 @@ extension HomeAssistantComponents {
             }
         }
         if config.isEmpty { return nil }
+        if config["platform"] == "sensor", config["device_class"] != "enum", metadata.format.isNumeric,
+            metadata.validValues.isEmpty
+        {
+            config["suggested_display_precision"] = .int(Int64(Self.displayPrecision(metadata)))
+        }
         let key = "\(service.iid)_\(c.characteristic.iid)"
         config["unique_id"] = .string("\(nodeID)_\(key)")
         config["name"] = .string(entityName(baseName, service: service))
         return HomeAssistantComponent(key: key, config: config)
+    }
+
+    /// The decimals a reading is shown with: its step's (0.1 → 1), none for an integer, and one
+    /// for a float that gives no step (the state itself carries a float32's 7 digits).
+    static func displayPrecision(_ metadata: CharacteristicMetadata) -> Int {
+        if metadata.format.isInteger { return 0 }
+        guard let step = metadata.minStep, step > 0 else { return 1 }
+        return ValueCodec.decimals(step)
     }
 
     /// Home Assistant's device class for a vendor unit, where it has one.
@@ -195,16 +208,20 @@ extension HomeAssistantComponents {
             }
             return config
         }
-        if metadata.format.isNumeric, !metadata.validValues.isEmpty {
-            let pairs = metadata.validValues.sorted { $0.key < $1.key }
-            config["options"] = .array(pairs.map { .string($0.value) })
+        let allowed = metadata.format.isNumeric ? c.haAllowedValues : []
+        if !allowed.isEmpty {
+            // The values the accessory takes (its valid values, or the standard type's where its
+            // `/accessories` lists none), by their names; written and read as numbers, which
+            // every accessory takes (a dump's valid values have no names).
+            let pairs = allowed.map { (String($0.value), $0.name) }
+            config["options"] = .array(pairs.map { .string($0.1) })
             if state {
-                config["value_template"] = .string(
-                    HomeAssistantTemplate.lookup(pairs.map { (String($0.key), $0.value) }, fallback: "None"))
+                config["value_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
             }
             if writable {
-                // Home Assistant sends the option's name, which `set` takes as it is.
                 config["platform"] = "select"
+                config["command_template"] = .string(
+                    HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
             } else {
                 config["platform"] = "sensor"
                 config["device_class"] = "enum"
@@ -227,6 +244,9 @@ extension HomeAssistantComponents {
                 config["max"] = number(high)
                 config["step"] = number(step)
                 config["mode"] = (high - low) / step > 1000 ? "box" : "auto"
+                // Home Assistant sends the float it computed; at the step's decimals it is on the step.
+                let rounding = HomeAssistantTemplate.roundedToStep(metadata)
+                if !rounding.isEmpty { config["command_template"] = .string("{{ value | float\(rounding) }}") }
             } else {
                 config["platform"] = "sensor"
                 if unit != nil { config["state_class"] = "measurement" }

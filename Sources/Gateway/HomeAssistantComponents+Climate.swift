@@ -42,6 +42,9 @@ extension HomeAssistantComponents {
             take(target)
             Self.temperature(
                 target, into: &config, state: "temperature_state_topic", command: "temperature_command_topic")
+            if target.haIsWritable, let clamp = HomeAssistantTemplate.within(target.haMetadata) {
+                config["temperature_command_template"] = .string(clamp)
+            }
             if let low = target.haMetadata.minValue { config["min_temp"] = .double(low) }
             if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
             if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }
@@ -68,13 +71,15 @@ extension HomeAssistantComponents {
         if c.haIsWritable { config[command] = .string(c.haSetTopic) }
     }
 
-    /// The climate's modes from a mode characteristic: the accessory's valid values that Home
-    /// Assistant has a name for, read and written through lookups both ways.
+    /// The climate's modes from a mode characteristic: the values the accessory takes (valid
+    /// values within min and max) that Home Assistant has a name for, read and written through
+    /// lookups both ways.
     private static func hvacModes(
         _ mode: TopicTree.CharacteristicNode, names: [Int64: String], into config: inout [String: JSONValue]
     ) {
-        let valid = mode.haMetadata.validValues.isEmpty ? names : mode.haMetadata.validValues
-        let pairs = valid.keys.sorted().compactMap { key in names[key].map { (String(key), $0) } }
+        let pairs = mode.haAllowedValues.compactMap { allowed in
+            names[allowed.value].map { (String(allowed.value), $0) }
+        }
         config["modes"] = .array(pairs.map { .string($0.1) })
         if mode.haHasState {
             config["mode_state_topic"] = .string(mode.haStateTopic)
@@ -87,23 +92,62 @@ extension HomeAssistantComponents {
         }
     }
 
-    /// The heating and cooling thresholds as the low and high targets of a range.
+    /// The heating and cooling thresholds as the low and high targets of a range. Home Assistant
+    /// has one `min_temp`…`max_temp` for both, so it spans both thresholds, and each command is
+    /// kept within its own threshold's range (the nearest value it takes).
     private mutating func thresholds(_ service: TopicTree.ServiceNode, into config: inout [String: JSONValue]) {
-        if let heating = find(service, "heating-threshold") {
-            take(heating)
+        let heating = find(service, "heating-threshold"), cooling = find(service, "cooling-threshold")
+        take(heating)
+        take(cooling)
+        for (c, side) in [(heating, "low"), (cooling, "high")] {
+            guard let c else { continue }
             Self.temperature(
-                heating, into: &config, state: "temperature_low_state_topic", command: "temperature_low_command_topic")
-        }
-        if let cooling = find(service, "cooling-threshold") {
-            take(cooling)
-            Self.temperature(
-                cooling, into: &config, state: "temperature_high_state_topic", command: "temperature_high_command_topic"
+                c, into: &config, state: "temperature_\(side)_state_topic", command: "temperature_\(side)_command_topic"
             )
+            if c.haIsWritable, let clamp = HomeAssistantTemplate.within(c.haMetadata) {
+                config["temperature_\(side)_command_template"] = .string(clamp)
+            }
         }
+        let writable = [heating, cooling].compactMap { $0 }.filter(\.haIsWritable).map(\.haMetadata)
+        guard config["min_temp"] == nil, !writable.isEmpty else { return }
+        if let low = writable.compactMap(\.minValue).min() { config["min_temp"] = .double(low) }
+        if let high = writable.compactMap(\.maxValue).max() { config["max_temp"] = .double(high) }
+        if let step = writable.compactMap(\.minStep).filter({ $0 > 0 }).min() { config["temp_step"] = .double(step) }
+    }
+
+    /// A heater-cooler's single target, where the gateway serves the accessory's `$state` and
+    /// `$set`: in cooling the cooling threshold, otherwise the heating one; a target sets both
+    /// (each within its range), since which one the device uses follows the mode Home Assistant
+    /// does not pass with the temperature.
+    private func singleTarget(
+        _ service: TopicTree.ServiceNode, mode: TopicTree.CharacteristicNode, into config: inout [String: JSONValue]
+    ) {
+        guard let heating = service.characteristics.first(where: { $0.typeName == "heating-threshold" }),
+            let cooling = service.characteristics.first(where: { $0.typeName == "cooling-threshold" }),
+            heating.haIsWritable, cooling.haIsWritable, heating.haHasState, cooling.haHasState
+        else { return }
+        let fields = "value_json[\(HomeAssistantTemplate.literal(service.slug))]"
+        func field(_ c: TopicTree.CharacteristicNode) -> String {
+            "\(fields)[\(HomeAssistantTemplate.literal(c.slug))]"
+        }
+        config["temperature_command_topic"] = .string(node.topic + "/$set")
+        config["temperature_command_template"] = .string(
+            Self.setDocument(
+                service.slug,
+                [
+                    (heating.slug, HomeAssistantTemplate.within(heating.haMetadata) ?? "{{ value }}"),
+                    (cooling.slug, HomeAssistantTemplate.within(cooling.haMetadata) ?? "{{ value }}"),
+                ]))
+        config["temperature_state_topic"] = .string(node.topic + "/$state")
+        config["temperature_state_template"] = .string(
+            "{{ \(field(cooling)) if \(field(mode)) == 2 else \(field(heating)) }}")
     }
 
     /// HomeKit's heater-cooler: `active` is the power, `target-heater-cooler-state` the mode
     /// (auto keeps the temperature between the two thresholds), the thresholds the targets.
+    /// Home Assistant's `off` is `active` 0: where the gateway serves the accessory's `$state` and
+    /// `$set`, a mode is written as `active` and the target state together and read from both,
+    /// so `off` is a mode like the others and the entity shows off when the device is.
     mutating func heaterCooler(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
         guard let power = find(service, "active"), power.haIsWritable else { return nil }
         take(power)
@@ -112,12 +156,29 @@ extension HomeAssistantComponents {
             "power_command_topic": .string(power.haSetTopic), "payload_on": "1", "payload_off": "0",
         ]
         let names: [Int64: String] = [0: "heat_cool", 1: "heat", 2: "cool"]
-        if let mode = find(service, "target-heater-cooler-state") {
+        let mode = find(service, "target-heater-cooler-state")
+        if let mode {
             take(mode)
             Self.hvacModes(mode, names: names, into: &config)
         } else {
             config["modes"] = ["heat_cool"]
         }
+        if options.accessoryTopics, power.haHasState, let mode, mode.haIsWritable, mode.haHasState {
+            let pairs = mode.haAllowedValues.compactMap { allowed in names[allowed.value].map { (allowed.value, $0) } }
+            let slug = service.slug
+            config["modes"] = .array([.string("off")] + pairs.map { .string($0.1) })
+            config["mode_command_topic"] = .string(node.topic + "/$set")
+            config["mode_command_template"] = .string(
+                HomeAssistantTemplate.lookup(
+                    [("off", Self.setDocument(slug, [(power.slug, "0")]))]
+                        + pairs.map { ($0.1, Self.setDocument(slug, [(power.slug, "1"), (mode.slug, String($0.0))])) },
+                    fallback: ""))
+            config["mode_state_topic"] = .string(node.topic + "/$state")
+            config["mode_state_template"] = .string(
+                HomeAssistantTemplate.offOrLookup(
+                    service: slug, power: power.slug, mode: mode.slug, pairs.map { (String($0.0), $0.1) }))
+        }
+        if options.accessoryTopics, let mode, mode.haHasState { singleTarget(service, mode: mode, into: &config) }
         if let action = find(service, "current-heater-cooler-state"), action.haHasState {
             take(action)
             config["action_topic"] = .string(action.haStateTopic)
@@ -133,12 +194,18 @@ extension HomeAssistantComponents {
         return config
     }
 
+    /// A `$set` document for one service: `{"<service>":{"<characteristic>":<value>,…}}`.
+    static func setDocument(_ service: String, _ values: [(String, String)]) -> String {
+        let fields = values.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",")
+        return "{\"\(service)\":{\(fields)}}"
+    }
+
     /// HomeKit's humidifier-dehumidifier: `active` is the power, the mode says which of the two
     /// it does, and the threshold of what it does is the target.
     mutating func humidifier(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
         let mode = find(service, "target-humidifier-dehumidifier-state")
-        let modes = mode?.haMetadata.validValues ?? [:]
-        let dehumidifierOnly = !modes.isEmpty && modes.keys.allSatisfy { $0 == 2 }
+        let modes = mode?.haAllowedValues ?? []
+        let dehumidifierOnly = !modes.isEmpty && modes.allSatisfy { $0.value == 2 }
         let thresholds =
             dehumidifierOnly
             ? ["dehumidifier-threshold", "humidifier-threshold"] : ["humidifier-threshold", "dehumidifier-threshold"]
@@ -159,16 +226,23 @@ extension HomeAssistantComponents {
         if power.haHasState { config["state_topic"] = .string(power.haStateTopic) }
         if target.haHasState { config["target_humidity_state_topic"] = .string(target.haStateTopic) }
         Self.integerish(target, into: &config, key: "target_humidity_state_template")
-        // Home Assistant takes modes only with a command topic for them.
-        if let mode, modes.count > 1, mode.haIsWritable {
+        // Home Assistant takes modes only with a command topic for them; only the modes the
+        // accessory takes (a humidifier-only one narrows its modes to 1…1) are offered.
+        let allowed = mode?.haAllowedValues ?? []
+        if let mode, allowed.count > 1, mode.haIsWritable {
             take(mode)
-            let pairs = modes.sorted { $0.key < $1.key }.map { (String($0.key), $0.value) }
+            let pairs = allowed.map { (String($0.value), $0.name) }
             config["modes"] = .array(pairs.map { .string($0.1) })
             config["mode_command_topic"] = .string(mode.haSetTopic)
+            config["mode_command_template"] = .string(
+                HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))
             if mode.haHasState {
                 config["mode_state_topic"] = .string(mode.haStateTopic)
                 config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
             }
+        } else if let mode, allowed.count <= 1 {
+            // One mode is no choice: the characteristic is the device's, not a person's.
+            take(mode)
         }
         if let current = find(service, "current-relative-humidity"), current.haHasState {
             take(current)

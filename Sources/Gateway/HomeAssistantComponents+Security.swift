@@ -11,16 +11,17 @@ extension HomeAssistantComponents {
         take(target)
         var config: [String: JSONValue] = [
             "platform": "alarm_control_panel", "command_topic": .string(target.haSetTopic),
-            "payload_disarm": "disarm", "code_arm_required": false, "code_disarm_required": false,
+            "payload_disarm": "3", "code_arm_required": false, "code_disarm_required": false,
         ]
-        let valid = target.haMetadata.validValues
-        let commands: [(Int64, key: String, payload: String, feature: String)] = [
-            (0, "payload_arm_home", "stay-arm", "arm_home"), (1, "payload_arm_away", "away-arm", "arm_away"),
-            (2, "payload_arm_night", "night-arm", "arm_night"),
+        // By number, which every accessory takes; only the states the accessory takes.
+        let valid = Set(target.haAllowedValues.map(\.value))
+        let commands: [(Int64, key: String, feature: String)] = [
+            (0, "payload_arm_home", "arm_home"), (1, "payload_arm_away", "arm_away"),
+            (2, "payload_arm_night", "arm_night"),
         ]
         var features: [JSONValue] = []
-        for command in commands where valid.isEmpty || valid[command.0] != nil {
-            config[command.key] = .string(command.payload)
+        for command in commands where valid.contains(command.0) {
+            config[command.key] = .string(String(command.0))
             features.append(.string(command.feature))
         }
         config["supported_features"] = .array(features)
@@ -42,10 +43,7 @@ extension HomeAssistantComponents {
     mutating func event(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
         guard let press = find(service, "input-event"), press.haHasState else { return nil }
         take(press)
-        let valid =
-            press.haMetadata.validValues.isEmpty
-            ? [0: "single-press", 1: "double-press", 2: "long-press"] : press.haMetadata.validValues
-        let pairs = valid.sorted { $0.key < $1.key }
+        let pairs = press.haAllowedValues.map { (key: $0.value, value: $0.name) }
         return [
             "platform": "event", "state_topic": .string(press.haStateTopic),
             "event_types": .array(pairs.map { .string($0.value) }),

@@ -84,13 +84,26 @@ extension HomeAssistantComponents {
                 Self.integerish(temperature, into: &config, key: "color_temp_value_template")
             }
         }
-        if options.colorTopics, let hue = find(service, "hue"), let saturation = find(service, "saturation"),
-            hue.haIsWritable, saturation.haIsWritable
+        // Home Assistant sends a colour as hue and saturation together: through the accessory's
+        // `$set`, each rounded to its characteristic's step and kept within its maximum.
+        if options.accessoryTopics, let hue = find(service, "hue"), let saturation = find(service, "saturation"),
+            hue.haIsWritable, saturation.haIsWritable, hue.haHasState, saturation.haHasState
         {
             take(hue)
             take(saturation)
-            config["hs_command_topic"] = .string(service.topic + "/$color/set")
-            config["hs_state_topic"] = .string(service.topic + "/$color/state")
+            let fields = "value_json[\(HomeAssistantTemplate.literal(service.slug))]"
+            config["hs_command_topic"] = .string(node.topic + "/$set")
+            config["hs_command_template"] = .string(
+                HomeAssistantComponents.setDocument(
+                    service.slug,
+                    [
+                        (hue.slug, HomeAssistantTemplate.roundedWithin("hue", hue.haMetadata, top: 360)),
+                        (saturation.slug, HomeAssistantTemplate.roundedWithin("sat", saturation.haMetadata, top: 100)),
+                    ]))
+            config["hs_state_topic"] = .string(node.topic + "/$state")
+            config["hs_value_template"] = .string(
+                "{{ \(fields)[\(HomeAssistantTemplate.literal(hue.slug))] }},"
+                    + "{{ \(fields)[\(HomeAssistantTemplate.literal(saturation.slug))] }}")
         }
         return config
     }
@@ -136,8 +149,10 @@ extension HomeAssistantComponents {
         }
         if let target, target.haIsWritable {
             config["command_topic"] = .string(target.haSetTopic)
-            config["payload_open"] = "open"
-            config["payload_close"] = "closed"
+            // By number (0 open, 1 closed), which every accessory takes; a dump's valid values
+            // have no names.
+            config["payload_open"] = "0"
+            config["payload_close"] = "1"
         } else {
             config["payload_open"] = .null
             config["payload_close"] = .null
@@ -151,8 +166,9 @@ extension HomeAssistantComponents {
         var config: [String: JSONValue] = [
             "platform": "lock",
             "command_topic": .string(target.haSetTopic),
-            "payload_lock": "secured",
-            "payload_unlock": "unsecured",
+            // By number (1 secured, 0 unsecured), which every accessory takes.
+            "payload_lock": "1",
+            "payload_unlock": "0",
         ]
         if let current = find(service, "current-lock-mechanism-state"), current.haHasState {
             take(current)
@@ -228,8 +244,6 @@ extension HomeAssistantComponents {
         return config
     }
 
-    /// HomeKit's target heating/cooling state ↔ Home Assistant's HVAC modes. HomeKit's "auto"
-    /// keeps the temperature between two thresholds, which is Home Assistant's `heat_cool`.
     private mutating func fan(_ service: TopicTree.ServiceNode) -> [String: JSONValue]? {
         let order = service.typeName == "fan" ? ["power-state", "active"] : ["active", "power-state"]
         var found: TopicTree.CharacteristicNode?
@@ -246,14 +260,22 @@ extension HomeAssistantComponents {
         if power.haHasState { config["state_topic"] = .string(power.haStateTopic) }
         if let speed = find(service, "rotation-speed"), speed.haIsWritable {
             take(speed)
-            config["percentage_command_topic"] = .string(speed.haSetTopic)
-            // Home Assistant sends whole numbers in this range; 0 is "off", so the range starts at 1.
-            let low = max(1, speed.haMetadata.minValue.flatMap { Int64(exactly: $0.rounded(.up)) } ?? 1)
-            config["speed_range_min"] = .int(low)
-            config["speed_range_max"] = Self.int(speed.haMetadata.maxValue, 100)
-            if speed.haHasState {
-                config["percentage_state_topic"] = .string(speed.haStateTopic)
-                Self.integerish(speed, into: &config, key: "percentage_value_template")
+            let scale = Self.speed(speed, into: &config)
+            // Home Assistant sets a speed without switching the fan on, and expects a speed
+            // above 0 to mean on: where the accessory's `$set` is served, the power goes with
+            // the speed (on above 0, off at 0).
+            if options.accessoryTopics {
+                config["percentage_command_topic"] = .string(node.topic + "/$set")
+                config["percentage_command_template"] = .string(
+                    Self.setDocument(
+                        service.slug,
+                        [
+                            (power.slug, "{{ '\(on)' if value | int > 0 else '\(off)' }}"),
+                            (
+                                speed.slug,
+                                "{{ \(HomeAssistantTemplate.scaledExpression(step: scale.step, offset: scale.offset, floor: scale.floor)) }}"
+                            ),
+                        ]))
             }
         }
         if let direction = find(service, "rotation-direction"), direction.haIsWritable {
@@ -278,5 +300,45 @@ extension HomeAssistantComponents {
             if swing.haHasState { config["oscillation_state_topic"] = .string(swing.haStateTopic) }
         }
         return config
+    }
+
+    /// The fan's speed as Home Assistant's `speed_range`, whose steps are exactly the speeds the
+    /// fan takes: Home Assistant sends a whole number of the range (0 is off, so it starts at 1)
+    /// and offers percentages in steps of 100 / (its size). A speed step of 1 is the range
+    /// itself (1…100); a larger one (25) is counted in steps (1…4, sent as 25, 50, 75, 100).
+    @discardableResult
+    static func speed(_ speed: TopicTree.CharacteristicNode, into config: inout [String: JSONValue]) -> (
+        step: Double, offset: Double, floor: Double
+    ) {
+        let metadata = speed.haMetadata
+        let low = metadata.minValue ?? 0, high = metadata.maxValue ?? 100
+        config["percentage_command_topic"] = .string(speed.haSetTopic)
+        let step = metadata.minStep.flatMap { $0 > 0 ? $0 : nil } ?? 1
+        let floor = max(0, low)
+        if step <= 1, low.rounded() == low {
+            config["speed_range_min"] = Self.int(max(1, low), 1)
+            config["speed_range_max"] = Self.int(high, 100)
+            if low > 0, let bound = Int64(exactly: low) {
+                config["percentage_command_template"] = .string(HomeAssistantTemplate.atLeast(bound))
+            }
+            if speed.haHasState {
+                config["percentage_state_topic"] = .string(speed.haStateTopic)
+                Self.integerish(speed, into: &config, key: "percentage_value_template")
+            }
+            return (1, 0, floor)
+        }
+        // Step k of the range is the speed `offset + k × step`, the first above 0 being step 1.
+        let first = low > 0 ? low : step
+        let offset = first - step
+        let count = Int64(exactly: ((high - first) / step + 1e-9).rounded(.down)).map { max(1, $0 + 1) } ?? 1
+        config["speed_range_min"] = 1
+        config["speed_range_max"] = .int(count)
+        config["percentage_command_template"] = .string(
+            HomeAssistantTemplate.scaled(step: step, offset: offset, floor: floor))
+        if speed.haHasState {
+            config["percentage_state_topic"] = .string(speed.haStateTopic)
+            config["percentage_value_template"] = .string(HomeAssistantTemplate.steps(step: step, offset: offset))
+        }
+        return (step, offset, floor)
     }
 }

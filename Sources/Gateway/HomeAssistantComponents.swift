@@ -30,6 +30,59 @@ enum HomeAssistantTemplate {
     /// brightness of 10…100 where Home Assistant may send 1).
     static func atLeast(_ bound: Int64) -> String { "{{ [value | int, \(bound)] | max }}" }
 
+    /// A step count from Home Assistant as the value it stands for, and no less than `floor`:
+    /// `{{ [value | int * 25 + 0, 0] | max }}` (a count of 0, a percentage of 0, gives `floor`).
+    static func scaled(step: Double, offset: Double, floor: Double) -> String {
+        "{{ \(scaledExpression(step: step, offset: offset, floor: floor)) }}"
+    }
+
+    static func scaledExpression(step: Double, offset: Double, floor: Double) -> String {
+        "[value | int * \(number(step)) + \(number(offset)), \(number(floor))] | max"
+    }
+
+    /// A value as the step count Home Assistant reads back: `{{ ((value | float - 0) / 25) | round(0) | int }}`.
+    static func steps(step: Double, offset: Double) -> String {
+        "{{ ((value | float - \(number(offset))) / \(number(step))) | round(0) | int }}"
+    }
+
+    /// A heater-cooler's mode from its accessory's `$state`: `off` while `active` is 0, else the
+    /// target state's mode.
+    static func offOrLookup(service: String, power: String, mode: String, _ pairs: [(String, String)]) -> String {
+        let entries = pairs.map { "\(literal($0.0)): \(literal($0.1))" }.joined(separator: ", ")
+        let fields = "value_json[\(literal(service))]"
+        return "{{ 'off' if \(fields)[\(literal(power))] == 0 else {\(entries)}[\(fields)[\(literal(mode))] | string] "
+            + "| default('None') }}"
+    }
+
+    /// Home Assistant's `variable` (0…`top`) as the characteristic takes it: rounded to its step's
+    /// decimals (a whole number without a step) and no more than its maximum.
+    static func roundedWithin(_ variable: String, _ metadata: CharacteristicMetadata, top: Double) -> String {
+        let places = metadata.minStep.map { ValueCodec.decimals($0) } ?? 0
+        let rounded = "\(variable) | round(\(places))"
+        guard let high = metadata.maxValue, high < top else { return "{{ \(rounded) }}" }
+        return "{{ [\(rounded), \(number(high))] | min }}"
+    }
+
+    /// Home Assistant's temperature as a characteristic with its own range takes it: the nearest
+    /// value within min…max, at its step's decimals (`{{ [[value | float, 0] | max, 25] | min |
+    /// round(1) }}`), so a float that comes as 21.500000000000004 is 21.5; nil without bounds.
+    static func within(_ metadata: CharacteristicMetadata) -> String? {
+        guard let low = metadata.minValue, let high = metadata.maxValue else { return nil }
+        return "{{ [[value | float, \(number(low))] | max, \(number(high))] | min\(roundedToStep(metadata)) }}"
+    }
+
+    /// ` | round(n)` for a float characteristic with a step (n its decimals), else nothing.
+    static func roundedToStep(_ metadata: CharacteristicMetadata) -> String {
+        guard metadata.format == .float, let step = metadata.minStep, step > 0 else { return "" }
+        return " | round(\(ValueCodec.decimals(step)))"
+    }
+
+    /// A number as Jinja reads it: integral values without a fraction.
+    static func number(_ d: Double) -> String {
+        if let i = Int64(exactly: d) { return String(i) }
+        return "\(d)"
+    }
+
     static func literal(_ text: String) -> String {
         var out = "'"
         for character in text {
@@ -43,6 +96,14 @@ enum HomeAssistantTemplate {
     }
 }
 
+extension Array where Element: Equatable {
+    /// Whether `part` occurs in this array as a run of consecutive elements.
+    func contains(subsequence part: [Element]) -> Bool {
+        guard !part.isEmpty, part.count <= count else { return part.isEmpty }
+        return (0...(count - part.count)).contains { Array(self[$0..<$0 + part.count]) == part }
+    }
+}
+
 extension TopicTree.CharacteristicNode {
     var haStateTopic: String { topic + "/state" }
     var haSetTopic: String { topic + "/set" }
@@ -52,7 +113,27 @@ extension TopicTree.CharacteristicNode {
         return permissions.contains(.read) || permissions.contains(.notify)
     }
     var haIsWritable: Bool { characteristic.metadata.permissions.contains(.write) && !isReadOnlyScope }
-    var haMetadata: CharacteristicMetadata { characteristic.metadata }
+    /// The metadata `set` checks against: the accessory's, with the standard type's bounds where
+    /// the accessory gives none.
+    var haMetadata: CharacteristicMetadata {
+        ValueCodec.withStandardBounds(characteristic.metadata, type: characteristic.type)
+    }
+
+    /// The values a valid-values characteristic takes, by number with their names: the
+    /// accessory's valid values (or the standard type's), within its min and max, so a mode the
+    /// accessory narrows away (min = max = 1) is not offered.
+    var haAllowedValues: [(value: Int64, name: String)] {
+        let metadata = characteristic.metadata
+        let standard = Catalog.characteristicType(uuid: characteristic.type)?.metadata.validValues ?? [:]
+        let keys = metadata.validValues.isEmpty ? Array(standard.keys) : Array(metadata.validValues.keys)
+        let low = metadata.minValue ?? -.infinity, high = metadata.maxValue ?? .infinity
+        return keys.sorted().filter { Double($0) >= low && Double($0) <= high }.map { key in
+            // A dump names its values by number; the standard type has their names.
+            let own = metadata.validValues[key]
+            let name = own.flatMap { $0 == String(key) ? nil : $0 } ?? standard[key] ?? own ?? String(key)
+            return (key, name)
+        }
+    }
 }
 
 /// Builds the components of one accessory: each service's natural Home Assistant component
@@ -73,19 +154,26 @@ struct HomeAssistantComponents {
     }
 
     mutating func build() -> [HomeAssistantComponent] {
-        var out: [HomeAssistantComponent] = []
-        for service in node.services {
+        var out: [(component: HomeAssistantComponent, service: TopicTree.ServiceNode)] = []
+        for service in node.services where !Self.streamServices.contains(service.typeName) {
             for main in mainComponents(service) {
                 let name = mainName(service)
-                out.append(finish(main, service: service, name: name))
+                out.append((finish(main, service: service, name: name), service))
             }
             for c in service.characteristics where !consumed.contains(c.characteristic.iid) {
                 guard let entity = characteristicComponent(c, service: service) else { continue }
-                out.append(entity)
+                out.append((entity, service))
             }
         }
-        return out
+        return Self.distinctNames(out, device: node.displayName)
     }
+
+    /// Services a controller uses to set up video and audio streams: their `active` and the
+    /// like are for the controller, not for a person, so they give no entity.
+    static let streamServices: Set<String> = [
+        "camera-rtp-stream-management", "camera-recording-management", "data-stream-transport-management",
+        "siri", "siri-endpoint", "target-control-management", "audio-stream-management",
+    ]
 
     /// The bridge's own entity: whether the bridge is reachable. It leaves out the accessory's
     /// availability, or it would turn unavailable exactly when it has something to say.
@@ -107,11 +195,45 @@ struct HomeAssistantComponents {
 
     // MARK: - Naming
 
-    /// A service's own name, or nil when the accessory's name says it all.
+    // Home Assistant shows an entity as `<device> <entity name>` (`has_entity_name`), and a null
+    // name marks the device's main feature. So an entity's name is only what tells it apart from
+    // the device and its other entities: a service name that repeats the device's name, or that
+    // the entity's own name already says, is left out, and names stay unique within a device.
+
+    /// A service's own name without what the device's name already says, or nil when nothing is left.
     private func serviceLabel(_ service: TopicTree.ServiceNode) -> String? {
-        let name = service.displayName
-        if node.services.count == 1 || name == node.displayName || name == service.typeName { return nil }
-        return name
+        if node.services.count == 1 { return nil }
+        let label = Self.withoutPrefix(service.displayName, node.displayName)
+        let folded = label.lowercased()
+        // Nil too where the device's name already holds it ("Switch" of "iDevices Switch").
+        if folded.isEmpty || folded == Self.humanize(service.typeName).lowercased()
+            || folded == service.typeName.lowercased()
+            || Self.words(node.displayName).contains(subsequence: Self.words(label))
+        {
+            return nil
+        }
+        return label
+    }
+
+    /// `name` without the words it starts with in common with `prefix`, compared without case
+    /// ("Hue dimmer switch button 1" of "Hue dimmer switch" is "Button 1"; "Bedroom temperature"
+    /// of "Bedroom climate sensor" is "Temperature").
+    static func withoutPrefix(_ name: String, _ prefix: String) -> String {
+        let shared = zip(words(name), words(prefix)).prefix { $0 == $1 }.map(\.0)
+        guard !shared.isEmpty else { return name }
+        var rest = Substring(name)
+        for word in shared {
+            rest = rest.drop { !$0.isLetter && !$0.isNumber }
+            rest = rest.dropFirst(word.count)
+        }
+        rest = rest.drop { !$0.isLetter && !$0.isNumber }
+        guard let first = rest.first else { return "" }
+        return first.uppercased() + rest.dropFirst()
+    }
+
+    /// The lowercased words of a name (letters and digits).
+    static func words(_ name: String) -> [String] {
+        name.lowercased().split { !$0.isLetter && !$0.isNumber }.map(String.init)
     }
 
     /// Home Assistant shows `<device> <entity name>`; a null name marks the device's main entity.
@@ -121,9 +243,53 @@ struct HomeAssistantComponents {
         return unnamedMain == 1 ? .null : .string(Self.humanize(service.typeName))
     }
 
+    /// The service's label and the characteristic's name, once where one contains the other
+    /// ("Temperature" of a service named "Bedroom temperature" is "Bedroom temperature").
     func entityName(_ base: String, service: TopicTree.ServiceNode) -> String {
         guard let label = serviceLabel(service) else { return base }
+        let labelWords = Self.words(label), baseWords = Self.words(base)
+        if labelWords.contains(subsequence: baseWords) { return label }
+        if baseWords.contains(subsequence: labelWords) { return base }
         return "\(label) \(base)"
+    }
+
+    /// Names unique within the device: entities that share a name are told apart by their
+    /// service's kind ("Occupancy sensor battery low"), then by number in the device's order.
+    static func distinctNames(
+        _ list: [(component: HomeAssistantComponent, service: TopicTree.ServiceNode)], device: String
+    ) -> [HomeAssistantComponent] {
+        func key(_ component: HomeAssistantComponent) -> String {
+            component.config["name"]?.stringValue?.lowercased() ?? ""
+        }
+        var out = list
+        // A device named for what it measures ("Bedroom temperature") has that as its main
+        // feature: the one entity whose name the device's name ends with goes unnamed, when no
+        // other is the main one.
+        let deviceWords = words(device)
+        let echoes = out.indices.filter { index in
+            guard let name = out[index].component.config["name"]?.stringValue else { return false }
+            return deviceWords.reversed().starts(with: words(name).reversed())
+        }
+        if echoes.count == 1, !out.contains(where: { $0.component.config["name"] == .null }) {
+            out[echoes[0]].component.config["name"] = .null
+        }
+        var counts: [String: Int] = [:]
+        for entry in out { counts[key(entry.component), default: 0] += 1 }
+        for index in out.indices where counts[key(out[index].component), default: 0] > 1 {
+            let kind = humanize(out[index].service.typeName)
+            let name = out[index].component.config["name"]?.stringValue
+            out[index].component.config["name"] = .string(
+                name.map { "\(kind) \($0.prefix(1).lowercased() + $0.dropFirst())" } ?? kind)
+        }
+        var seen: [String: Int] = [:]
+        for index in out.indices {
+            let name = key(out[index].component)
+            seen[name, default: 0] += 1
+            guard seen[name, default: 0] > 1 else { continue }
+            let shown = out[index].component.config["name"]?.stringValue ?? ""
+            out[index].component.config["name"] = .string("\(shown) \(seen[name, default: 0])")
+        }
+        return out.map(\.component)
     }
 
     static func humanize(_ kebab: String) -> String {

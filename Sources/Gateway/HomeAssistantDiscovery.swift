@@ -16,17 +16,18 @@ public enum HomeAssistantDiscovery {
     public struct Options: Sendable, Hashable {
         /// The home's default room. It is no room a person chose, so it is not suggested as an area.
         public var defaultRoomID: String?
-        /// Set when the gateway serves a combined colour per lightbulb with hue and saturation:
-        /// `<service>/$color/state` (retained `h,s`, e.g. `359.5,100.0`) and `<service>/$color/set`
-        /// (`h,s`, writing both characteristics). Home Assistant's light takes colour only as that
-        /// pair on one topic; without it, hue and saturation are separate number entities.
-        public var colorTopics: Bool
+        /// Set when the gateway serves each accessory's `$state` (every value as one JSON document)
+        /// and `$set` (several characteristics written at once): what needs two characteristics
+        /// together uses them. A light's colour (Home Assistant sends hue and saturation as one
+        /// command) and a heater-cooler's `off` mode (`active` beside the target state). Without
+        /// them, hue and saturation are separate number entities and `active` is the power only.
+        public var accessoryTopics: Bool
         /// The `origin`'s `support_url`, where the user has one.
         public var supportURL: String?
 
-        public init(defaultRoomID: String? = nil, colorTopics: Bool = false, supportURL: String? = nil) {
+        public init(defaultRoomID: String? = nil, accessoryTopics: Bool = false, supportURL: String? = nil) {
             self.defaultRoomID = defaultRoomID
-            self.colorTopics = colorTopics
+            self.accessoryTopics = accessoryTopics
             self.supportURL = supportURL
         }
     }
@@ -76,13 +77,15 @@ public enum HomeAssistantDiscovery {
     public struct Context: Sendable {
         let ids: [String: String]
         let bridgeIDs: Set<String>
+        let base: String
         let prefix: String
         let gatewayStatusTopic: String
         let options: Options
 
         public init(tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options()) {
-            ids = HomeAssistantDiscovery.nodeIDs(for: tree.accessories.map(\.id))
+            ids = HomeAssistantDiscovery.nodeIDs(for: tree.accessories.map(\.id), base: tree.base)
             bridgeIDs = Set(tree.accessories.compactMap(\.accessory.bridgeID))
+            base = tree.base
             self.prefix = prefix
             self.gatewayStatusTopic = gatewayStatusTopic
             self.options = options
@@ -90,8 +93,10 @@ public enum HomeAssistantDiscovery {
 
         /// The accessory's config topic and document; nil when it has no entity.
         public func config(_ node: TopicTree.AccessoryNode) -> (topic: String, document: JSONValue)? {
-            let nodeID = ids[node.id] ?? HomeAssistantDiscovery.nodeID(accessoryID: node.id)
-            let bridgeNodeID = node.accessory.bridgeID.map { ids[$0] ?? HomeAssistantDiscovery.nodeID(accessoryID: $0) }
+            let nodeID = ids[node.id] ?? HomeAssistantDiscovery.nodeID(accessoryID: node.id, base: base)
+            let bridgeNodeID = node.accessory.bridgeID.map {
+                ids[$0] ?? HomeAssistantDiscovery.nodeID(accessoryID: $0, base: base)
+            }
             var builder = HomeAssistantComponents(node: node, nodeID: nodeID, options: options)
             var components = builder.build()
             if bridgeIDs.contains(node.id) {
@@ -109,21 +114,31 @@ public enum HomeAssistantDiscovery {
         }
     }
 
-    /// `homemqtt_` and the accessory id as `[a-z0-9_]` (`sim-garage:2` → `homemqtt_sim_garage_2`).
-    public static func nodeID(accessoryID: String) -> String {
-        "homemqtt_" + Slug.make(accessoryID, fallback: "accessory").replacingOccurrences(of: "-", with: "_")
+    /// The base topic whose node ids carry no base: the default, so that the ids of a gateway
+    /// on the default base stay what they were before the base was part of them.
+    public static let defaultBase = "home"
+
+    /// `homemqtt_`, the base topic unless it is the default one, and the accessory id, as
+    /// `[a-z0-9_]` (`sim-garage:2` → `homemqtt_sim_garage_2`; on base `site-b`,
+    /// `homemqtt_site_b__sim_garage_2`). Two gateways on one broker have two bases, so their
+    /// configs and unique ids differ even for the same accessories; neither comes from a name.
+    public static func nodeID(accessoryID: String, base: String = defaultBase) -> String {
+        let accessory = Slug.make(accessoryID, fallback: "accessory").replacingOccurrences(of: "-", with: "_")
+        guard base != defaultBase else { return "homemqtt_" + accessory }
+        let site = Slug.make(base, fallback: "base").replacingOccurrences(of: "-", with: "_")
+        return "homemqtt_\(site)__\(accessory)"
     }
 
     /// Node ids for a set of accessories. Two ids that fold to the same slug would overwrite each
     /// other's config: the first (by id) keeps the plain form, the others get a hash of their
     /// own id, which is the same at every start.
-    public static func nodeIDs(for accessoryIDs: [String]) -> [String: String] {
+    public static func nodeIDs(for accessoryIDs: [String], base: String = defaultBase) -> [String: String] {
         var groups: [String: [String]] = [:]
-        for id in Set(accessoryIDs) { groups[nodeID(accessoryID: id), default: []].append(id) }
+        for id in Set(accessoryIDs) { groups[nodeID(accessoryID: id, base: base), default: []].append(id) }
         var out: [String: String] = [:]
-        for (base, members) in groups {
+        for (nodeBase, members) in groups {
             for (index, id) in members.sorted().enumerated() {
-                out[id] = index == 0 ? base : "\(base)_\(fnv1a(id))"
+                out[id] = index == 0 ? nodeBase : "\(nodeBase)_\(fnv1a(id))"
             }
         }
         return out

@@ -188,7 +188,7 @@ struct HomieDevices: Sendable {
     static func payload(_ value: CharacteristicValue, _ property: Property) -> [UInt8] {
         let metadata = property.node.characteristic.metadata
         if property.isEnum, let name = ValueCodec.valueName(value, metadata: metadata) { return Array(name.utf8) }
-        let text = ValueCodec.text(value, format: metadata.format)
+        let text = ValueCodec.text(value, metadata: metadata)
         if metadata.format == .float, let d = value.doubleValue, !d.isFinite { return Array("0".utf8) }
         return text.isEmpty ? [0] : Array(text.utf8)
     }

@@ -40,7 +40,7 @@ enum TreeText {
                             + (permissions.contains(.write) && !c.isReadOnlyScope ? "w" : "-")
                             + (permissions.contains(.notify) ? "n" : "-")
                         let value =
-                            c.characteristic.value.map { ValueCodec.text($0, format: c.characteristic.metadata.format) }
+                            c.characteristic.value.map { ValueCodec.text($0, metadata: c.characteristic.metadata) }
                             ?? "—"
                         out += "      \(c.slug) = \(value) (\(access))\n"
                     }

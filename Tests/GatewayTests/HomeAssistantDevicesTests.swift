@@ -43,10 +43,8 @@ final class HomeAssistantDevicesTests: XCTestCase {
     /// their names and units (ecobee's targets, Eve's energy readings); unknown ones are there
     /// but off by default, as diagnostics or configuration; no "name" characteristic is an entity.
     static let expected: [String: [String]] = [
-        "camera.json": [
-            "IPCamera Active: select",
-            "IPCamera Active: select",
-        ],
+        // The camera's stream management is for the controller: no entity, so no device.
+        "camera.json": [],
         "ecobee3_no_sensors.json": [
             "HomeW Away cool target: number/temperature °C config",
             "HomeW Away heat target: number/temperature °C config",
@@ -68,18 +66,18 @@ final class HomeAssistantDevicesTests: XCTestCase {
             "HomeW Occupancy: binary_sensor/occupancy",
             "HomeW Sleep cool target: number/temperature °C config",
             "HomeW Sleep heat target: number/temperature °C config",
-            "HomeW Temperature units: number",
+            "HomeW Temperature units: select",
             "HomeW: climate",
         ],
         "eve_energy.json": [
-            "Eve Energy 3A35 Eve Energy Current: sensor/current A measurement",
-            "Eve Energy 3A35 Eve Energy In use: binary_sensor/power",
-            "Eve Energy 3A35 Eve Energy Lock Physical Controls: number",
-            "Eve Energy 3A35 Eve Energy Power: sensor/power W measurement",
-            "Eve Energy 3A35 Eve Energy Total consumption: sensor/energy kWh total_increasing",
-            "Eve Energy 3A35 Eve Energy Voltage: sensor/voltage V measurement",
-            "Eve Energy 3A35 Eve Energy: switch/outlet",
+            "Eve Energy 3A35 Current: sensor/current A measurement",
+            "Eve Energy 3A35 In use: binary_sensor/power",
+            "Eve Energy 3A35 Lock Physical Controls: select",
             "Eve Energy 3A35 Logging Custom e863f112: number off config",
+            "Eve Energy 3A35 Power: sensor/power W measurement",
+            "Eve Energy 3A35 Total consumption: sensor/energy kWh total_increasing",
+            "Eve Energy 3A35 Voltage: sensor/voltage V measurement",
+            "Eve Energy 3A35: switch/outlet",
         ],
         "home_assistant_bridge_camera.json": [
             "HASS Bridge V0N6 Connectivity: binary_sensor/connectivity diagnostic",
@@ -98,7 +96,7 @@ final class HomeAssistantDevicesTests: XCTestCase {
             "iDevices Switch Night Light Hue: number",
             "iDevices Switch Night Light Saturation: number",
             "iDevices Switch Night Light: light",
-            "iDevices Switch Switch: switch/switch",
+            "iDevices Switch: switch/switch",
         ],
         "koogeek_ls1.json": [
             "Koogeek-LS1-20833F Light Strip Hue: number °",

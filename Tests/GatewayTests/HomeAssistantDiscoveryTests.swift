@@ -538,12 +538,18 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(try entity(document, stateOf: "\(service)/saturation")["max"], 100)
     }
 
-    func testLightbulbTakesColourWhenTheGatewayServesColourTopics() throws {
+    func testLightbulbTakesColourThroughTheAccessorysStateAndSet() throws {
         let tree = try makeTree([HAFixture.lamp()])
-        let document = try device(configs(tree, options: .init(colorTopics: true)), "sim-lamp")
+        let document = try device(configs(tree, options: .init(accessoryTopics: true)), "sim-lamp")
         let light = try only(document, platform: "light")
-        XCTAssertEqual(light["hs_command_topic"], "home/default-room/reading-lamp/lightbulb/$color/set")
-        XCTAssertEqual(light["hs_state_topic"], "home/default-room/reading-lamp/lightbulb/$color/state")
+        XCTAssertEqual(light["hs_command_topic"], "home/default-room/reading-lamp/$set")
+        XCTAssertEqual(light["hs_state_topic"], "home/default-room/reading-lamp/$state")
+        let command = try XCTUnwrap(light["hs_command_template"]?.stringValue)
+        XCTAssertEqual(
+            try HATemplate.render(command, variables: ["hue": .float(27.45), "sat": .float(99.6)]),
+            #"{"lightbulb":{"hue":27,"saturation":100}}"#)
+        let state = #"{"lightbulb":{"power-state":true,"hue":27.0,"saturation":100.0}}"#
+        XCTAssertEqual(try render(light["hs_value_template"], state), "27.0,100.0")
         XCTAssertTrue(
             try components(document).values.allSatisfy { $0["platform"] != "number" },
             "hue and saturation are the light's now")
@@ -569,13 +575,13 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(cover["device_class"], "garage")
         XCTAssertEqual(cover["state_topic"], .string("\(door)/current-door-state/state"))
         XCTAssertEqual(cover["command_topic"], .string("\(door)/target-door-state/set"))
-        XCTAssertEqual(cover["payload_open"], "open")
-        XCTAssertEqual(cover["payload_close"], "closed")
+        XCTAssertEqual(cover["payload_open"], "0")
+        XCTAssertEqual(cover["payload_close"], "1")
         XCTAssertEqual(cover["payload_stop"], .null, "HomeKit garage doors cannot stop")
         XCTAssertNil(cover["position_topic"])
         let states = try ["0", "1", "2", "3", "4", "9"].map { try render(cover["value_template"], $0) }
         XCTAssertEqual(states, ["open", "closed", "opening", "closing", "stopped", "None"])
-        XCTAssertEqual(cover["name"], "Garage Door")
+        XCTAssertEqual(cover["name"], .null, "the device's name says Garage Door: its main feature")
 
         let obstruction = try entity(document, stateOf: "\(door)/obstruction-detected")
         XCTAssertEqual(obstruction["platform"], "binary_sensor")
@@ -584,7 +590,7 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(obstruction["payload_off"], "false")
 
         let light = try only(document, platform: "light")
-        XCTAssertEqual(light["name"], "Garage Light")
+        XCTAssertEqual(light["name"], "Light", "Garage Light less what the device name Garage Door Opener says")
         XCTAssertEqual(light["brightness_scale"], 100)
         XCTAssertFalse(
             try components(document).values.contains { $0["state_topic"]?.stringValue?.contains("/name/") == true },
@@ -595,8 +601,8 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         let lock = try only(device(configs(try makeTree([HAFixture.lock()])), "sim-lock"), platform: "lock")
         let service = "home/default-room/front-door-lock/lock-mechanism"
         XCTAssertEqual(lock["command_topic"], .string("\(service)/target-lock-mechanism-state/set"))
-        XCTAssertEqual(lock["payload_lock"], "secured")
-        XCTAssertEqual(lock["payload_unlock"], "unsecured")
+        XCTAssertEqual(lock["payload_lock"], "1")
+        XCTAssertEqual(lock["payload_unlock"], "0")
         XCTAssertEqual(lock["state_topic"], .string("\(service)/current-lock-mechanism-state/state"))
         XCTAssertEqual(
             try ["0", "1", "2", "3"].map { try render(lock["value_template"], $0) },
@@ -893,6 +899,43 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(Set(ids.values).count, 3, "ids that fold alike still differ: \(ids)")
         XCTAssertEqual(ids["a-b"], "homemqtt_a_b", "the first by id keeps the plain form")
         XCTAssertEqual(HomeAssistantDiscovery.nodeIDs(for: ["c", "a-b", "a:b"]), ids, "independent of order")
+    }
+
+    /// Two gateways on one broker (two bases) give distinct node and unique ids for the same
+    /// accessories; the default base keeps the ids of before, and an earlier run's configs of
+    /// either form are recognised as ours.
+    func testNodeIDsCarryTheBaseTopic() throws {
+        XCTAssertEqual(HomeAssistantDiscovery.nodeID(accessoryID: "sim-garage", base: "home"), "homemqtt_sim_garage")
+        XCTAssertEqual(
+            HomeAssistantDiscovery.nodeID(accessoryID: "sim-garage", base: "site-b"), "homemqtt_site_b__sim_garage")
+        XCTAssertEqual(
+            HomeAssistantDiscovery.nodeID(accessoryID: "sim-garage", base: "sites/north"),
+            "homemqtt_sites_north__sim_garage")
+        let accessories = try [HAFixture.garage(), HAFixture.lamp()]
+        var topics: [String: JSONValue] = [:]
+        for base in ["home", "site-b"] {
+            let tree = TopicTree(
+                base: base, accessories: accessories, home: Home(), scope: try ScopeFilter(ScopeConfig()))
+            let status = "\(base)/$gateway/status"
+            let configs = HomeAssistantDiscovery.configs(tree: tree, prefix: prefix, gatewayStatusTopic: status)
+            XCTAssertEqual(configs.count, 2)
+            for (topic, document) in configs {
+                XCTAssertTrue(
+                    HomeAssistantDiscovery.isOwnConfig(
+                        topic: topic, payload: document, prefix: prefix, gatewayStatusTopic: status), topic)
+                XCTAssertFalse(
+                    HomeAssistantDiscovery.isOwnConfig(
+                        topic: topic, payload: document, prefix: prefix,
+                        gatewayStatusTopic: base == "home" ? "site-b/$gateway/status" : "home/$gateway/status"),
+                    "not the other gateway's: \(topic)")
+                topics[topic] = document
+            }
+        }
+        XCTAssertEqual(topics.count, 4, "\(topics.keys.sorted())")
+        let uniqueIDs = try topics.values.flatMap {
+            try components($0).values.compactMap { $0["unique_id"]?.stringValue }
+        }
+        XCTAssertEqual(uniqueIDs.count, Set(uniqueIDs).count)
     }
 
     func testOddMetadataGivesConfigsNotCrashes() throws {

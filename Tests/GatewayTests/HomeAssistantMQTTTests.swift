@@ -103,4 +103,55 @@ final class HomeAssistantMQTTTests: XCTestCase {
         let configs = try await discoveryConfigs(gw)
         XCTAssertEqual(configs["homeassistant/device/zigbee_1/config"], foreign)
     }
+
+    /// Issue 26: Eve's voltage, a float32 of 120.6 that JSON gives as 120.5999984741211, is
+    /// 120.6 on `state`, in `$state` and in a `get`'s result; its sensor suggests one decimal.
+    func testFloatsReachTheBrokerAtTheirPrecision() async throws {
+        let gw = try await GatewayHarness.start()
+        addTeardownBlock { await gw.stop() }
+        let retained = try await gw.retainedOnBroker("home/#")
+        let (topic, text) = try XCTUnwrap(
+            retained.first { $0.key.contains("eve-energy") && $0.key.hasSuffix("voltage/state") }, "no voltage")
+        XCTAssertEqual(text, "120.6")
+        let accessory = topic.split(separator: "/").prefix(3).joined(separator: "/")
+        let document = try JSONValue(parsing: try XCTUnwrap(retained[accessory + "/$state"]))
+        XCTAssertTrue(
+            document.objectValue?.values.contains { $0["eve-voltage"] == .double(120.6) } ?? false, "\(document)")
+        let path = String(topic.dropLast("/state".count))
+        let answer = try await gw.request(path + "/get", "", answer: path + "/result")
+        XCTAssertEqual(answer["value"], .double(120.6), "\(answer)")
+        let configs = try await discoveryConfigs(gw)
+        let sensor = try XCTUnwrap(
+            configs.values.lazy.compactMap { try? JSONValue(parsing: $0) }
+                .flatMap { $0["components"]?.objectValue?.values.map { $0 } ?? [] }
+                .first { $0["state_topic"]?.stringValue == topic })
+        XCTAssertEqual(sensor["suggested_display_precision"], 1)
+    }
+
+    /// On a base other than `home`, node ids carry the base: an earlier version's configs (ids
+    /// without it) that name this gateway's status topic are cleared at start; another
+    /// gateway's (another status topic) stay.
+    func testUpgradingToIdsWithTheBaseClearsTheOldConfigsOnly() async throws {
+        func config(_ status: String) -> [UInt8] {
+            Array(
+                #"{"origin":{"name":"HomeMQTT"},"device":{"identifiers":["homemqtt_sim_garage"]},"availability":[{"topic":"\#(status)"}],"components":{}}"#
+                    .utf8)
+        }
+        let old = "homeassistant/device/homemqtt_sim_garage/config"
+        let other = "homeassistant/device/homemqtt_sim_lamp/config"
+        let gw = try await GatewayHarness.start(
+            configure: { $0.baseTopic = "site-b" },
+            before: { _, publisher in
+                try await publisher.publish(
+                    old, payload: config("site-b/$gateway/status"), qos: .atLeastOnce, retain: true)
+                try await publisher.publish(
+                    other, payload: config("home/$gateway/status"), qos: .atLeastOnce, retain: true)
+            })
+        addTeardownBlock { await gw.stop() }
+        try await waitUntil("the old config cleared") { try await self.discoveryConfigs(gw)[old] == nil }
+        let configs = try await discoveryConfigs(gw)
+        XCTAssertNotNil(configs[other], "another gateway's config stays")
+        let ours = configs.keys.filter { $0.hasPrefix("homeassistant/device/homemqtt_site_b__") }
+        XCTAssertGreaterThan(ours.count, 5, "\(configs.keys.sorted())")
+    }
 }

@@ -68,6 +68,7 @@ enum HASchema {
                 "color_temp_value_template": .template,
                 "min_mireds": .integer, "max_mireds": .integer,
                 "hs_command_topic": .topic, "hs_state_topic": .topic, "hs_value_template": .template,
+                "hs_command_template": .template,
             ]),
         "switch": Platform(
             required: ["command_topic"],
@@ -108,6 +109,7 @@ enum HASchema {
                 "temperature_command_topic": .topic, "temperature_command_template": .template,
                 "temperature_low_state_topic": .topic, "temperature_low_command_topic": .topic,
                 "temperature_high_state_topic": .topic, "temperature_high_command_topic": .topic,
+                "temperature_low_command_template": .template, "temperature_high_command_template": .template,
                 "current_humidity_topic": .topic, "target_humidity_state_topic": .topic,
                 "target_humidity_command_topic": .topic,
                 "min_temp": .number, "max_temp": .number, "temp_step": .number, "precision": .number,
@@ -144,7 +146,8 @@ enum HASchema {
                 "target_humidity_state_template": .template, "current_humidity_topic": .topic,
                 "current_humidity_template": .template, "action_topic": .topic, "action_template": .template,
                 "modes": .stringList, "mode_command_topic": .topic, "mode_state_topic": .topic,
-                "mode_state_template": .template, "min_humidity": .integer, "max_humidity": .integer,
+                "mode_state_template": .template, "mode_command_template": .template,
+                "min_humidity": .integer, "max_humidity": .integer,
             ]),
         // valve.mqtt: without reports_position, payload_open/close and state_open/closed.
         "valve": Platform(
@@ -161,7 +164,7 @@ enum HASchema {
                 "command_topic": .topic, "state_topic": .topic, "state_value_template": .template,
                 "payload_on": .string, "payload_off": .string,
                 "percentage_command_topic": .topic, "percentage_state_topic": .topic,
-                "percentage_value_template": .template,
+                "percentage_value_template": .template, "percentage_command_template": .template,
                 "speed_range_min": .integer, "speed_range_max": .integer,
                 "direction_command_topic": .topic, "direction_command_template": .template,
                 "direction_state_topic": .topic, "direction_value_template": .template,
@@ -174,6 +177,7 @@ enum HASchema {
                 "state_topic": .topic, "value_template": .template, "unit_of_measurement": .string,
                 "device_class": .oneOf(sensorDeviceClasses),
                 "state_class": .oneOf(["measurement", "total", "total_increasing"]), "options": .stringList,
+                "suggested_display_precision": .integer,
             ]),
         "binary_sensor": Platform(
             required: ["state_topic"],
@@ -186,12 +190,14 @@ enum HASchema {
             keys: [
                 "command_topic": .topic, "state_topic": .topic, "value_template": .template,
                 "min": .number, "max": .number, "step": .number, "mode": .oneOf(["auto", "box", "slider"]),
+                "command_template": .template,
                 "unit_of_measurement": .string, "device_class": .oneOf(sensorDeviceClasses),
             ]),
         "select": Platform(
             required: ["command_topic", "options"],
             keys: [
                 "command_topic": .topic, "state_topic": .topic, "value_template": .template, "options": .stringList,
+                "command_template": .template,
             ]),
         "text": Platform(
             required: ["command_topic"],
@@ -270,111 +276,6 @@ enum HASchema {
     }
 }
 
-/// A tiny evaluator for exactly the template forms the discovery configs may use, with Jinja's
-/// meaning. Any other form is an error, so a template that reads more than `value` (or that
-/// this evaluator does not understand) fails the tests instead of being trusted.
-enum HATemplate {
-    enum Form: Equatable {
-        /// `{{ {'k': 'v', …}[value] | default('d') }}`
-        case lookup([String: String], fallback: String)
-        /// `{{ value | float | round(0) | int }}`
-        case roundedInteger
-        /// `{{ [value | int, N] | max }}`
-        case atLeast(Int64)
-    }
-
-    struct Unsupported: Error, CustomStringConvertible {
-        var template: String
-        var why: String
-        var description: String { "unsupported template (\(why)): \(template)" }
-    }
-
-    static func parse(_ template: String) throws -> Form {
-        if template == "{{ value | float | round(0) | int }}" { return .roundedInteger }
-        let clampHead = "{{ [value | int, ", clampTail = "] | max }}"
-        if template.hasPrefix(clampHead), template.hasSuffix(clampTail) {
-            let number = template.dropFirst(clampHead.count).dropLast(clampTail.count)
-            guard let bound = Int64(number) else { throw Unsupported(template: template, why: "bound is no integer") }
-            return .atLeast(bound)
-        }
-        var scanner = Scanner(Array(template))
-        try scanner.expect("{{ {", template)
-        var table: [String: String] = [:]
-        if !scanner.peek("}") {
-            while true {
-                let key = try scanner.stringLiteral(template)
-                try scanner.expect(": ", template)
-                let value = try scanner.stringLiteral(template)
-                guard table.updateValue(value, forKey: key) == nil else {
-                    throw Unsupported(template: template, why: "duplicate key \(key)")
-                }
-                if scanner.peek(", ") { try scanner.expect(", ", template); continue }
-                break
-            }
-        }
-        try scanner.expect("}[value] | default(", template)
-        let fallback = try scanner.stringLiteral(template)
-        try scanner.expect(") }}", template)
-        guard scanner.atEnd else { throw Unsupported(template: template, why: "text after the expression") }
-        return .lookup(table, fallback: fallback)
-    }
-
-    /// Renders a template for a payload as Home Assistant would (`value` is the payload text);
-    /// nil where Jinja would raise (a non-number through `float` renders 0.0 in Jinja, which
-    /// we count as a failure: it would be a wrong value, not an error).
-    static func render(_ template: String, value: String) throws -> String? {
-        switch try parse(template) {
-        case .lookup(let table, let fallback):
-            return table[value] ?? fallback
-        case .roundedInteger:
-            guard let d = Double(value.trimmingCharacters(in: .whitespaces)), d.isFinite else { return nil }
-            return String(Int64(d.rounded(.toNearestOrEven)))
-        case .atLeast(let bound):
-            // Jinja's int filter: int(value), else int(float(value)), else 0.
-            let trimmed = value.trimmingCharacters(in: .whitespaces)
-            let number = Int64(trimmed) ?? Double(trimmed).flatMap { Int64(exactly: $0.rounded(.towardZero)) } ?? 0
-            return String(max(number, bound))
-        }
-    }
-
-    private struct Scanner {
-        let chars: [Character]
-        var index = 0
-        init(_ chars: [Character]) { self.chars = chars }
-
-        var atEnd: Bool { index == chars.count }
-
-        func peek(_ text: String) -> Bool {
-            let t = Array(text)
-            return index + t.count <= chars.count && Array(chars[index..<index + t.count]) == t
-        }
-
-        mutating func expect(_ text: String, _ template: String) throws {
-            guard peek(text) else { throw Unsupported(template: template, why: "expected '\(text)' at \(index)") }
-            index += text.count
-        }
-
-        /// A single-quoted Jinja string literal with `\\` and `\'` escapes.
-        mutating func stringLiteral(_ template: String) throws -> String {
-            try expect("'", template)
-            var out = ""
-            while index < chars.count {
-                let c = chars[index]
-                index += 1
-                if c == "'" { return out }
-                if c == "\\" {
-                    guard index < chars.count else { break }
-                    out.append(chars[index])
-                    index += 1
-                } else {
-                    out.append(c)
-                }
-            }
-            throw Unsupported(template: template, why: "unterminated string")
-        }
-    }
-}
-
 final class HomeAssistantSchemaTests: XCTestCase {
     func testEvaluatorFollowsJinjaForTheLookupForm() throws {
         let template = "{{ {'0': 'open', '1': 'it\\'s'}[value] | default('None') }}"
@@ -388,9 +289,29 @@ final class HomeAssistantSchemaTests: XCTestCase {
         XCTAssertEqual(try HATemplate.render("{{ [value | int, 10] | max }}", value: "55"), "55")
     }
 
+    func testEvaluatorFollowsJinjaForExpressionsAndJSON() throws {
+        // Filters bind tighter than arithmetic; `/` gives a float; Home Assistant's round(0) an int.
+        XCTAssertEqual(try HATemplate.render("{{ value | int * 25 + 0 }}", variables: ["value": .int(3)]), "75")
+        XCTAssertEqual(try HATemplate.render("{{ ((value | float - 0) / 25) | round(0) | int }}", value: "75.0"), "3")
+        XCTAssertEqual(try HATemplate.render("{{ hue | round(0) }}", variables: ["hue": .float(27.5)]), "28")
+        XCTAssertEqual(try HATemplate.render("{{ sat | round(1) }}", variables: ["sat": .float(27.46)]), "27.5")
+        XCTAssertEqual(
+            try HATemplate.render(#"{"a":{"b":{{ '1' if value | int > 0 else '0' }}}}"#, variables: ["value": .int(0)]),
+            #"{"a":{"b":0}}"#)
+        let state = #"{"heater-cooler":{"active":0,"target-heater-cooler-state":2}}"#
+        let mode =
+            "{{ 'off' if value_json['heater-cooler']['active'] == 0 else {'2': 'cool'}"
+            + "[value_json['heater-cooler']['target-heater-cooler-state'] | string] | default('None') }}"
+        XCTAssertEqual(try HATemplate.render(mode, value: state), "off")
+        XCTAssertEqual(try HATemplate.render(mode, value: state.replacingOccurrences(of: ":0,", with: ":1,")), "cool")
+        // A key of a missing service raises in Jinja: Home Assistant drops the message.
+        XCTAssertNil(try HATemplate.render("{{ value_json['x']['y'] }}", value: "{}"))
+        XCTAssertNil(try HATemplate.render("{{ value | int }}", value: "abc"))
+    }
+
     func testEvaluatorRefusesOtherForms() {
         for template in [
-            "{{ value_json.x }}", "{{ states('sensor.x') }}", "{{ {'0': 'a'}[value] }}", "{{ value }} extra",
+            "{{ states('sensor.x') }}", "{% if value %}1{% endif %}", "{{ value | abs }}", "{{ now() }}", "{{ value",
         ] {
             XCTAssertThrowsError(try HATemplate.parse(template), template)
         }

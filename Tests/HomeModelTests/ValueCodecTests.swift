@@ -251,6 +251,36 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
         #expect(try ValueCodec.parse(json: ValueCodec.json(value), metadata: meta(format), label: "x") == value)
     }
 
+    /// Issue 26: a float32 reading reaches the broker at its characteristic's precision.
+    @Test func stateTextAtTheCharacteristicsPrecision() {
+        let noisy = Double(Float(120.6)) // 120.5999984741211
+        #expect(ValueCodec.text(.float(noisy), format: .float) == "120.5999984741211")
+        #expect(ValueCodec.text(.float(noisy), metadata: meta(.float)) == "120.6", "a float32's 7 digits")
+        #expect(ValueCodec.text(.float(noisy), metadata: meta(.float, step: 0.1)) == "120.6")
+        #expect(
+            ValueCodec.text(.float(noisy), metadata: meta(.float, step: 1)) == "121.0", "an integral float keeps .0")
+        #expect(ValueCodec.text(.float(0.1 + 0.2), metadata: meta(.float, step: 0.1)) == "0.3")
+        #expect(ValueCodec.text(.float(21.55), metadata: meta(.float, min: 0, step: 0.5)) == "21.5")
+        #expect(ValueCodec.text(.float(22.2), metadata: meta(.float, min: 7.2, max: 33.3, step: 0.1)) == "22.2")
+        #expect(ValueCodec.text(.float(1e-7), metadata: meta(.float)) == "1e-07")
+        #expect(ValueCodec.text(.uint(7), metadata: meta(.uint8, step: 5)) == "7", "integers as they are")
+        #expect(ValueCodec.decimals(0.1) == 1 && ValueCodec.decimals(0.25) == 2 && ValueCodec.decimals(25) == 0)
+    }
+
+    /// A characteristic whose accessory gives no bounds takes the standard type's.
+    @Test func setsAreCheckedAgainstTheStandardBounds() throws {
+        let type = try #require(Catalog.characteristicType(named: "color-temperature"))
+        var bare = type.metadata
+        bare.minValue = nil
+        bare.maxValue = nil
+        let checked = ValueCodec.withStandardBounds(bare, type: type.uuid)
+        #expect(checked.minValue == type.metadata.minValue && checked.maxValue == type.metadata.maxValue)
+        #expect(throws: ModelError.self) { try ValueCodec.parse(text: "575", metadata: checked, label: "c") }
+        var own = type.metadata
+        own.maxValue = 400
+        #expect(ValueCodec.withStandardBounds(own, type: type.uuid).maxValue == 400, "the accessory's own bounds stay")
+    }
+
     @Test func jsonOfValues() {
         #expect(ValueCodec.json(.uint(5)) == .int(5))
         #expect(ValueCodec.json(.uint(UInt64.max)) == .uint(UInt64.max))
