@@ -14,7 +14,7 @@ import WebView
 enum Scale: String, ExpressibleByArgument, Sendable {
     /// Every scenario at a tiny size: seconds, for the smoke test.
     case small
-    /// The sizes the README's Performance section reports.
+    /// The sizes Docs/performance.md reports.
     case full
 }
 
@@ -34,7 +34,7 @@ struct RunBenchmarks: AsyncParsableCommand {
         abstract: "Run the scenarios and print a table (the default command)."
     )
 
-    @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes the README reports.")
+    @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes Docs/performance.md reports.")
     var scale: Scale = .full
 
     @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view).")

@@ -35,7 +35,7 @@ struct Row: Sendable {
 enum Report {
     static let header = ["scenario", "metric", "HomeMQTT", "baseline", "ratio", "target", "met?"]
 
-    /// A Markdown table: readable in a terminal and pasteable into the README as it is.
+    /// A Markdown table: readable in a terminal and pasteable into Docs/performance.md as it is.
     static func table(_ rows: [Row]) -> String {
         let cells = [header] + rows.map { [$0.scenario, $0.metric, $0.ours, $0.baseline, $0.ratio, $0.target, $0.met] }
         let widths = header.indices.map { column in cells.map { $0[column].count }.max() ?? 0 }
