@@ -23,15 +23,8 @@ public final class MQTToolsBroker: Sendable {
         let process = try ChildProcess(
             python, ["-m", "mqttools", "broker", "--host", "127.0.0.1", "--port", "\(port)"])
         let broker = MQTToolsBroker(port: port, process: process)
-        do {
-            try await waitUntil("mqttools' broker on \(port)", timeout: 20) {
-                if !process.isRunning { throw ProcessError("mqttools exited: \(broker.log)") }
-                return canConnect(host: "127.0.0.1", port: port)
-            }
-        } catch {
-            await broker.stop()
-            throw error
-        }
+        try await waitForListener(
+            "mqttools' broker", process: process, port: port, timeout: 20, output: { broker.log }, stop: broker.stop)
         return broker
     }
 

@@ -268,6 +268,23 @@ public func freePort() throws -> Int {
 }
 
 /// Whether a TCP connection to host:port succeeds right now.
+/// Waits until a broker process accepts TCP connections on `port` of 127.0.0.1; fails with what
+/// it printed if it exits first, and stops it (`stop`) when it never listens.
+public func waitForListener(
+    _ name: String, process: ChildProcess, port: Int, timeout: Double, output: @escaping @Sendable () -> String,
+    stop: () async -> Void
+) async throws {
+    do {
+        try await waitUntil("\(name) on \(port)", timeout: timeout) {
+            if !process.isRunning { throw ProcessError("\(name) exited: \(output())") }
+            return canConnect(host: "127.0.0.1", port: port)
+        }
+    } catch {
+        await stop()
+        throw error
+    }
+}
+
 public func canConnect(host: String, port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }

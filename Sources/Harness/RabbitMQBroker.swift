@@ -49,15 +49,9 @@ public final class RabbitMQBroker: Sendable {
         environment["RABBITMQ_PID_FILE"] = directory.file("rabbitmq.pid")
         let process = try ChildProcess(server, [], environment: environment)
         let broker = RabbitMQBroker(port: port, directory: directory, process: process)
-        do {
-            try await waitUntil("RabbitMQ's MQTT listener on \(port)", timeout: 60) {
-                if !process.isRunning { throw ProcessError("rabbitmq-server exited: \(process.standardOutput)") }
-                return canConnect(host: "127.0.0.1", port: port)
-            }
-        } catch {
-            await broker.stop()
-            throw error
-        }
+        try await waitForListener(
+            "RabbitMQ's MQTT listener", process: process, port: port, timeout: 60,
+            output: { process.standardOutput }, stop: broker.stop)
         return broker
     }
 
