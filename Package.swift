@@ -56,10 +56,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // mDNS service discovery for any service type: the DNS codec, the record cache, a
+        // continuous browser and one-shot queries. HAP browses `_hap._tcp` with it.
+        .target(
+            name: "MDNS",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "HAP",
             dependencies: [
-                "HomeModel",
+                "HomeModel", "MDNS",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -150,7 +161,9 @@ let package = Package(
         ),
         // homemqtt: the mDNS test runs the binary with the peer in a network namespace.
         .testTarget(
-            name: "HAPTests", dependencies: ["HAP", "HomeModel", "TestSupport", "homemqtt"], exclude: ["peer"]),
+            name: "HAPTests", dependencies: ["HAP", "MDNS", "HomeModel", "TestSupport", "homemqtt"],
+            exclude: ["peer"]),
+        .testTarget(name: "MDNSTests", dependencies: ["MDNS"]),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

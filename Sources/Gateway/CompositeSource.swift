@@ -8,9 +8,15 @@ import Synchronization
 public final class CompositeSource: AccessorySource {
     public let sources: [any AccessorySource]
     private let owners = Mutex<[String: Int]>([:])
+    /// Every source's events, merged by `run()`, for any number of readers.
+    private let hub = EventHub<SourceEvent>()
+    /// Each source's stream, taken at once so that nothing it reports before `run()` starts
+    /// forwarding is lost.
+    private let streams: [(index: Int, events: AsyncStream<SourceEvent>)]
 
     public init(_ sources: [any AccessorySource]) {
         self.sources = sources
+        streams = sources.enumerated().map { ($0.offset, $0.element.events()) }
     }
 
     public var sourceName: String { sources.map(\.sourceName).joined(separator: "+") }
@@ -25,31 +31,7 @@ public final class CompositeSource: AccessorySource {
         return all
     }
 
-    public func events() -> AsyncStream<SourceEvent> {
-        let streams = sources.enumerated().map { ($0.offset, $0.element.events()) }
-        let (stream, continuation) = AsyncStream<SourceEvent>.makeStream()
-        // One forwarding task, owned by the stream: cancelled when the consumer goes away, and
-        // finishing the stream when every source's stream has finished.
-        let forwarder = Task { [self] in
-            await withDiscardingTaskGroup { group in
-                for (index, events) in streams {
-                    group.addTask {
-                        for await event in events {
-                            switch event {
-                            case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
-                                self.owners.withLock { $0[accessory.id] = index }
-                            default: break
-                            }
-                            continuation.yield(event)
-                        }
-                    }
-                }
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in forwarder.cancel() }
-        return stream
-    }
+    public func events() -> AsyncStream<SourceEvent> { hub.subscribe() }
 
     private func source(for accessoryID: String) throws(AccessoryError) -> any AccessorySource {
         guard let index = owners.withLock({ $0[accessoryID] }) else {
@@ -89,11 +71,33 @@ public final class CompositeSource: AccessorySource {
         try await source(for: accessoryID).identify(accessoryID: accessoryID)
     }
 
+    /// Runs every source and forwards their events, each source's in its order; the merged
+    /// streams end when every source's has, or when this ends.
     public func run() async throws {
+        defer { hub.finish() }
         try await withThrowingDiscardingTaskGroup { group in
+            group.addTask {
+                await withDiscardingTaskGroup { forwarders in
+                    for (index, events) in self.streams {
+                        forwarders.addTask { await self.forward(events, from: index) }
+                    }
+                }
+                self.hub.finish()
+            }
             for source in sources {
                 group.addTask { try await source.run() }
             }
+        }
+    }
+
+    private func forward(_ events: AsyncStream<SourceEvent>, from index: Int) async {
+        for await event in events {
+            switch event {
+            case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
+                owners.withLock { $0[accessory.id] = index }
+            default: break
+            }
+            hub.yield(event)
         }
     }
 }

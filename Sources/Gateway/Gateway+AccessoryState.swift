@@ -54,14 +54,17 @@ extension Gateway {
         let now = ContinuousClock.now
         guard let burst = accessoryStateBurst else {
             accessoryStateBurst = (now, now)
-            Task { await self.publishAccessoryStatesWhenQuiet() }
+            accessoryStateBursts.yield()
             return
         }
         accessoryStateBurst = (burst.first, now)
     }
 
-    private func publishAccessoryStatesWhenQuiet() async {
-        while let burst = accessoryStateBurst {
+    /// Waits for the burst begun to pause (or to last `accessoryStateLongest`), then publishes
+    /// it; run by a child of `serve` for each burst. Cancelled (the gateway stopping), it
+    /// publishes at once, before `offline`.
+    func publishAccessoryStatesWhenQuiet() async {
+        while let burst = accessoryStateBurst, !Task.isCancelled {
             let quietAt = burst.last + Self.accessoryStateQuiet
             let latest = burst.first + Self.accessoryStateLongest
             let now = ContinuousClock.now

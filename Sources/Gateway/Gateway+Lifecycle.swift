@@ -125,6 +125,11 @@ extension Gateway {
             }
             group.addTask { await self.settleRecords() }
             group.addTask {
+                for await _ in self.accessoryStateBurstStream { await self.publishAccessoryStatesWhenQuiet() }
+            }
+            // In-process requests (`request(topic:payload:)`), one at a time as MQTT messages are.
+            group.addTask { for await message in self.localMessageStream { await self.handle(message: message) } }
+            group.addTask {
                 for await request in self.requestStream {
                     let outcome = await self.performRequest(op: request.op, fields: request.fields)
                     await self.sendResponse(request.responseTopic, id: request.id, outcome, reply: request.reply)
@@ -178,6 +183,8 @@ extension Gateway {
         rebuildRequests.finish()
         ownership.settleRequests.finish()
         requestQueue.finish()
+        accessoryStateBursts.finish()
+        localMessages.finish()
         workers.forEach { $0.finish() }
         let deadline = ContinuousClock.now + Self.stopGrace
         while pendingJobs.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
@@ -188,6 +195,7 @@ extension Gateway {
         }
         isStopped = true
         finishObservers()
+        answerLocalRequestsAtStop()
         outbox.finish()
         await outbox.wait(below: 1, until: deadline + Self.stopGrace)
         logger.info("gateway stopped")

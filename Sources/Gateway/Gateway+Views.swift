@@ -1,6 +1,7 @@
 import Foundation
 public import HomeModel
 import MQTT
+import Synchronization
 
 /// What a view of the home sees (Homie, the web page), in the order it happened.
 public enum GatewayChange: Sendable {
@@ -38,15 +39,12 @@ extension Gateway {
             continuation.finish()
             return stream
         }
-        let key = nextObserver
-        nextObserver += 1
-        observers[key] = continuation
-        continuation.onTermination = { _ in Task { await self.removeObserver(key) } }
+        let key = observers.add(continuation)
+        // Synchronous: the table is behind its own lock, so no task is needed to reach the actor.
+        continuation.onTermination = { [observers] _ in observers.remove(key) }
         if isStarted { continuation.yield(.snapshot(snapshot())) }
         return stream
     }
-
-    private func removeObserver(_ key: Int) { observers[key] = nil }
 
     func snapshot() -> GatewaySnapshot {
         var values: [CharacteristicAddress: CharacteristicValue] = [:]
@@ -63,16 +61,12 @@ extension Gateway {
     /// Tells every observer; the snapshot is made only when someone observes.
     func notifyObservers(_ change: @autoclosure () -> GatewayChange) {
         guard !observers.isEmpty else { return }
-        let change = change()
-        for continuation in observers.values { continuation.yield(change) }
+        observers.yield(change())
     }
 
     func publishedTreeChanged() { notifyObservers(.snapshot(snapshot())) }
 
-    func finishObservers() {
-        for continuation in observers.values { continuation.finish() }
-        observers = [:]
-    }
+    func finishObservers() { observers.finish() }
 
     /// A request from inside the process, handled exactly as an MQTT message on `topic`
     /// (`set`, `get`, `$toggle`, `$identify`, `$set`, `$gateway/request/<op>`) with a Response
@@ -84,22 +78,40 @@ extension Gateway {
         properties.responseTopic = Self.localReplyPrefix + String(number)
         let message = MQTTMessage(
             topic: topic, payload: payload, qos: .atLeastOnce, retain: false, properties: properties)
-        let timeout = config.requestTimeout + 2
         return await withCheckedContinuation { continuation in
-            localRequests[number] = LocalRequest(continuation: continuation)
+            localRequests[number] = LocalRequest(continuation: continuation, payload: payload)
             guard isStarted, !isStopped else {
                 answerLocally(
                     number, .object(Self.localError("unavailable", "the gateway is not online", id: message.payload)))
                 return
             }
-            Task { await self.handle(message: message) }
             // Every request is answered by the path that takes it, or by its deadline; this is
-            // the last resort for one that none answers.
-            localRequests[number]?.lastResort = Task {
-                guard (try? await Task.sleep(for: .seconds(timeout))) != nil else { return }
-                await self.answerLocally(
-                    number, .object(Self.localError("timeout", "no answer within \(timeout) s", id: message.payload)))
-            }
+            // the last resort for one that none answers, kept by the deadline watchdog.
+            deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
+            localMessages.yield(message)
+        }
+    }
+
+    /// How long an in-process request waits at most: longer than any worker's deadline, so a
+    /// request to an accessory is answered by its own `timeout` first.
+    static func localRequestTimeout(_ config: GatewayConfig) -> Double { config.requestTimeout + 2 }
+
+    /// The in-process requests past `localRequestTimeout`, from the deadline watchdog.
+    func timeOutLocalRequests(_ numbers: [Int]) {
+        let timeout = Self.localRequestTimeout(config)
+        for number in numbers {
+            guard let payload = localRequests[number]?.payload else { continue }
+            answerLocally(
+                number, .object(Self.localError("timeout", "no answer within \(timeout) s", id: payload)))
+        }
+    }
+
+    /// At the end of `stop`: the watchdog and the loop that handled in-process requests have
+    /// ended, so what is still waiting is answered here rather than never.
+    func answerLocalRequestsAtStop() {
+        for number in localRequests.keys.sorted() {
+            guard let payload = localRequests[number]?.payload else { continue }
+            answerLocally(number, .object(Self.localError("unavailable", "the gateway stopped", id: payload)))
         }
     }
 
@@ -112,7 +124,7 @@ extension Gateway {
 
     private func answerLocally(_ number: Int, _ json: JSONValue) {
         guard let waiting = localRequests.removeValue(forKey: number) else { return }
-        waiting.lastResort?.cancel()
+        deadlines.finishLocal(number)
         waiting.continuation.resume(returning: json)
     }
 
@@ -125,5 +137,37 @@ extension Gateway {
 
     private static func localError(_ code: String, _ text: String, id payload: [UInt8]) -> [String: JSONValue] {
         ["id": requestID(payload), "status": "error", "code": .string(code), "message": .string(text)]
+    }
+}
+
+/// The observers of a gateway, behind a lock of their own: a stream's `onTermination` (which
+/// may run on any thread) removes its entry at once, and the actor yields to all of them.
+final class Observers: Sendable {
+    private let table = Mutex<(next: Int, continuations: [Int: AsyncStream<GatewayChange>.Continuation])>((0, [:]))
+
+    var isEmpty: Bool { table.withLock { $0.continuations.isEmpty } }
+
+    func add(_ continuation: AsyncStream<GatewayChange>.Continuation) -> Int {
+        table.withLock { table in
+            table.next += 1
+            table.continuations[table.next] = continuation
+            return table.next
+        }
+    }
+
+    func remove(_ key: Int) { _ = table.withLock { $0.continuations.removeValue(forKey: key) } }
+
+    /// Yielding runs no `onTermination`, so it is done under the lock.
+    func yield(_ change: GatewayChange) {
+        table.withLock { table in for continuation in table.continuations.values { continuation.yield(change) } }
+    }
+
+    /// Finishing runs `onTermination`, which takes the lock: done outside it.
+    func finish() {
+        let all = table.withLock { table in
+            defer { table.continuations = [:] }
+            return Array(table.continuations.values)
+        }
+        for continuation in all { continuation.finish() }
     }
 }

@@ -79,6 +79,8 @@ extension Gateway {
                             code: .timeout, message: "the accessory did not answer within \(timeout) s",
                             hapStatus: AccessoryError.Status.timedOut.rawValue)), reply: job.reply, part: job.part)
             }
+            let local = deadlines.takeExpiredLocal()
+            if !local.isEmpty { await timeOutLocalRequests(local) }
         }
     }
 

@@ -70,16 +70,23 @@ public actor Gateway: Service {
     var dirtyAccessoryStates: Set<String> = []
     /// When the burst of changes now being gathered began, and when its last change came.
     var accessoryStateBurst: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)?
+    /// The start of each burst, for the child of `serve` that publishes it once quiet.
+    let accessoryStateBursts: AsyncStream<Void>.Continuation
+    let accessoryStateBurstStream: AsyncStream<Void>
     /// A `$set` of several characteristics: its answers, gathered into one `$result`.
     var accessorySets: [Int: AccessorySet] = [:]
     var nextAccessorySet = 0
 
     // Views of the home beside its MQTT topics (Homie, the web page): `Gateway+Views`.
-    var observers: [Int: AsyncStream<GatewayChange>.Continuation] = [:]
-    var nextObserver = 0
+    /// Outside the actor's isolation so that a stream's `onTermination` removes its observer
+    /// synchronously, without a task of its own.
+    let observers = Observers()
     /// In-process requests waiting for their answer, by the number in their local reply topic.
     var localRequests: [Int: LocalRequest] = [:]
     var nextLocalRequest = 0
+    /// In-process requests, handled in order by a child of `serve` as MQTT messages are.
+    let localMessages: AsyncStream<MQTTMessage>.Continuation
+    let localMessageStream: AsyncStream<MQTTMessage>
 
     // Phases.
     /// The whole tree and `online` have been queued: changes are published from now on.
@@ -141,11 +148,12 @@ public actor Gateway: Service {
         var part: AccessorySet.Part? = nil
     }
 
-    /// An in-process request (`request(topic:payload:)`) waiting for its answer, and the timer
-    /// that answers it if nothing else does, cancelled when something does.
+    /// An in-process request (`request(topic:payload:)`) waiting for its answer; the deadline
+    /// watchdog answers it if nothing else does (`deadlines.startLocal`).
     struct LocalRequest {
         var continuation: CheckedContinuation<JSONValue, Never>
-        var lastResort: Task<Void, Never>?
+        /// The request's payload, for the `id` of an error answered here.
+        var payload: [UInt8]
     }
 
     /// An MQTT 5 request's Response Topic and Correlation Data.
@@ -183,6 +191,9 @@ public actor Gateway: Service {
             bufferingPolicy: .bufferingNewest(1))
         (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (accessoryStateBurstStream, accessoryStateBursts) = AsyncStream<Void>.makeStream(
+            bufferingPolicy: .bufferingNewest(1))
+        (localMessageStream, localMessages) = AsyncStream<MQTTMessage>.makeStream()
         var streams: [AsyncStream<Job>] = []
         var continuations: [AsyncStream<Job>.Continuation] = []
         for _ in 0..<workerCount {

@@ -11,6 +11,9 @@ final class RequestDeadlines: Sendable {
     }
 
     private let state = Mutex<(next: UInt64, entries: [UInt64: Entry])>((0, [:]))
+    /// In-process requests' last-resort deadlines (`Gateway.request(topic:payload:)`), by
+    /// their local number: the same watchdog answers them, with no timer task each.
+    private let local = Mutex<[Int: ContinuousClock.Instant]>([:])
 
     /// Registers a request that starts now; returns its token.
     func start(_ job: Gateway.Job, timeout: Double) -> UInt64 {
@@ -34,6 +37,22 @@ final class RequestDeadlines: Sendable {
             let expired = state.entries.filter { $0.value.deadline <= now }
             for token in expired.keys { state.entries[token] = nil }
             return expired.sorted { $0.key < $1.key }.map(\.value.job)
+        }
+    }
+
+    func startLocal(_ number: Int, timeout: Double) {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        local.withLock { $0[number] = deadline }
+    }
+
+    func finishLocal(_ number: Int) { _ = local.withLock { $0.removeValue(forKey: number) } }
+
+    /// The in-process requests past their deadline, removed.
+    func takeExpiredLocal(now: ContinuousClock.Instant = .now) -> [Int] {
+        local.withLock { local in
+            let expired = local.filter { $0.value <= now }.keys.sorted()
+            for number in expired { local[number] = nil }
+            return expired
         }
     }
 }

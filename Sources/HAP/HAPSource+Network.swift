@@ -7,17 +7,17 @@ import Logging
 // mDNS afresh before the next retry; a new configuration number re-reads `/accessories`.
 
 extension HAPSource {
-    /// Starts the browser and returns its events, or nil when the source does not follow the
-    /// network or the browser cannot run (then the stored addresses are all there is).
-    func startBrowser() async -> AsyncStream<HAPBrowser.Event>? {
-        guard let browser else { return nil }
+    /// Runs the browser (a child of `run()`'s group) and applies what it says until it ends.
+    /// When it cannot run, the stored addresses are all there is.
+    func follow(_ browser: HAPBrowser) async {
         let events = browser.events()
-        do {
-            try await browser.start()
-            return events
-        } catch {
-            logger.warning("accessories are not followed on the network: \(error.message)")
-            return nil
+        await withDiscardingTaskGroup { group in
+            group.addTask { for await event in events { await self.apply(event) } }
+            do {
+                try await browser.run()
+            } catch {
+                logger.warning("accessories are not followed on the network: \(error)")
+            }
         }
     }
 

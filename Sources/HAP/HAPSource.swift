@@ -104,11 +104,10 @@ public actor HAPSource: AccessorySource {
         logger.info("HAP source starting with \(pairings.count) paired accessory server(s)")
         // Graceful shutdown cancels the connection loops; each closes its connection.
         let startStream = self.startStream
-        let networkEvents = await startBrowser()
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
-                if let networkEvents {
-                    group.addTask { for await event in networkEvents { await self.apply(event) } }
+                if let browser = self.browser {
+                    group.addTask { await self.follow(browser) }
                 }
                 for await (pairingID, token) in startStream {
                     group.addTask { await self.supervise(pairingID, token: token) }
@@ -118,7 +117,6 @@ public actor HAPSource: AccessorySource {
         }
         isRunning = false
         for id in Array(loops.keys) { finishLoop(id) }
-        await browser?.stop()
         await closeAll()
         hub.finish()
     }

@@ -81,14 +81,29 @@ extension Connection {
         }
     }
 
-    func awaitFinished(timeout: Double) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                _ = await self.suspend(.finish) { state in state.finished ? .success(()) : nil }
+    /// Waits, up to `timeout` seconds, for the network thread to finish, whether or not the
+    /// caller is cancelled: no cancellation handler, and the timeout is a dispatch timer that
+    /// resumes the waiter, not a sleep that cancellation would end at once. The waiter is
+    /// resumed exactly once: by the thread's end or by the timer, whichever removes it first.
+    func awaitFinishedEvenIfCancelled(timeout: Double) async {
+        let id = control.withLock { state -> UInt64 in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        _ = await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+            let finished = control.withLock { state -> Bool in
+                if state.finished { return true }
+                state.waiters[id] = (.finish, continuation)
+                return false
             }
-            group.addTask { try? await Task.sleep(for: .seconds(timeout)) }
-            await group.next()
-            group.cancelAll()
+            if finished {
+                continuation.resume(returning: .success(()))
+                return
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeout)) {
+                self.control.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(
+                    returning: .success(()))
+            }
         }
     }
 

@@ -185,13 +185,13 @@ public final class MQTTClient: Sendable, Service {
         let connection = core.state.withLock { $0.connection }
         if let connection {
             let connected = connection.requestStop(clean: true)
-            // A connected session is waited for, even by a cancelled caller (a task of its own does
-            // not inherit the cancellation): a process that exits before its DISCONNECT is sent makes
+            // A connected session is waited for, even by a cancelled caller (the wait has no
+            // cancellation handler, `awaitFinishedEvenIfCancelled`): a process that exits before its DISCONNECT is sent makes
             // the broker publish the will. A thread that is not connected has nothing to send; it may
             // be stuck in a blocking TCP connect to a host that drops packets, or waiting for a
             // CONNACK, and finishes (and destroys its handle) on its own, so it holds nobody up.
             let timeout = connected ? configuration.connectTimeout + 5 : 0.5
-            await Task { await connection.awaitFinished(timeout: timeout) }.value
+            await connection.awaitFinishedEvenIfCancelled(timeout: timeout)
             core.detach(connection, finalState: .disconnected(nil))
         } else {
             core.setState(.disconnected(nil), from: nil, onlyIfNotIdle: true)

@@ -52,15 +52,17 @@ actor LiveHub {
     func run() async {
         let changes = await gateway.observe()
         isObserving = true
-        let flusher = Task { await self.flushEvery() }
-        for await change in changes {
-            if case .snapshot = change, tree == nil {
-                // Changes of the connection come as they happen; where it stands now, from the client.
-                isConnected = await gateway.mqtt.connectionState.isConnected
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.flushEvery() }
+            for await change in changes {
+                if case .snapshot = change, tree == nil {
+                    // Changes of the connection come as they happen; where it stands now, from the client.
+                    isConnected = await gateway.mqtt.connectionState.isConnected
+                }
+                apply(change)
             }
-            apply(change)
+            group.cancelAll()
         }
-        flusher.cancel()
         isObserving = false
         flush()
         for outlet in clients.values { outlet.finish() }

@@ -16,17 +16,13 @@ enum RoundTripScenario {
             let directory = URL(fileURLWithPath: files.path).appendingPathComponent("accessories")
             try HomeGenerator.write(to: directory, accessories: accessories, services: 2, shape: .colourLight)
 
-            let gateway = try await InProcessGateway.start(broker: broker, accessories: directory)
-            let ours: [Double]
-            do {
-                ours = try await gatewayRoundTrips(gateway, broker: broker, count: writes, warmup: warmup)
-            } catch {
-                await gateway.stop()
-                throw error
+            let (ours, qos) = try await InProcessGateway.with(broker: broker, accessories: directory) { gateway in
+                (
+                    try await gatewayRoundTrips(gateway, broker: broker, count: writes, warmup: warmup),
+                    gateway.config.qos
+                )
             }
-            await gateway.stop()
-            let baseline = try await echoRoundTrips(
-                broker: broker, qos: gateway.config.qos, count: writes, warmup: warmup)
+            let baseline = try await echoRoundTrips(broker: broker, qos: qos, count: writes, warmup: warmup)
 
             let p50 = Stats.percentile(ours, 50), p99 = Stats.percentile(ours, 99)
             let b50 = Stats.percentile(baseline, 50), b99 = Stats.percentile(baseline, 99)
@@ -75,22 +71,23 @@ enum RoundTripScenario {
         let stream = echo.messages()
         try await echo.connect()
         try await echo.subscribe("bench/echo/request", qos: .atLeastOnce)
-        let responder = Task {
-            for await message in stream {
-                try? await echo.publish("bench/echo/answer", payload: message.payload, qos: qos, retain: true)
+        // The responder is a child of this scope: it ends when the disconnect finishes its stream.
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await message in stream {
+                    try? await echo.publish("bench/echo/answer", payload: message.payload, qos: qos, retain: true)
+                }
             }
-        }
-        do {
-            let samples = try await measure(
-                broker: broker, qos: qos, request: "bench/echo/request",
-                answer: "bench/echo/answer", count: count, warmup: warmup)
-            await echo.disconnect()
-            await responder.value
-            return samples
-        } catch {
-            await echo.disconnect()
-            await responder.value
-            throw error
+            do {
+                let samples = try await measure(
+                    broker: broker, qos: qos, request: "bench/echo/request",
+                    answer: "bench/echo/answer", count: count, warmup: warmup)
+                await echo.disconnect()
+                return samples
+            } catch {
+                await echo.disconnect()
+                throw error
+            }
         }
     }
 

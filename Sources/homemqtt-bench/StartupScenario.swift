@@ -107,29 +107,28 @@ enum StartupScenario {
             log-level: warning
 
             """.write(toFile: config, atomically: false, encoding: .utf8)
-            let subscriber = try await CountingSubscriber.start(
-                broker: broker, filter: "home/#", statusTopic: "home/$gateway/status"
-            ) {
-                $0.topic != "home/$gateway/status"
-            }
-            subscriber.reset(recording: true)
-            let start = ContinuousClock.now
-            let child = try ChildProcess(try executablePath(), ["gateway-child", "--config", config])
-            do {
-                let online = try await subscriber.waitOnline(timeout: 600, what: "the gateway process to say online") {
-                    child.isRunning
-                        ? nil
-                        : "the gateway process exited (\(child.exitStatus ?? -1)): \(child.standardError.suffix(600))"
+            return try await CountingSubscriber.with(
+                broker: broker, filter: "home/#", statusTopic: "home/$gateway/status",
+                matches: { $0.topic != "home/$gateway/status" }
+            ) { subscriber in
+                subscriber.reset(recording: true)
+                let start = ContinuousClock.now
+                let child = try ChildProcess(try executablePath(), ["gateway-child", "--config", config])
+                do {
+                    let online = try await subscriber.waitOnline(
+                        timeout: 600, what: "the gateway process to say online"
+                    ) {
+                        child.isRunning
+                            ? nil
+                            : "the gateway process exited (\(child.exitStatus ?? -1)): \(child.standardError.suffix(600))"
+                    }
+                    let peak = peakRSS(pid: child.pid) ?? 0
+                    await child.terminate(grace: 10)
+                    return (elapsed(start, online), peak, subscriber.recorded, subscriber.kinds)
+                } catch {
+                    await child.terminate(grace: 5)
+                    throw error
                 }
-                let peak = peakRSS(pid: child.pid) ?? 0
-                await child.terminate(grace: 10)
-                let result = (elapsed(start, online), peak, subscriber.recorded, subscriber.kinds)
-                await subscriber.stop()
-                return result
-            } catch {
-                await child.terminate(grace: 5)
-                await subscriber.stop()
-                throw error
             }
         }
         guard kinds["meta"] == expected, kinds["state"] == expected, kinds["$info"] == accessories else {
@@ -146,20 +145,20 @@ enum StartupScenario {
     static func bare(_ messages: [MQTTMessage], broker: MosquittoBroker, qos: MQTTQoS = .atLeastOnce) async throws
         -> Double
     {
-        let subscriber = try await CountingSubscriber.start(broker: broker, filter: "home/#")
-        var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
-        GatewayConfig.applyGatewayOptions(&configuration)
-        let publisher = MQTTClient(configuration: configuration, logger: quietLogger)
-        let start = ContinuousClock.now
-        try await publisher.connect()
-        for message in messages {
-            try await publisher.publish(message.topic, payload: message.payload, qos: qos, retain: true)
+        try await CountingSubscriber.with(broker: broker, filter: "home/#") { subscriber in
+            var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
+            GatewayConfig.applyGatewayOptions(&configuration)
+            let publisher = MQTTClient(configuration: configuration, logger: quietLogger)
+            let start = ContinuousClock.now
+            try await publisher.connect()
+            for message in messages {
+                try await publisher.publish(message.topic, payload: message.payload, qos: qos, retain: true)
+            }
+            let last = try await subscriber.waitFor(
+                count: messages.count, timeout: 600, what: "the bare publisher's retained tree")
+            await publisher.disconnect()
+            return elapsed(start, last)
         }
-        let last = try await subscriber.waitFor(
-            count: messages.count, timeout: 600, what: "the bare publisher's retained tree")
-        await publisher.disconnect()
-        await subscriber.stop()
-        return elapsed(start, last)
     }
 
     /// VmHWM of a running process, in kB.

@@ -70,32 +70,44 @@ final class Tally: Sendable {
     }
 }
 
-/// Our MQTT client on one filter, counting into a `Tally`. The consumer task is owned by the
-/// object and ends when the client disconnects (which finishes the stream).
+/// Our MQTT client on one filter, counting into a `Tally`, for the scope of `with`: its consumer
+/// is a child of that scope, and ends when the client disconnects there (which finishes the
+/// stream).
 final class CountingSubscriber: Sendable {
     let client: MQTTClient
     let tally: Tally
-    let consumer: Task<Void, Never>
 
     private init(client: MQTTClient, tally: Tally) {
         self.client = client
         self.tally = tally
-        let stream = client.messages()
-        consumer = Task { for await message in stream { tally.take(message) } }
     }
 
-    static func start(
+    /// Connects a subscriber on `filter`, runs `body` with it, and disconnects it, whether
+    /// `body` returns or throws.
+    static func with<Result>(
         broker: MosquittoBroker, filter: String, qos: MQTTQoS = .atMostOnce, statusTopic: String? = nil,
-        matches: @escaping @Sendable (MQTTMessage) -> Bool = { _ in true }
-    ) async throws -> CountingSubscriber {
+        matches: @escaping @Sendable (MQTTMessage) -> Bool = { _ in true },
+        _ body: (CountingSubscriber) async throws -> Result
+    ) async throws -> Result {
         var configuration = broker.clientConfiguration(clientID: "bench-counter-\(UInt32.random(in: 0...UInt32.max))")
         configuration.connectTimeout = 10
         let subscriber = CountingSubscriber(
             client: MQTTClient(configuration: configuration, logger: quietLogger),
             tally: Tally(statusTopic: statusTopic, matches: matches))
-        try await subscriber.client.connect()
-        try await subscriber.client.subscribe(filter, qos: qos)
-        return subscriber
+        let stream = subscriber.client.messages()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { for await message in stream { subscriber.tally.take(message) } }
+            do {
+                try await subscriber.client.connect()
+                try await subscriber.client.subscribe(filter, qos: qos)
+                let result = try await body(subscriber)
+                await subscriber.client.disconnect()
+                return result
+            } catch {
+                await subscriber.client.disconnect()
+                throw error
+            }
+        }
     }
 
     func reset(recording: Bool = false) {
@@ -135,11 +147,6 @@ final class CountingSubscriber: Sendable {
             try await Task.sleep(for: .milliseconds(1))
         }
     }
-
-    func stop() async {
-        await client.disconnect()
-        await consumer.value
-    }
 }
 
 /// The gateway in this process on a simulated home with a manual clock, the way the gateway
@@ -148,7 +155,8 @@ final class InProcessGateway: Sendable {
     let gateway: Gateway
     let home: SimulatedHome
     let group: ServiceGroup
-    let runner: Task<Void, any Error>
+    /// Opened when the service group's run has returned: it is a child of `with`'s scope.
+    private let ended: Latch
     let state: TemporaryDirectory
     let config: GatewayConfig
     /// The web view's port, once it listens; 0 without one.
@@ -161,22 +169,25 @@ final class InProcessGateway: Sendable {
     }
 
     private init(
-        gateway: Gateway, home: SimulatedHome, group: ServiceGroup, runner: Task<Void, any Error>,
+        gateway: Gateway, home: SimulatedHome, group: ServiceGroup, ended: Latch,
         state: TemporaryDirectory, config: GatewayConfig, listening: Listening
     ) {
         self.gateway = gateway
         self.home = home
         self.group = group
-        self.runner = runner
+        self.ended = ended
         self.state = state
         self.config = config
         self.listening = listening
     }
 
+    /// Runs the gateway until it is online, then `body` with it, and stops it (if `body` did
+    /// not) whether `body` returns or throws; the service group runs as a child of this scope.
     /// - Parameter web: with the web view on a free loopback port (also when `--web` says so).
-    static func start(broker: MosquittoBroker, accessories directory: URL, web: Bool = false) async throws
-        -> InProcessGateway
-    {
+    static func with<Result>(
+        broker: MosquittoBroker, accessories directory: URL, web: Bool = false,
+        _ body: (InProcessGateway) async throws -> Result
+    ) async throws -> Result {
         let web = web || BenchSettings.web.withLock { $0 }
         let state = try TemporaryDirectory(prefix: "homemqtt-bench-state")
         let home = try SimulatedHome.load(directory: directory, clock: .manual)
@@ -209,26 +220,41 @@ final class InProcessGateway: Sendable {
                         listening.port.withLock { $0 = port }
                     }))
         }
-        let status = try await CountingSubscriber.start(
-            broker: broker, filter: "\(config.baseTopic)/$gateway/status",
-            statusTopic: "\(config.baseTopic)/$gateway/status")
         let group = ServiceGroup(configuration: .init(services: services, logger: quietLogger))
-        let runner = Task { try await group.run() }
-        let started = InProcessGateway(
-            gateway: gateway, home: home, group: group, runner: runner, state: state, config: config,
-            listening: listening)
-        do {
-            _ = try await status.waitOnline(timeout: 120, what: "the gateway to say online") {
-                // A gateway that stopped will never say online.
-                nil
+        let ended = Latch()
+        return try await withThrowingTaskGroup(of: Void.self) { tasks in
+            // Subscribed to the status before the gateway starts, as a client that waits for it.
+            let started = try await CountingSubscriber.with(
+                broker: broker, filter: "\(config.baseTopic)/$gateway/status",
+                statusTopic: "\(config.baseTopic)/$gateway/status"
+            ) { status in
+                tasks.addTask {
+                    _ = try? await group.run()
+                    ended.open()
+                }
+                let started = InProcessGateway(
+                    gateway: gateway, home: home, group: group, ended: ended, state: state, config: config,
+                    listening: listening)
+                do {
+                    _ = try await status.waitOnline(timeout: 120, what: "the gateway to say online") {
+                        // A gateway that stopped will never say online.
+                        nil
+                    }
+                } catch {
+                    await started.stop()
+                    throw error
+                }
+                return started
             }
-        } catch {
-            await status.stop()
-            await started.stop()
-            throw error
+            do {
+                let result = try await body(started)
+                await started.stop()
+                return result
+            } catch {
+                await started.stop()
+                throw error
+            }
         }
-        await status.stop()
-        return started
     }
 
     /// Waits until the gateway has enabled notifications on `count` characteristics.
@@ -238,9 +264,34 @@ final class InProcessGateway: Sendable {
         }
     }
 
+    /// Stops the gateway and waits for its service group to end; a second call only waits.
     func stop() async {
         await group.triggerGracefulShutdown()
-        _ = await runner.result
+        await ended.wait()
+    }
+}
+
+/// A one-way gate: `wait()` returns once `open()` was called, at once after it.
+final class Latch: Sendable {
+    private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state in
+                if !state.isOpen { state.waiters.append(continuation) }
+                return state.isOpen
+            }
+            if isOpen { continuation.resume() }
+        }
     }
 }
 

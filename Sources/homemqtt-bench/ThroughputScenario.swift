@@ -22,88 +22,95 @@ enum ThroughputScenario {
         let directory = URL(fileURLWithPath: files.path).appendingPathComponent("accessories")
         try HomeGenerator.write(to: directory, accessories: accessories, services: 2, shape: .colourLight)
 
-        let gateway = try await InProcessGateway.start(broker: broker, accessories: directory)
-        let lightbulb = Catalog.serviceType(named: "lightbulb")?.uuid
-        var targets: [(CharacteristicAddress, CharacteristicMetadata)] = []
-        for accessory in await gateway.home.accessories() {
-            for service in accessory.services where service.type == lightbulb {
-                for c in service.characteristics where c.metadata.permissions.contains(.notify) {
-                    targets.append((CharacteristicAddress(accessoryID: accessory.id, iid: c.iid), c.metadata))
+        return try await InProcessGateway.with(broker: broker, accessories: directory) { gateway in
+            let lightbulb = Catalog.serviceType(named: "lightbulb")?.uuid
+            var targets: [(CharacteristicAddress, CharacteristicMetadata)] = []
+            for accessory in await gateway.home.accessories() {
+                for service in accessory.services where service.type == lightbulb {
+                    for c in service.characteristics where c.metadata.permissions.contains(.notify) {
+                        targets.append((CharacteristicAddress(accessoryID: accessory.id, iid: c.iid), c.metadata))
+                    }
                 }
             }
-        }
-        guard targets.count == accessories * 10 else {
-            await gateway.stop()
-            throw BenchError("expected \(accessories * 10) notifying characteristics, the home has \(targets.count)")
-        }
-        try await gateway.waitForNotifications(count: targets.count)
-        let total = targets.count * rounds
-        let qos = gateway.config.qos
-
-        // Live deliveries only: on subscribing, the broker first sends every retained `state`
-        // of the home (20,000 at full size): they are not notifications and must not count
-        // toward `total`.
-        let subscriber = try await CountingSubscriber.start(broker: broker, filter: "home/+/+/+/+/state") { !$0.retain }
-        subscriber.reset(recording: true)
-        let start = ContinuousClock.now
-        for round in 1...rounds {
-            for (address, metadata) in targets {
-                try await gateway.home.setValue(address, HomeGenerator.value(for: metadata, round: round))
+            guard targets.count == accessories * 10 else {
+                await gateway.stop()
+                throw BenchError(
+                    "expected \(accessories * 10) notifying characteristics, the home has \(targets.count)")
             }
+            try await gateway.waitForNotifications(count: targets.count)
+            let total = targets.count * rounds
+            let qos = gateway.config.qos
+
+            // Live deliveries only: on subscribing, the broker first sends every retained `state`
+            // of the home (20,000 at full size): they are not notifications and must not count
+            // toward `total`.
+            let (ours, produced, bare, cliRate, cliCount, messages) = try await CountingSubscriber.with(
+                broker: broker, filter: "home/+/+/+/+/state", matches: { !$0.retain }
+            ) { subscriber in
+                subscriber.reset(recording: true)
+                let start = ContinuousClock.now
+                for round in 1...rounds {
+                    for (address, metadata) in targets {
+                        try await gateway.home.setValue(address, HomeGenerator.value(for: metadata, round: round))
+                    }
+                }
+                let produced = elapsed(start)
+                let last = try await subscriber.waitFor(count: total, timeout: 300, what: "the gateway's notifications")
+                let ours = Double(total) / elapsed(start, last)
+                let messages = subscriber.recorded
+                await gateway.stop()
+
+                // The same messages — topics, payloads, QoS, retained — from our MQTT module alone.
+                var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
+                GatewayConfig.applyGatewayOptions(&configuration)
+                let publisher = MQTTClient(configuration: configuration, logger: quietLogger)
+                try await publisher.connect()
+                subscriber.reset()
+                let bareStart = ContinuousClock.now
+                for message in messages {
+                    try await publisher.publish(message.topic, payload: message.payload, qos: qos, retain: true)
+                }
+                let bareLast = try await subscriber.waitFor(
+                    count: total, timeout: 300, what: "the bare publisher's messages")
+                let bare = Double(total) / elapsed(bareStart, bareLast)
+                await publisher.disconnect()
+
+                // mosquitto_pub -l: one line per message, all to one topic (it cannot vary the topic).
+                let lines = files.file("payloads.txt")
+                try messages.map { $0.string }.joined(separator: "\n").appending("\n").write(
+                    toFile: lines, atomically: false, encoding: .utf8)
+                subscriber.reset()
+                let cliStart = ContinuousClock.now
+                let arguments =
+                    (broker.clientArguments + ["-q", String(qos.rawValue), "-r", "-t", messages[0].topic, "-l"])
+                    .map { "'\($0)'" }.joined(separator: " ")
+                let cli = try ChildProcess("sh", ["-c", "exec mosquitto_pub \(arguments) < '\(lines)'"])
+                // mosquitto_pub waits for each PUBACK in turn (QoS 1): give it a time budget rather than
+                // the whole run, and count what arrived within it.
+                let cliLast = try? await subscriber.waitFor(count: total, timeout: 30, what: "mosquitto_pub's messages")
+                let (cliCount, cliEnd) = subscriber.tally.state.withLock { ($0.count, $0.last) }
+                let cliRate = Double(cliCount) / elapsed(cliStart, cliLast ?? cliEnd ?? .now)
+                await cli.terminate(grace: 2)
+                return (ours, produced, bare, cliRate, cliCount, messages)
+            }
+
+            let bytes = messages.map { $0.topic.utf8.count + $0.payload.count }.reduce(0, +) / max(messages.count, 1)
+            let label =
+                "\(accessories) acc × 10 char × \(rounds) rounds = \(total) msgs (QoS \(qos.rawValue), retained, ~\(bytes) B topic+payload)"
+            return [
+                Row(
+                    name, "msg/s received; " + label, ours: Format.rate(ours),
+                    baseline: "bare publisher " + Format.rate(bare),
+                    ratio: Format.ratio(ours / bare), target: "≥ 0.90×", met: Format.met(ours / bare >= 0.9)),
+                Row(
+                    name, "msg/s received, vs mosquitto_pub -l (one topic)", ours: Format.rate(ours),
+                    baseline: "mosquitto_pub " + Format.rate(cliRate)
+                        + (cliCount < total ? " (\(cliCount) of \(total) in 30 s)" : ""),
+                    ratio: Format.ratio(ours / cliRate)),
+                Row(
+                    name, "source production rate during the run (setValue calls/s)",
+                    ours: Format.rate(Double(total) / produced)),
+            ]
         }
-        let produced = elapsed(start)
-        let last = try await subscriber.waitFor(count: total, timeout: 300, what: "the gateway's notifications")
-        let ours = Double(total) / elapsed(start, last)
-        let messages = subscriber.recorded
-        await gateway.stop()
-
-        // The same messages — topics, payloads, QoS, retained — from our MQTT module alone.
-        var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
-        GatewayConfig.applyGatewayOptions(&configuration)
-        let publisher = MQTTClient(configuration: configuration, logger: quietLogger)
-        try await publisher.connect()
-        subscriber.reset()
-        let bareStart = ContinuousClock.now
-        for message in messages {
-            try await publisher.publish(message.topic, payload: message.payload, qos: qos, retain: true)
-        }
-        let bareLast = try await subscriber.waitFor(count: total, timeout: 300, what: "the bare publisher's messages")
-        let bare = Double(total) / elapsed(bareStart, bareLast)
-        await publisher.disconnect()
-
-        // mosquitto_pub -l: one line per message, all to one topic (it cannot vary the topic).
-        let lines = files.file("payloads.txt")
-        try messages.map { $0.string }.joined(separator: "\n").appending("\n").write(
-            toFile: lines, atomically: false, encoding: .utf8)
-        subscriber.reset()
-        let cliStart = ContinuousClock.now
-        let arguments = (broker.clientArguments + ["-q", String(qos.rawValue), "-r", "-t", messages[0].topic, "-l"])
-            .map { "'\($0)'" }.joined(separator: " ")
-        let cli = try ChildProcess("sh", ["-c", "exec mosquitto_pub \(arguments) < '\(lines)'"])
-        // mosquitto_pub waits for each PUBACK in turn (QoS 1): give it a time budget rather than
-        // the whole run, and count what arrived within it.
-        let cliLast = try? await subscriber.waitFor(count: total, timeout: 30, what: "mosquitto_pub's messages")
-        let (cliCount, cliEnd) = subscriber.tally.state.withLock { ($0.count, $0.last) }
-        let cliRate = Double(cliCount) / elapsed(cliStart, cliLast ?? cliEnd ?? .now)
-        await cli.terminate(grace: 2)
-        await subscriber.stop()
-
-        let bytes = messages.map { $0.topic.utf8.count + $0.payload.count }.reduce(0, +) / max(messages.count, 1)
-        let label =
-            "\(accessories) acc × 10 char × \(rounds) rounds = \(total) msgs (QoS \(qos.rawValue), retained, ~\(bytes) B topic+payload)"
-        return [
-            Row(
-                name, "msg/s received; " + label, ours: Format.rate(ours),
-                baseline: "bare publisher " + Format.rate(bare),
-                ratio: Format.ratio(ours / bare), target: "≥ 0.90×", met: Format.met(ours / bare >= 0.9)),
-            Row(
-                name, "msg/s received, vs mosquitto_pub -l (one topic)", ours: Format.rate(ours),
-                baseline: "mosquitto_pub " + Format.rate(cliRate)
-                    + (cliCount < total ? " (\(cliCount) of \(total) in 30 s)" : ""),
-                ratio: Format.ratio(ours / cliRate)),
-            Row(
-                name, "source production rate during the run (setValue calls/s)",
-                ours: Format.rate(Double(total) / produced)),
-        ]
     }
 }

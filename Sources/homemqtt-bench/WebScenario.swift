@@ -31,14 +31,8 @@ enum WebScenario {
         let services = StartupScenario.servicesPerAccessory
         try HomeGenerator.write(to: directory, accessories: accessories, services: services, shape: shape)
         let characteristics = accessories * services * shape.characteristicsPerService
-        let gateway = try await InProcessGateway.start(broker: broker, accessories: directory, web: true)
-        do {
-            let rows = try await measure(gateway: gateway, accessories: accessories, characteristics: characteristics)
-            await gateway.stop()
-            return rows
-        } catch {
-            await gateway.stop()
-            throw error
+        return try await InProcessGateway.with(broker: broker, accessories: directory, web: true) { gateway in
+            try await measure(gateway: gateway, accessories: accessories, characteristics: characteristics)
         }
     }
 
@@ -60,59 +54,65 @@ enum WebScenario {
         guard !targets.isEmpty else { throw BenchError("the generated home has no brightness to change") }
 
         let load = Load()
-        let loader = Task { await load.run(home: gateway.home, targets: targets, perSecond: changesPerSecond) }
-        defer { loader.cancel() }
-        // The changes run a moment before the page opens, as in a home already busy.
-        try await Task.sleep(for: .seconds(1))
-
-        var rows: [Row] = []
-        let document = try await runChecked(
-            "curl", ["-s", "-o", "/dev/null", "-w", "%{time_total} %{size_download}", url + "/api/home"])
-        let parts = document.standardOutput.split(separator: " ").compactMap { Double($0) }
-        if parts.count == 2 {
-            rows.append(
-                Row(
-                    name,
-                    "\(label): the home document over HTTP (/api/home, \(Format.megabytes(Int(parts[1] / 1024))))",
-                    ours: Format.seconds(parts[0])))
-        }
-
-        if let reason = browserUnavailable() {
-            rows.append(
-                Row(name, "\(label): page open to every tile drawn", ours: "blocked", met: "blocked: \(reason)"))
-        } else {
-            let result = try await runProcess(
-                python, [script, "--url", url, "--scale", "\(accessories)"], timeout: 180)
-            guard result.status == 0,
-                let line = result.standardOutput.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
-                let json = try? JSONValue(parsing: String(line)),
-                let tiles = json["tiles_seconds"]?.doubleValue
-            else {
-                throw BenchError("the browser's scale run failed: \(result.standardOutput) \(result.standardError)")
+        // The load is a child of this scope, cancelled when the measurement ends either way.
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [targets] in
+                await load.run(home: gateway.home, targets: targets, perSecond: changesPerSecond)
             }
-            let checked = accessories >= 1000
+            defer { group.cancelAll() }
+            // The changes run a moment before the page opens, as in a home already busy.
+            try await Task.sleep(for: .seconds(1))
+
+            var rows: [Row] = []
+            let document = try await runChecked(
+                "curl", ["-s", "-o", "/dev/null", "-w", "%{time_total} %{size_download}", url + "/api/home"])
+            let parts = document.standardOutput.split(separator: " ").compactMap { Double($0) }
+            if parts.count == 2 {
+                rows.append(
+                    Row(
+                        name,
+                        "\(label): the home document over HTTP (/api/home, \(Format.megabytes(Int(parts[1] / 1024))))",
+                        ours: Format.seconds(parts[0])))
+            }
+
+            if let reason = browserUnavailable() {
+                rows.append(
+                    Row(name, "\(label): page open to every tile drawn", ours: "blocked", met: "blocked: \(reason)"))
+            } else {
+                let result = try await runProcess(
+                    python, [script, "--url", url, "--scale", "\(accessories)"], timeout: 180)
+                guard result.status == 0,
+                    let line = result.standardOutput.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
+                    let json = try? JSONValue(parsing: String(line)),
+                    let tiles = json["tiles_seconds"]?.doubleValue
+                else {
+                    throw BenchError("the browser's scale run failed: \(result.standardOutput) \(result.standardError)")
+                }
+                let checked = accessories >= 1000
+                rows.append(
+                    Row(
+                        name, "\(label): page open to every tile drawn (headless chromium)",
+                        ours: Format.seconds(tiles),
+                        target: checked ? "< 2 s" : "—", met: checked ? Format.met(tiles < 2) : "—"))
+                rows.append(
+                    Row(
+                        name, "\(label): updates the open page received",
+                        ours: String(
+                            format: "%.1f frames/s, %.0f values/s", json["frames_per_second"]?.doubleValue ?? 0,
+                            json["values_per_second"]?.doubleValue ?? 0)))
+                rows.append(
+                    Row(
+                        name, "\(label): a request from the page answered meanwhile (health)",
+                        ours: Format.seconds(json["request_seconds"]?.doubleValue ?? 0)))
+            }
+            let achieved = load.rate
             rows.append(
                 Row(
-                    name, "\(label): page open to every tile drawn (headless chromium)", ours: Format.seconds(tiles),
-                    target: checked ? "< 2 s" : "—", met: checked ? Format.met(tiles < 2) : "—"))
-            rows.append(
-                Row(
-                    name, "\(label): updates the open page received",
-                    ours: String(
-                        format: "%.1f frames/s, %.0f values/s", json["frames_per_second"]?.doubleValue ?? 0,
-                        json["values_per_second"]?.doubleValue ?? 0)))
-            rows.append(
-                Row(
-                    name, "\(label): a request from the page answered meanwhile (health)",
-                    ours: Format.seconds(json["request_seconds"]?.doubleValue ?? 0)))
+                    name, "\(label): value changes made in the simulator during the run",
+                    ours: String(format: "%.0f/s", achieved), target: "≥ \(changesPerSecond)/s",
+                    met: Format.met(achieved >= Double(changesPerSecond) * 0.95)))
+            return rows
         }
-        let achieved = load.rate
-        rows.append(
-            Row(
-                name, "\(label): value changes made in the simulator during the run",
-                ours: String(format: "%.0f/s", achieved), target: "≥ \(changesPerSecond)/s",
-                met: Format.met(achieved >= Double(changesPerSecond) * 0.95)))
-        return rows
     }
 
     static func browserUnavailable() -> String? {

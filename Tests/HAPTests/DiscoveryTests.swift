@@ -1,5 +1,6 @@
 import XCTest
 @testable import HAP
+import MDNS
 
 final class DiscoveryTests: XCTestCase {
     /// Builds an mDNS answer like an accessory sends (with a compressed name) and reads it back.

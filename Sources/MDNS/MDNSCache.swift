@@ -1,13 +1,14 @@
 import Foundation
 
-// The browser's memory of `_hap._tcp` records: what arrived, when it expires, which records a
-// query should list as known answers, which need refreshing, and which are still missing to
-// resolve an instance. Pure state with the time passed in, so its rules are tested without a
-// network.
+// The browser's memory of one service type's records (`_hap._tcp.local`, say): what arrived,
+// when it expires, which records a query should list as known answers, which need
+// refreshing, and which are still missing to resolve an instance. Pure state with the time
+// passed in, so its rules are tested without a network.
 
 struct MDNSCache {
-    static let service = "_hap._tcp.local"
-    static let serviceSuffix = "." + service
+    /// The service type browsed, lower-cased: `_hap._tcp.local`.
+    let service: String
+    let serviceSuffix: String
     /// A flood of records (hostile or a busy network) must not grow the cache without bound.
     static let maximumEntries = 4096
     /// RFC 6762 §5.2: refresh queries at 80%, 85%, 90% and 95% of a record's lifetime.
@@ -31,6 +32,11 @@ struct MDNSCache {
 
     private(set) var entries: [Key: Entry] = [:]
 
+    init(service: String) {
+        self.service = service.lowercased()
+        serviceSuffix = "." + self.service
+    }
+
     static func key(_ r: DNSMessage.Record) -> Key { Key(name: r.name.lowercased(), type: r.type, data: r.data) }
 
     /// Whether a record concerns HAP accessories: the service's PTR, an instance's SRV or
@@ -39,8 +45,8 @@ struct MDNSCache {
     private func isRelevant(_ r: DNSMessage.Record, targets: Set<String>) -> Bool {
         let name = r.name.lowercased()
         switch r.data {
-        case .ptr: return name == Self.service
-        case .srv, .txt: return name.hasSuffix(Self.serviceSuffix)
+        case .ptr: return name == service
+        case .srv, .txt: return name.hasSuffix(serviceSuffix)
         case .a, .aaaa: return targets.contains(name)
         case .other: return false
         }
@@ -49,7 +55,7 @@ struct MDNSCache {
     /// The hosts named by the SRV records known (and about to be known).
     private func srvTargets(also records: [DNSMessage.Record]) -> Set<String> {
         var targets = Set<String>()
-        for r in records where r.name.lowercased().hasSuffix(Self.serviceSuffix) {
+        for r in records where r.name.lowercased().hasSuffix(serviceSuffix) {
             if case .srv(let target, _) = r.data { targets.insert(target.lowercased()) }
         }
         for e in entries.values {
@@ -167,14 +173,13 @@ struct MDNSCache {
         return Array(Set(out)).sorted { ($0.name, $0.type) < ($1.name, $1.type) }
     }
 
-    /// The accessories the records describe completely (PTR, SRV, TXT with an `id`, an
-    /// address), each with its instance name; by pairing id, upper-cased.
-    func accessories() -> [String: (instance: String, accessory: HAPDiscoveredAccessory)] {
-        let records = entries.values.sorted { $0.received < $1.received }.map(\.record)
-        var out: [String: (instance: String, accessory: HAPDiscoveredAccessory)] = [:]
-        for (instance, accessory) in HAPDiscovery.resolve(records) where !accessory.addresses.isEmpty {
-            out[accessory.id.uppercased()] = (instance, accessory)
-        }
-        return out
+    /// Every record held, oldest first: what a resolver joins into instances.
+    func records() -> [DNSMessage.Record] {
+        entries.values.sorted { $0.received < $1.received }.map(\.record)
+    }
+
+    /// The instances the records describe completely (PTR, SRV and an address).
+    func instances() -> [MDNSInstance] {
+        MDNSInstance.resolve(service: service, records()).filter { !$0.addresses.isEmpty }
     }
 }

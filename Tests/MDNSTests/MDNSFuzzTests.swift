@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-@testable import HAP
+@testable import MDNS
 
 /// The mDNS parser reads packets anyone on the network can send: thousands of random and
 /// mutated packets (truncated, compression loops, oversize labels, wrong counts) must each be
@@ -91,7 +91,7 @@ final class MDNSFuzzTests: XCTestCase {
         var parsed = 0
         var refused = 0
         var slowest: Double = 0
-        var cache = MDNSCache()
+        var cache = MDNSCache(service: "_hap._tcp.local")
         for i in 0..<20_000 {
             var packet = Self.announcement(&rng)
             for _ in 0..<(1 + rng.next() % 3) { packet = Self.mutate(packet, &rng) }
@@ -103,10 +103,10 @@ final class MDNSFuzzTests: XCTestCase {
             if let result {
                 parsed += 1
                 // A cache as one browser would have it for a while (not 20,000 packets' worth).
-                if parsed % 200 == 0 { cache = MDNSCache() }
+                if parsed % 200 == 0 { cache = MDNSCache(service: "_hap._tcp.local") }
                 // What parses goes into the browser's cache: that must hold up too.
                 cache.insert(result.records, now: Double(i) / 100)
-                _ = cache.accessories()
+                _ = cache.instances()
                 _ = cache.missing()
                 _ = cache.dueRefreshes(now: Double(i) / 100)
             } else {

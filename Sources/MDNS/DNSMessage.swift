@@ -80,12 +80,12 @@ public struct DNSMessage: Sendable, Hashable {
     /// is impossible; the limit bounds the work of a long backward chain.
     static let maximumPointerJumps = 32
 
-    static func bad(_ m: String) -> HAPError { HAPError(code: .protocolError, message: "malformed mDNS packet: \(m)") }
+    static func bad(_ m: String) -> MDNSError { MDNSError(code: .malformed, message: "malformed mDNS packet: \(m)") }
 
     // MARK: reading
 
     /// Reads a (possibly compressed) name at `start`; returns it and the offset after it.
-    static func readName(_ p: [UInt8], _ start: Int) throws(HAPError) -> (String, Int) {
+    static func readName(_ p: [UInt8], _ start: Int) throws(MDNSError) -> (String, Int) {
         var labels: [String] = []
         var pos = start
         var end: Int?
@@ -126,14 +126,14 @@ public struct DNSMessage: Sendable, Hashable {
         return (labels.joined(separator: "."), end ?? pos)
     }
 
-    public static func parse(_ p: [UInt8]) throws(HAPError) -> DNSMessage {
+    public static func parse(_ p: [UInt8]) throws(MDNSError) -> DNSMessage {
         guard p.count >= 12 else { throw bad("shorter than a header") }
         guard p.count <= maximumPacketSize else { throw bad("larger than \(maximumPacketSize) bytes") }
-        func u16(_ i: Int) throws(HAPError) -> Int {
+        func u16(_ i: Int) throws(MDNSError) -> Int {
             guard i >= 0, i + 1 < p.count else { throw bad("truncated") }
             return Int(p[i]) << 8 | Int(p[i + 1])
         }
-        func u32(_ i: Int) throws(HAPError) -> UInt32 {
+        func u32(_ i: Int) throws(MDNSError) -> UInt32 {
             UInt32(try u16(i)) << 16 | UInt32(try u16(i + 2))
         }
         var message = DNSMessage(isResponse: p[2] & 0x80 != 0)
@@ -163,7 +163,7 @@ public struct DNSMessage: Sendable, Hashable {
         return message
     }
 
-    private static func recordData(_ p: [UInt8], type: UInt16, at rd: Int, length rdlen: Int) throws(HAPError)
+    private static func recordData(_ p: [UInt8], type: UInt16, at rd: Int, length rdlen: Int) throws(MDNSError)
         -> RecordData
     {
         switch type {
@@ -208,7 +208,7 @@ public struct DNSMessage: Sendable, Hashable {
 
     // MARK: writing
 
-    static func encodeName(_ name: String) -> [UInt8] {
+    public static func encodeName(_ name: String) -> [UInt8] {
         var out: [UInt8] = []
         for label in name.split(separator: ".") {
             let bytes = Array(label.utf8.prefix(maximumLabelLength))

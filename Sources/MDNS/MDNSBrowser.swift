@@ -1,0 +1,204 @@
+import Foundation
+public import Logging
+import NIOCore
+import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+
+// A continuous browser for one service type, embedded (no mDNS daemon needed): a UDP socket on
+// 224.0.0.251:5353 that asks with known-answer suppression on RFC 6762's schedule, keeps what
+// instances answer and announce for as long as their TTLs say, refreshes records before they
+// expire, and asks for what is missing to resolve an instance. What the records mean is the
+// caller's: it reads `updates` (HAP's `HAPBrowser` follows accessories by pairing id).
+
+/// Browses one service type (`_hap._tcp.local`) for as long as `run()` runs.
+public actor MDNSBrowser: Service {
+    /// What changed: sent for every response received (so that a caller waiting for an answer
+    /// sees it even when it repeats what was known) and for every expiry.
+    public struct Update: Sendable {
+        /// Whether the records held changed.
+        public var changed: Bool
+        /// Every record held now, oldest first.
+        public var records: [DNSMessage.Record]
+        /// The records of the response that came (none for an expiry).
+        public var received: [DNSMessage.Record]
+    }
+
+    static let group = SocketAddress.mDNSGroup
+    /// RFC 6762 §5.2: the interval between queries doubles up to at least an hour.
+    static let maximumQueryInterval: Double = 3600
+    /// How often the browser looks at its cache for expired records and due refreshes.
+    static let tick: Double = 0.25
+
+    public nonisolated let service: String
+    /// Every update, for one reader; finishes when `run()` ends.
+    public nonisolated let updates: AsyncStream<Update>
+    private let updatesContinuation: AsyncStream<Update>.Continuation
+    let logger: Logger
+    private var cache: MDNSCache
+    private var channel: (any Channel)?
+    private var queryInterval: Double = 1
+    private var nextQuery: Double = 0
+    /// Questions for what is missing to resolve an instance, each with its own backoff, so an
+    /// instance that never answers one is not asked every second forever.
+    private var missingBackoff: [DNSMessage.Question: (next: Double, interval: Double)] = [:]
+    /// Counted outside the actor: a failed send is reported on the channel's event loop.
+    private nonisolated let sendFailures = Atomic<Int>(0)
+    private let start = ContinuousClock.now
+
+    public init(service: String, logger: Logger = Logger(label: "homemqtt.mdns")) {
+        self.service = service
+        self.logger = logger
+        cache = MDNSCache(service: service)
+        (updates, updatesContinuation) = AsyncStream.makeStream(of: Update.self)
+    }
+
+    /// Opens the socket and browses until cancelled; then closes it and ends `updates`. Port
+    /// 5353 is shared with any other responder or browser on the machine (SO_REUSEADDR and
+    /// SO_REUSEPORT); when it cannot be had, the browser asks from another port and gets
+    /// unicast answers (RFC 6762 §6.7), without announcements. Throws only when no socket
+    /// can be opened at all.
+    public func run() async throws(MDNSError) {
+        defer { updatesContinuation.finish() }
+        let inbound = try await open()
+        // A first query after 20–120 ms (RFC 6762 §5.2), then 1 s, 2 s, 4 s, …
+        nextQuery = now + Double.random(in: 0.02...0.12)
+        await withDiscardingTaskGroup { group in
+            group.addTask { for await packet in inbound { await self.received(packet) } }
+            group.addTask {
+                while !Task.isCancelled {
+                    await self.housekeeping()
+                    try? await Task.sleep(for: .seconds(Self.tick))
+                }
+            }
+        }
+        if let channel { try? await channel.close().get() }
+        channel = nil
+    }
+
+    /// Sends these questions without known answers, so that every instance answers them in
+    /// full; false when the browser is not running.
+    public func ask(_ questions: [DNSMessage.Question]) -> Bool {
+        guard channel != nil else { return false }
+        send(DNSMessage(isResponse: false, questions: questions))
+        return true
+    }
+
+    private func open() async throws(MDNSError) -> AsyncStream<[UInt8]> {
+        let (inbound, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(256))
+        var lastError: (any Error)?
+        for port in [5353, 0] {
+            do {
+                let ch = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+                    .channelInitializer { ch in
+                        ch.eventLoop.makeCompletedFuture {
+                            try ch.pipeline.syncOperations.addHandler(DatagramReceiver(continuation))
+                        }
+                    }
+                    .bind(host: "0.0.0.0", port: port).get()
+                if port == 5353, let multicast = ch as? any MulticastChannel {
+                    do {
+                        try await multicast.joinGroup(Self.group).get()
+                    } catch {
+                        // No multicast route (a machine with only loopback): queries fail
+                        // too, and the browser stays quiet rather than failing its caller.
+                        logger.warning("mDNS: cannot join 224.0.0.251 (\(error)); \(service) is not followed")
+                    }
+                }
+                channel = ch
+                logger.debug("mDNS browser for \(service) listening on port \(ch.localAddress?.port ?? 0)")
+                return inbound
+            } catch {
+                lastError = error
+            }
+        }
+        continuation.finish()
+        throw MDNSError(code: .io, message: "cannot open a UDP socket for mDNS: \(String(describing: lastError))")
+    }
+
+    // MARK: receiving
+
+    private var now: Double {
+        let d = ContinuousClock.now - start
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    private func received(_ packet: [UInt8]) {
+        // Anyone on the network can send anything: a packet that does not parse is dropped.
+        guard let message = try? DNSMessage.parse(packet), message.isResponse else { return }
+        let changed = cache.insert(message.records, now: now)
+        updatesContinuation.yield(Update(changed: changed, records: cache.records(), received: message.records))
+    }
+
+    // MARK: asking
+
+    private func housekeeping() {
+        let t = now
+        if cache.expire(now: t) {
+            updatesContinuation.yield(Update(changed: true, records: cache.records(), received: []))
+        }
+        var questions = cache.dueRefreshes(now: t)
+        let missing = cache.missing()
+        missingBackoff = missingBackoff.filter { missing.contains($0.key) }
+        for q in missing {
+            let state = missingBackoff[q] ?? (next: t, interval: 1)
+            guard t >= state.next else { continue }
+            questions.append(q)
+            missingBackoff[q] = (t + state.interval, min(state.interval * 2, Self.maximumQueryInterval))
+        }
+        if t >= nextQuery {
+            questions.append(DNSMessage.Question(name: service, type: DNSMessage.RecordType.ptr))
+            nextQuery = t + queryInterval
+            queryInterval = min(queryInterval * 2, Self.maximumQueryInterval)
+        }
+        guard !questions.isEmpty else { return }
+        let unique = Array(Set(questions)).sorted { ($0.name, $0.type) < ($1.name, $1.type) }
+        let known = unique.flatMap { cache.knownAnswers(for: $0, now: t) }
+        send(DNSMessage(isResponse: false, questions: unique, records: known))
+    }
+
+    private func send(_ message: DNSMessage) {
+        guard let channel else { return }
+        let bytes = message.encoded()
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        let envelope = AddressedEnvelope(remoteAddress: Self.group, data: buffer)
+        channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
+    }
+
+    private nonisolated func sendFailed(_ error: any Error) {
+        // Said once at warning level: a network without multicast would repeat it forever.
+        if sendFailures.wrappingAdd(1, ordering: .relaxed).newValue == 1 {
+            logger.warning("mDNS: cannot send a query (no multicast route?): \(error)")
+        } else {
+            logger.debug("mDNS: cannot send a query: \(error)")
+        }
+    }
+}
+
+extension SocketAddress {
+    /// 224.0.0.251:5353, where mDNS is spoken.
+    static let mDNSGroup: SocketAddress = {
+        do { return try SocketAddress(ipAddress: "224.0.0.251", port: 5353) } catch {
+            preconditionFailure("224.0.0.251 is a valid address")
+        }
+    }()
+}
+
+/// Hands each datagram's bytes to a stream, which ends with the channel: the continuous
+/// browser's and a one-shot query's socket alike.
+final class DatagramReceiver: ChannelInboundHandler, Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let continuation: AsyncStream<[UInt8]>.Continuation
+    init(_ c: AsyncStream<[UInt8]>.Continuation) { continuation = c }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var envelope = unwrapInboundIn(data)
+        if let bytes = envelope.data.readBytes(length: envelope.data.readableBytes) { continuation.yield(bytes) }
+    }
+    func channelInactive(context: ChannelHandlerContext) {
+        continuation.finish()
+        context.fireChannelInactive()
+    }
+}
