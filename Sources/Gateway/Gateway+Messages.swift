@@ -11,7 +11,7 @@ extension Gateway {
     func handle(message: MQTTMessage) async {
         guard message.topic.hasPrefix(base + "/") else {
             if config.homeAssistant.enabled { handleHomeAssistant(message) }
-            refuseLocal(message, code: "unknown-topic", "'\(message.topic)' is not under \(base)/")
+            refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
             return
         }
         let rest = message.topic.dropFirst(base.count + 1)
@@ -24,7 +24,7 @@ extension Gateway {
         let path = String(message.topic[..<slash])
         if Self.outputKinds.contains(kind) {
             // Only an in-process request names one: the gateway subscribes to requests alone.
-            refuseLocal(message, code: "unknown-topic", "'\(kind)' is published by the gateway, not a request")
+            refuseLocal(message, code: .unknownTopic, "'\(kind)' is published by the gateway, not a request")
             return
         }
         switch kind {
@@ -87,14 +87,14 @@ extension Gateway {
                 result.topic, json: Payloads.error(id: Self.requestID(message.payload), op: result.op, failure),
                 reply: Reply(message))
         } else {
-            refuseLocal(message, code: "unknown-topic", text)
+            refuseLocal(message, code: .unknownTopic, text)
         }
         activity.unknownTopic(message.topic, text)
         enqueue(
             "\(base)/$gateway/error",
             json: .object([
                 "topic": .string(message.topic),
-                "code": .string("unknown-topic"),
+                "code": .string(ErrorCode.unknownTopic.rawValue),
                 "message": .string(text),
             ]))
     }

@@ -8,7 +8,7 @@ extension Gateway {
 
     func handleGatewayTopic(_ rest: String, _ message: MQTTMessage) async {
         if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") || rest.hasPrefix("homeassistant") {
-            refuseLocal(message, code: "unknown-topic", "'\(rest)' is published by the gateway, not a request")
+            refuseLocal(message, code: .unknownTopic, "'\(rest)' is published by the gateway, not a request")
             return
         }
         guard rest.hasPrefix("request/") else {

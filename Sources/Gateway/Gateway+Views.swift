@@ -82,7 +82,7 @@ extension Gateway {
             localRequests[number] = LocalRequest(continuation: continuation, payload: payload)
             guard isStarted, !isStopped else {
                 answerLocally(
-                    number, .object(Self.localError("unavailable", "the gateway is not online", id: message.payload)))
+                    number, .object(Self.localError(.unavailable, "the gateway is not online", id: message.payload)))
                 return
             }
             // Every request is answered by the path that takes it, or by its deadline; this is
@@ -102,7 +102,7 @@ extension Gateway {
         for number in numbers {
             guard let payload = localRequests[number]?.payload else { continue }
             answerLocally(
-                number, .object(Self.localError("timeout", "no answer within \(timeout) s", id: payload)))
+                number, .object(Self.localError(.timeout, "no answer within \(timeout) s", id: payload)))
         }
     }
 
@@ -111,7 +111,7 @@ extension Gateway {
     func answerLocalRequestsAtStop() {
         for number in localRequests.keys.sorted() {
             guard let payload = localRequests[number]?.payload else { continue }
-            answerLocally(number, .object(Self.localError("unavailable", "the gateway stopped", id: payload)))
+            answerLocally(number, .object(Self.localError(.unavailable, "the gateway stopped", id: payload)))
         }
     }
 
@@ -130,13 +130,13 @@ extension Gateway {
 
     /// An in-process request on a topic that takes none is answered here; an MQTT one has its
     /// `$gateway/error` (or nothing, for the gateway's own output).
-    func refuseLocal(_ message: MQTTMessage, code: String, _ text: String) {
+    func refuseLocal(_ message: MQTTMessage, code: ErrorCode, _ text: String) {
         guard let topic = message.properties.responseTopic else { return }
         _ = answerLocally(replyTopic: topic, .object(Self.localError(code, text, id: message.payload)))
     }
 
-    private static func localError(_ code: String, _ text: String, id payload: [UInt8]) -> [String: JSONValue] {
-        ["id": requestID(payload), "status": "error", "code": .string(code), "message": .string(text)]
+    private static func localError(_ code: ErrorCode, _ text: String, id payload: [UInt8]) -> [String: JSONValue] {
+        ["id": requestID(payload), "status": "error", "code": .string(code.rawValue), "message": .string(text)]
     }
 }
 

@@ -24,7 +24,7 @@ public final class GatewayActivity: Sendable {
     }
 
     /// The code `reportUnknown` publishes on `$gateway/error`.
-    static let unknownTopicCode = "unknown-topic"
+    static let unknownTopicCode = ErrorCode.unknownTopic.rawValue
 
     /// How many errors are kept: a page opened later sees these.
     public static let recentErrorLimit = 100
@@ -94,7 +94,7 @@ public final class GatewayActivity: Sendable {
 
     /// A message on a topic under the base that the gateway does not serve (`$gateway/error`).
     func unknownTopic(_ topic: String, _ message: String) {
-        remember(topic: topic, op: "unknown-topic", code: Self.unknownTopicCode, message: message)
+        remember(topic: topic, op: Self.unknownTopicCode, code: Self.unknownTopicCode, message: message)
     }
 
     /// How long an accessory took to answer a request (`set`, `get`, `toggle`, `identify`).

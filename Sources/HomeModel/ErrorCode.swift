@@ -22,9 +22,11 @@ extension ErrorCode {
     public static let unknownOp = ErrorCode(rawValue: "unknown-op")
     /// A request on a topic the gateway does not serve (a name from before a rename, a typo).
     public static let unknownTopic = ErrorCode(rawValue: "unknown-topic")
+    /// An in-process request (the web view, Homie) while the gateway is not online.
+    public static let unavailable = ErrorCode(rawValue: "unavailable")
     /// A payload that is neither a plain value nor a JSON object.
     public static let invalidPayload = ErrorCode(rawValue: "invalid-payload")
-    /// A retained request: never applied, and cleared by the gateway.
+    /// A retained request: never applied, and left for the client that published it to clear.
     public static let retained = ErrorCode(rawValue: "retained")
     /// A name that matches more than one room, accessory or service.
     public static let ambiguous = ErrorCode(rawValue: "ambiguous")
