@@ -85,6 +85,9 @@ final class Outbox: Sendable {
         guard let first = payload.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else {
             return false
         }
+        // Every value change goes through here: the common texts (booleans, short decimals) are
+        // told without building a JSONValue; anything else is left to the parser.
+        if isPlainJSONLiteral(payload) { return true }
         switch first {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "t"), UInt8(ascii: "f"),
             UInt8(ascii: "n"), UInt8(ascii: "\""), UInt8(ascii: "["), UInt8(ascii: "{"):
@@ -92,6 +95,30 @@ final class Outbox: Sendable {
         default:
             return false
         }
+    }
+
+    /// `true`, `false`, `null`, or a decimal of JSON's grammar short enough for any parser
+    /// (`-?(0|[1-9][0-9]*)(.[0-9]+)?`, at most 15 digits, no exponent).
+    static func isPlainJSONLiteral(_ p: [UInt8]) -> Bool {
+        if p.elementsEqual("true".utf8) || p.elementsEqual("false".utf8) || p.elementsEqual("null".utf8) {
+            return true
+        }
+        var i = 0
+        if i < p.count, p[i] == UInt8(ascii: "-") { i += 1 }
+        func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+        let start = i
+        while i < p.count, isDigit(p[i]) { i += 1 }
+        let integer = i - start
+        guard integer > 0, integer == 1 || p[start] != UInt8(ascii: "0") else { return false }
+        var digits = integer
+        if i < p.count, p[i] == UInt8(ascii: ".") {
+            i += 1
+            let fraction = i
+            while i < p.count, isDigit(p[i]) { i += 1 }
+            guard i > fraction else { return false }
+            digits += i - fraction
+        }
+        return i == p.count && digits <= 15
     }
 
     /// Publishes now if nothing waits and the client has room, else queues. Without
