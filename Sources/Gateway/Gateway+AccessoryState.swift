@@ -49,7 +49,7 @@ extension Gateway {
 
     /// A value of `accessoryID` changed: its `$state` goes out with the others of the burst.
     func accessoryStateChanged(_ accessoryID: String) {
-        guard config.accessoryState, isStarted else { return }
+        guard config[AccessoryStateConfig.self].enabled, isStarted else { return }
         dirtyAccessoryStates.insert(accessoryID)
         let now = ContinuousClock.now
         guard let burst = accessoryStateBurst else {

@@ -10,7 +10,7 @@ extension Gateway {
 
     func handle(message: MQTTMessage) async {
         guard message.topic.hasPrefix(base + "/") else {
-            if config.homeAssistant.enabled { handleHomeAssistant(message) }
+            if config[HomeAssistantConfig.self].enabled { handleHomeAssistant(message) }
             refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
             return
         }
@@ -42,7 +42,7 @@ extension Gateway {
                 return
             }
             await toggle(accessory: accessory, service: service, message: message)
-        case "$set" where config.accessoryState:
+        case "$set" where config[AccessoryStateConfig.self].enabled:
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
                 reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "set"))
                 return
@@ -68,7 +68,7 @@ extension Gateway {
     /// Home Assistant's birth message. (Discovery configs of ours that an earlier run left are
     /// found by the look at the broker at start, and cleared with the rest of the record.)
     private func handleHomeAssistant(_ message: MQTTMessage) {
-        let prefix = config.homeAssistant.prefix
+        let prefix = config[HomeAssistantConfig.self].prefix
         if HomeAssistantDiscovery.isBirthMessage(topic: message.topic, payload: message.payload, prefix: prefix) {
             logger.info("Home Assistant is online; republishing discovery")
             enqueue(.discovery)

@@ -61,7 +61,7 @@ extension Gateway {
         for node in tree.accessories {
             record.topics.insert(node.topic + "/$info")
             record.topics.insert(node.topic + "/$availability")
-            if config.accessoryState { record.topics.insert(accessoryStateTopic(node)) }
+            if config[AccessoryStateConfig.self].enabled { record.topics.insert(accessoryStateTopic(node)) }
             var paths = Set<String>()
             for service in node.services {
                 for c in service.characteristics { paths.insert(service.slug + "/" + c.slug) }
@@ -194,10 +194,11 @@ extension Gateway {
             "\(base)/+/+/+/+/set", "\(base)/+/+/+/+/get", "\(base)/+/+/+/$toggle", "\(base)/+/+/$identify",
             "\(base)/$gateway/request/#",
         ]
-        if config.accessoryState { filters.append("\(base)/+/+/$set") }
+        if config[AccessoryStateConfig.self].enabled { filters.append("\(base)/+/+/$set") }
         var out = filters.map { ($0, MQTTQoS.atLeastOnce) }
-        if config.homeAssistant.enabled {
-            out.append((HomeAssistantDiscovery.statusTopic(prefix: config.homeAssistant.prefix), .atLeastOnce))
+        if config[HomeAssistantConfig.self].enabled {
+            out.append(
+                (HomeAssistantDiscovery.statusTopic(prefix: config[HomeAssistantConfig.self].prefix), .atLeastOnce))
         }
         return out
     }
@@ -206,8 +207,8 @@ extension Gateway {
     /// where those of this gateway are known by their content (they name its status topic).
     var snapshotFilters: [(String, MQTTQoS)] {
         var filters = [("\(base)/#", MQTTQoS.atLeastOnce)]
-        if config.homeAssistant.enabled {
-            filters.append(("\(config.homeAssistant.prefix)/device/+/config", .atLeastOnce))
+        if config[HomeAssistantConfig.self].enabled {
+            filters.append(("\(config[HomeAssistantConfig.self].prefix)/device/+/config", .atLeastOnce))
         }
         return filters
     }
@@ -231,10 +232,12 @@ extension Gateway {
             return true
         }
         guard message.retain else { return false }
-        if config.homeAssistant.enabled, message.topic.hasPrefix(config.homeAssistant.prefix + "/device/") {
+        if config[HomeAssistantConfig.self].enabled,
+            message.topic.hasPrefix(config[HomeAssistantConfig.self].prefix + "/device/")
+        {
             if let document = try? JSONValue(parsing: message.payload),
                 HomeAssistantDiscovery.isOwnConfig(
-                    topic: message.topic, payload: document, prefix: config.homeAssistant.prefix,
+                    topic: message.topic, payload: document, prefix: config[HomeAssistantConfig.self].prefix,
                     gatewayStatusTopic: statusTopic)
             {
                 snapshot.fromTree.topics.insert(message.topic)
@@ -247,7 +250,7 @@ extension Gateway {
         if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
             snapshot.fromTree.topics.insert(message.topic)
             if snapshot.readsTree, let document = try? JSONValue(parsing: message.payload) {
-                snapshot.fromTree.addTreeDocument(document, accessoryState: config.accessoryState)
+                snapshot.fromTree.addTreeDocument(document, accessoryState: config[AccessoryStateConfig.self].enabled)
             }
             return true
         }

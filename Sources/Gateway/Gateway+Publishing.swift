@@ -100,7 +100,7 @@ extension Gateway {
         if !discoveryOnly {
             out.append((node.topic + "/$info", Array(Payloads.info(node).encoded().utf8)))
             out.append((node.topic + "/$availability", availabilityPayload(node)))
-            if config.accessoryState {
+            if config[AccessoryStateConfig.self].enabled {
                 out.append((accessoryStateTopic(node), Array(accessoryState(node).encoded().utf8)))
             }
         }

@@ -10,12 +10,13 @@ extension Gateway {
     }
 
     func discoveryContext(_ tree: TopicTree) -> HomeAssistantDiscovery.Context? {
-        guard config.homeAssistant.enabled else { return nil }
+        guard config[HomeAssistantConfig.self].enabled else { return nil }
         return HomeAssistantDiscovery.Context(
-            tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
+            tree: tree, prefix: config[HomeAssistantConfig.self].prefix, gatewayStatusTopic: statusTopic,
             options: .init(
-                defaultRoomID: currentHome?.roomForEntireHome.id, accessoryTopics: config.accessoryState,
-                supportURL: config.homeAssistant.supportURL))
+                defaultRoomID: currentHome?.roomForEntireHome.id,
+                accessoryTopics: config[AccessoryStateConfig.self].enabled,
+                supportURL: config[HomeAssistantConfig.self].supportURL))
     }
 
     /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
@@ -29,7 +30,7 @@ extension Gateway {
         setRetained(info, Array(Payloads.info(node).encoded().utf8))
         setRetained(availability, availabilityPayload(node))
         var topics = [info, availability]
-        if config.accessoryState {
+        if config[AccessoryStateConfig.self].enabled {
             topics.append(accessoryStateTopic(node))
             setRetained(topics[2], Array(accessoryState(node).encoded().utf8))
         }

@@ -200,7 +200,7 @@ final class InProcessGateway: Sendable {
             retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
-        config.accessoryState = BenchSettings.accessoryState.withLock { $0 }
+        config[AccessoryStateConfig.self].enabled = BenchSettings.accessoryState.withLock { $0 }
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
         let mqtt = MQTTClient(configuration: config.mqtt, logger: quietLogger)
         // The exporter first: the gateway takes its counters from it.

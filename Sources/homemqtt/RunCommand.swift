@@ -50,12 +50,13 @@ struct RunCommand: AsyncParsableCommand {
             // Every phase, from loading the files to serving, is a service of this one group:
             // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
             var services = gateway.services
-            if config.homie.enabled {
+            if config[HomieConfig.self].enabled {
                 // A second connection: a Homie root device's will is its own `$state`.
                 let homieMQTT = MQTTClient(
-                    configuration: HomieOutput.configuration(gateway: config.mqtt, homie: config.homie), logger: logger)
+                    configuration: HomieOutput.configuration(gateway: config.mqtt, homie: config[HomieConfig.self]),
+                    logger: logger)
                 let homie = HomieOutput(
-                    gateway: gateway, mqtt: homieMQTT, config: config.homie, clientID: config.mqtt.clientID,
+                    gateway: gateway, mqtt: homieMQTT, config: config[HomieConfig.self], clientID: config.mqtt.clientID,
                     qos: config.qos, logger: logger)
                 // Stopped before its client, so its `disconnected` goes out on the open connection.
                 services += [.init(service: homieMQTT), .init(service: homie)]
