@@ -109,9 +109,11 @@ let package = Package(
             ],
             exclude: ["Assets"]
         ),
+        // Home Assistant MQTT discovery: an output of the gateway (`GatewayOutput`).
+        .target(name: "HomeAssistant", dependencies: ["Gateway", "HomeModel", "MQTT"]),
         // The composition root: the sections, outputs and sources that make the gateway, listed
         // once for the binary, the bench and the tests.
-        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "HomeModel", "MQTT"]),
+        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "HomeAssistant", "HomeModel", "MQTT"]),
         .executableTarget(
             name: "homemqtt",
             dependencies: [
@@ -171,7 +173,8 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 // homemqtt: built for the end-to-end tests, which run the binary.
-                "HomeMQTTApp", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt", "HAP",
+                "HomeMQTTApp", "Gateway", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
+                "HAP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,5 +1,6 @@
 public import Foundation
 public import Gateway
+import HomeAssistant
 
 /// The composition root: what makes a HomeMQTT gateway, listed once, for the `homemqtt`
 /// binary, the bench and the tests alike. Adding an output or a source is a line here.
@@ -26,5 +27,18 @@ public enum HomeMQTTApp {
     ) throws(ConfigError) -> GatewayConfig {
         try GatewayConfig.parse(
             text, file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections)
+    }
+}
+
+extension HomeMQTTApp {
+    /// The outputs the config asks for, in the order their documents are published.
+    public static func outputs(for config: GatewayConfig) -> [any GatewayOutput] {
+        var outputs: [any GatewayOutput] = []
+        let accessoryState = config[AccessoryStateConfig.self].enabled
+        if accessoryState { outputs.append(AccessoryStateOutput()) }
+        if config[HomeAssistantConfig.self].enabled {
+            outputs.append(HomeAssistantOutput(config[HomeAssistantConfig.self], accessoryTopics: accessoryState))
+        }
+        return outputs
     }
 }

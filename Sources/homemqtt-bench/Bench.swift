@@ -117,7 +117,7 @@ struct GatewayChild: AsyncParsableCommand {
         let gateway = try Gateway(
             config: config, source: source, database: database, mqtt: mqtt,
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
-            ownedTopics: OwnedTopicsStore(config: config), logger: logger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger)
         var services = gateway.services
         if config[WebConfig.self].enabled {
             services.append(.init(service: WebView(gateway: gateway, config: config[WebConfig.self], logger: logger)))

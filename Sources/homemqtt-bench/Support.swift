@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -208,7 +209,8 @@ final class InProcessGateway: Sendable {
         let gateway = try Gateway(
             config: config, source: home, database: database, mqtt: mqtt,
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
-            ownedTopics: OwnedTopicsStore(config: config), logger: quietLogger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config),
+            logger: quietLogger)
         var services = gateway.services
         let listening = Listening()
         if web {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -46,7 +47,8 @@ struct RunCommand: AsyncParsableCommand {
                 config: config, source: source, database: database, mqtt: mqtt,
                 scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
                 pairing: hap.map { HAPPairingManager(source: $0, logger: logger) },
-                ownedTopics: OwnedTopicsStore(config: config), logger: logger)
+                ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger
+            )
             // Every phase, from loading the files to serving, is a service of this one group:
             // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
             var services = gateway.services

@@ -1,6 +1,7 @@
 import HomeMQTTApp
 import Foundation
 import Gateway
+@testable import HomeAssistant
 import HomeModel
 import TestSupport
 import XCTest

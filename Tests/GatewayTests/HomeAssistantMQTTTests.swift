@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+@testable import HomeAssistant
 import HomeModel
 import MQTT
 import TestSupport

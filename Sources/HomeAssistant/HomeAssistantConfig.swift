@@ -1,3 +1,4 @@
+public import Gateway
 public import HomeModel
 
 /// `homeassistant:` in the config: MQTT discovery for Home Assistant, on by default.
