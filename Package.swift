@@ -179,6 +179,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Home Assistant's configs and commands, in-process; its end-to-end tests (mosquitto, the
+        // binary) are with the gateway's.
+        .testTarget(
+            name: "HomeAssistantTests",
+            dependencies: [
+                "HomeAssistant", "HomeMQTTApp", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
+                // homemqtt: built for the tests that run the binary with Home Assistant's commands.
+                "homemqtt",
+            ]
+        ),
         .testTarget(
             name: "WebViewTests",
             dependencies: [
