@@ -94,7 +94,7 @@ public final class AccessoryStateOutput: GatewayOutput {
     }
 
     /// `{"<service>": {"<characteristic>": value}}` on `<accessory>/$set`, written as one.
-    public func handle(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool {
+    public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
         guard message.topic.hasSuffix("/$set"), message.topic.hasPrefix(gateway.base + "/") else { return false }
         let path = String(message.topic.dropLast("/$set".count))
         guard let accessory = gateway.tree.accessories.first(where: { $0.topic == path }) else {
@@ -105,7 +105,7 @@ public final class AccessoryStateOutput: GatewayOutput {
         return true
     }
 
-    private func set(_ accessory: TopicTree.AccessoryNode, message: MQTTMessage, _ gateway: isolated Gateway) {
+    private func set(_ accessory: TopicTree.AccessoryNode, message: IncomingMessage, _ gateway: isolated Gateway) {
         let resultTopic = accessory.topic + "/$result"
         let id = Gateway.requestID(message.payload)
         let reply = Gateway.Reply(message)

@@ -8,7 +8,7 @@ extension Gateway {
     /// Topic levels the gateway publishes itself; a message on one is never a request.
     static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
 
-    func handle(message: MQTTMessage) async {
+    func handle(_ message: IncomingMessage) async {
         guard message.topic.hasPrefix(base + "/") else {
             _ = outputsHandle(message)
             refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
@@ -64,7 +64,7 @@ extension Gateway {
     /// the topic a request of that kind is answered on, and its op: a client that waits there
     /// (one still using a topic from before a rename) gets the error there too, with the
     /// request's `id`, and on its Response Topic.
-    func reportUnknown(_ message: MQTTMessage, _ text: String, result: (topic: String, op: String)? = nil) {
+    func reportUnknown(_ message: IncomingMessage, _ text: String, result: (topic: String, op: String)? = nil) {
         guard !message.retain || !message.payload.isEmpty else { return }
         if let result {
             let failure = GatewayFailure(code: .unknownTopic, message: text)
@@ -88,7 +88,7 @@ extension Gateway {
     /// each time, and left where it is — another client published it, and only that client (or
     /// its user) may clear it.
     /// Returns whether the message was a retained request (and so is done with).
-    func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
+    func refuseRetained(_ message: IncomingMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
         guard message.retain else { return false }
         if !message.payload.isEmpty {
             sendResult(
@@ -111,7 +111,7 @@ extension Gateway {
         return object["id"] ?? .null
     }
 
-    private func request(_ kind: String, node: TopicTree.CharacteristicNode, message: MQTTMessage) async {
+    private func request(_ kind: String, node: TopicTree.CharacteristicNode, message: IncomingMessage) async {
         let resultTopic = node.topic + "/result"
         let id = Self.requestID(message.payload)
         if refuseRetained(message, resultTopic: resultTopic, op: kind, id: id) { return }
@@ -195,7 +195,8 @@ extension Gateway {
         }
     }
 
-    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: MQTTMessage) async
+    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: IncomingMessage)
+        async
     {
         let resultTopic = service.topic + "/$result"
         let id = Self.requestID(message.payload)

@@ -70,7 +70,7 @@ extension Gateway {
     }
 
     /// Offers a message to the outputs; true when one took it.
-    func outputsHandle(_ message: MQTTMessage) -> Bool {
+    func outputsHandle(_ message: IncomingMessage) -> Bool {
         for output in outputs where output.handle(message, self) { return true }
         return false
     }

@@ -20,12 +20,17 @@ extension Gateway {
     func answer(_ topic: String, json: JSONValue, reply: Reply?) {
         let payload = Array(json.encoded().utf8)
         enqueue(topic, fitting(topic, payload, json: json, properties: Outbox.json), retain: false)
-        if let reply, !answerLocally(replyTopic: reply.topic, json) {
+        switch reply?.target {
+        case .mqtt(let replyTopic, let correlationData)?:
             var properties = Outbox.json
-            properties.correlationData = reply.correlationData
+            properties.correlationData = correlationData
             enqueue(
-                reply.topic, fitting(reply.topic, payload, json: json, properties: properties), retain: false,
+                replyTopic, fitting(replyTopic, payload, json: json, properties: properties), retain: false,
                 properties: properties)
+        case .local(let number)?:
+            answerLocally(number, json)
+        case nil:
+            break
         }
     }
 

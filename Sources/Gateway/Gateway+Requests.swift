@@ -6,7 +6,7 @@ import MQTT
 extension Gateway {
     static let gatewayOutputs: Set<String> = ["status", "tree", "event", "error"]
 
-    func handleGatewayTopic(_ rest: String, _ message: MQTTMessage) async {
+    func handleGatewayTopic(_ rest: String, _ message: IncomingMessage) async {
         if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") || rest.hasPrefix("homeassistant") {
             refuseLocal(message, code: .unknownTopic, "'\(rest)' is published by the gateway, not a request")
             return

@@ -80,9 +80,6 @@ public actor Gateway: Service {
     /// In-process requests waiting for their answer, by the number in their local reply topic.
     var localRequests: [Int: LocalRequest] = [:]
     var nextLocalRequest = 0
-    /// In-process requests, handled in order by a child of `serve` as MQTT messages are.
-    let localMessages: AsyncStream<MQTTMessage>.Continuation
-    let localMessageStream: AsyncStream<MQTTMessage>
 
     // Phases.
     /// The whole tree and `online` have been queued: changes are published from now on.
@@ -144,26 +141,6 @@ public actor Gateway: Service {
         var part: WriteMany.Part? = nil
     }
 
-    /// An in-process request (`request(topic:payload:)`) waiting for its answer; the deadline
-    /// watchdog answers it if nothing else does (`deadlines.startLocal`).
-    struct LocalRequest {
-        var continuation: CheckedContinuation<JSONValue, Never>
-        /// The request's payload, for the `id` of an error answered here.
-        var payload: [UInt8]
-    }
-
-    /// An MQTT 5 request's Response Topic and Correlation Data.
-    struct Reply: Sendable {
-        var topic: String
-        var correlationData: [UInt8]?
-
-        init?(_ message: MQTTMessage) {
-            guard let topic = message.properties.responseTopic, !topic.isEmpty else { return nil }
-            self.topic = topic
-            correlationData = message.properties.correlationData
-        }
-    }
-
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: MQTTClient,
         scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
@@ -189,7 +166,6 @@ public actor Gateway: Service {
             bufferingPolicy: .bufferingNewest(1))
         (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        (localMessageStream, localMessages) = AsyncStream<MQTTMessage>.makeStream()
         var streams: [AsyncStream<Job>] = []
         var continuations: [AsyncStream<Job>.Continuation] = []
         for _ in 0..<workerCount {

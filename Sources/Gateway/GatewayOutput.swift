@@ -47,7 +47,7 @@ public protocol GatewayOutput: AnyObject {
 
     /// A message on one of its request filters, or under the base on a level the core does not
     /// serve; returns whether it took the message.
-    func handle(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool
+    func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool
 
     /// Runs as a child of the serving gateway's task group until cancelled (graceful shutdown,
     /// before `offline`): work that waits, such as gathering a burst of changes.
@@ -65,6 +65,6 @@ extension GatewayOutput {
         []
     }
     public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {}
-    public func handle(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool { false }
+    public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool { false }
     public func run(_ gateway: isolated Gateway) async {}
 }

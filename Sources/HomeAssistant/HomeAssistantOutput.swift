@@ -80,7 +80,7 @@ public final class HomeAssistantOutput: GatewayOutput {
     }
 
     /// Home Assistant's birth message: every config again.
-    public func handle(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool {
+    public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
         guard
             HomeAssistantDiscovery.isBirthMessage(topic: message.topic, payload: message.payload, prefix: config.prefix)
         else { return false }
