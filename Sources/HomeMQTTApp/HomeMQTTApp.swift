@@ -7,9 +7,9 @@ import HomeAssistant
 public enum HomeMQTTApp {
     /// The config file's sections other modules read, each by its module.
     public static let configSections: [any ConfigSection.Type] = [
-        AccessoryStateConfig.self,
         HomeAssistantConfig.self,
         HomieConfig.self,
+        AccessoryStateConfig.self,
         WebConfig.self,
     ]
 
