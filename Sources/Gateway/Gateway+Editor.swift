@@ -1,6 +1,6 @@
 // The running gateway as the management operations see it: each change of the home database
 // or the scope is followed by the topics and announced before the operation answers.
-public import HomeModel
+import HomeModel
 
 extension Gateway {
     /// The gateway's editor, handed to the operations it performs.
