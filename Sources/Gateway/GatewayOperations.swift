@@ -87,7 +87,7 @@ public struct ScopeSet: ManagementOperation {
     public init(_ request: RequestReader) throws(GatewayFailure) {
         guard let scope = request.node("scope") else {
             throw GatewayFailure(
-                code: .missingField, message: "scope/set needs \"scope\": an object like scope/get returns")
+                code: .missingField, message: "\(Self.name) needs \"scope\": an object like \(ScopeGet.name) returns")
         }
         self.scope = scope
     }
@@ -98,7 +98,7 @@ public struct ScopeSet: ManagementOperation {
         let newScope = try ScopeConfig(request: scope)
         let filter: ScopeFilter
         do throws(ConfigError) {
-            filter = try ScopeFilter(newScope, file: "scope/set")
+            filter = try ScopeFilter(newScope, file: Self.name)
         } catch {
             throw GatewayFailure(code: .invalidScope, message: error.description)
         }
