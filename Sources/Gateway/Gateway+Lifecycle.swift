@@ -124,9 +124,7 @@ extension Gateway {
                 }
             }
             group.addTask { await self.settleRecords() }
-            group.addTask {
-                for await _ in self.accessoryStateBurstStream { await self.publishAccessoryStatesWhenQuiet() }
-            }
+            for index in outputs.indices { group.addTask { await self.runOutput(index) } }
             // In-process requests (`request(topic:payload:)`), one at a time as MQTT messages are.
             group.addTask { for await message in self.localMessageStream { await self.handle(message: message) } }
             group.addTask {
@@ -183,7 +181,6 @@ extension Gateway {
         rebuildRequests.finish()
         ownership.settleRequests.finish()
         requestQueue.finish()
-        accessoryStateBursts.finish()
         localMessages.finish()
         workers.forEach { $0.finish() }
         let deadline = ContinuousClock.now + Self.stopGrace

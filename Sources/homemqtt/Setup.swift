@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HAP
 import HomeModel
 import Logging
@@ -11,7 +12,7 @@ import Simulator
 enum Setup {
     static func loadConfig(_ options: ConfigOptions) throws -> GatewayConfig {
         do {
-            return try GatewayConfig.load(file: options.config, stateDirectory: options.stateDirectory)
+            return try HomeMQTTApp.loadConfig(file: options.config, stateDirectory: options.stateDirectory)
         } catch {
             throw CLIError(error.description, code: .config)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -58,7 +59,8 @@ final class GatewayHarness: @unchecked Sendable {
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), operations: operations,
             // Far below the shipped home's few hundred retained topics, so
             // that every test starts through the paced first publication.
-            publicationBacklog: 16, ownedTopics: OwnedTopicsStore(config: config), logger: logger)
+            publicationBacklog: 16, ownedTopics: OwnedTopicsStore(config: config),
+            outputs: HomeMQTTApp.outputs(for: config), logger: logger)
         let publisher = MQTTClient(configuration: broker.clientConfiguration(clientID: "test-publisher"))
         try await publisher.connect()
         try await before(broker, publisher)
