@@ -29,6 +29,8 @@ public actor Gateway: Service {
     let scopeStore: ScopeStore?
     /// Pairing over MQTT; nil without a HAP source.
     let pairing: (any PairingManager)?
+    /// The management operations it answers: the core ones, then its sources' own.
+    public nonisolated let operations: [any ManagementOperation.Type]
     let startedAt = ContinuousClock.now
     /// How many messages the first publication lets wait in the outbox before it makes more,
     /// so that a large home's whole retained tree is never in memory at once.
@@ -144,6 +146,7 @@ public actor Gateway: Service {
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: MQTTClient,
         scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
+        operations: [any ManagementOperation.Type] = [],
         publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,
         outputs: sending [any GatewayOutput] = [], logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
@@ -152,6 +155,7 @@ public actor Gateway: Service {
         self.ownership = Ownership(store: ownedTopics)
         self.publicationBacklog = max(publicationBacklog, 1)
         self.pairing = pairing
+        self.operations = ManagementOperations.all(adding: operations)
         self.config = config
         self.source = source
         self.database = database

@@ -46,7 +46,7 @@ struct RunCommand: AsyncParsableCommand {
             let gateway = try Gateway(
                 config: config, source: source, database: database, mqtt: mqtt,
                 scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
-                pairing: hap.map { HAPPairingManager(source: $0, logger: logger) },
+                pairing: hap.map { HAPPairingManager(source: $0, logger: logger) }, operations: Setup.sourceOperations,
                 ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger
             )
             // Every phase, from loading the files to serving, is a service of this one group:

@@ -87,6 +87,11 @@ enum Setup {
         return (sources.count == 1 ? sources[0] : CompositeSource(sources), hap)
     }
 
+    /// The management operations the sources add to the gateway's own: HAP's pairing, answered
+    /// `no-pairing-source` by a gateway without a HAP source. The running gateway and the CLI
+    /// without it both list these.
+    static let sourceOperations: [any ManagementOperation.Type] = HAPPairingOperations.all
+
     /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
     static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {
         HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent("pairings"))
