@@ -7,7 +7,7 @@ extension Gateway {
     static let gatewayOutputs: Set<String> = ["status", "tree", "event", "error"]
 
     func handleGatewayTopic(_ rest: String, _ message: IncomingMessage) async {
-        if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") || rest.hasPrefix("homeassistant") {
+        if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") {
             refuseLocal(message, code: .unknownTopic, "'\(rest)' is published by the gateway, not a request")
             return
         }
