@@ -109,10 +109,15 @@ let package = Package(
             ],
             exclude: ["Assets"]
         ),
+        // Home Assistant MQTT discovery: an output of the gateway (`GatewayOutput`).
+        .target(name: "HomeAssistant", dependencies: ["Gateway", "HomeModel", "MQTT"]),
+        // The composition root: the sections, outputs and sources that make the gateway, listed
+        // once for the binary, the bench and the tests.
+        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "HomeAssistant", "HomeModel", "MQTT"]),
         .executableTarget(
             name: "homemqtt",
             dependencies: [
-                "Gateway", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
+                "HomeMQTTApp", "Gateway", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -122,7 +127,7 @@ let package = Package(
         .executableTarget(
             name: "homemqtt-bench",
             dependencies: [
-                "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
+                "HomeMQTTApp", "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -172,16 +177,27 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 // homemqtt: built for the end-to-end tests, which run the binary.
-                "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt", "HAP",
+                "HomeMQTTApp", "Gateway", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
+                "HAP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Home Assistant's configs and commands, in-process; its end-to-end tests (mosquitto, the
+        // binary) are with the gateway's.
+        .testTarget(
+            name: "HomeAssistantTests",
+            dependencies: [
+                "HomeAssistant", "HomeMQTTApp", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
+                // homemqtt: built for the tests that run the binary with Home Assistant's commands.
+                "homemqtt",
             ]
         ),
         .testTarget(
             name: "WebViewTests",
             dependencies: [
                 // homemqtt: built for the tests that run the binary and drive a browser at it.
-                "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
+                "HomeMQTTApp", "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

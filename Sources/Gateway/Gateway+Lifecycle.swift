@@ -124,11 +124,7 @@ extension Gateway {
                 }
             }
             group.addTask { await self.settleRecords() }
-            group.addTask {
-                for await _ in self.accessoryStateBurstStream { await self.publishAccessoryStatesWhenQuiet() }
-            }
-            // In-process requests (`request(topic:payload:)`), one at a time as MQTT messages are.
-            group.addTask { for await message in self.localMessageStream { await self.handle(message: message) } }
+            for index in outputs.indices { group.addTask { await self.runOutput(index) } }
             group.addTask {
                 for await request in self.requestStream {
                     let outcome = await self.performRequest(op: request.op, fields: request.fields)
@@ -157,7 +153,7 @@ extension Gateway {
                 ownership.held.append(message)
                 continue
             }
-            await handle(message: message)
+            await handle(IncomingMessage(message))
         }
     }
 
@@ -168,7 +164,7 @@ extension Gateway {
         while !ownership.held.isEmpty {
             let message = ownership.held.removeFirst()
             guard filters.contains(where: { Self.topic(message.topic, matches: $0) }) else { continue }
-            await handle(message: message)
+            await handle(IncomingMessage(message))
         }
     }
 
@@ -183,8 +179,6 @@ extension Gateway {
         rebuildRequests.finish()
         ownership.settleRequests.finish()
         requestQueue.finish()
-        accessoryStateBursts.finish()
-        localMessages.finish()
         workers.forEach { $0.finish() }
         let deadline = ContinuousClock.now + Self.stopGrace
         while pendingJobs.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {

@@ -6,11 +6,11 @@ import MQTT
 /// under the base topic.
 extension Gateway {
     /// Topic levels the gateway publishes itself; a message on one is never a request.
-    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result", "$state"]
+    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
 
-    func handle(message: MQTTMessage) async {
+    func handle(_ message: IncomingMessage) async {
         guard message.topic.hasPrefix(base + "/") else {
-            if config.homeAssistant.enabled { handleHomeAssistant(message) }
+            _ = outputsHandle(message)
             refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
             return
         }
@@ -22,7 +22,7 @@ extension Gateway {
         guard let slash = message.topic.lastIndex(of: "/") else { return }
         let kind = String(message.topic[message.topic.index(after: slash)...])
         let path = String(message.topic[..<slash])
-        if Self.outputKinds.contains(kind) {
+        if publishedKinds.contains(kind) {
             // Only an in-process request names one: the gateway subscribes to requests alone.
             refuseLocal(message, code: .unknownTopic, "'\(kind)' is published by the gateway, not a request")
             return
@@ -42,12 +42,6 @@ extension Gateway {
                 return
             }
             await toggle(accessory: accessory, service: service, message: message)
-        case "$set" where config.accessoryState:
-            guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
-                reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "set"))
-                return
-            }
-            accessorySet(accessory, message: message)
         case "$identify":
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
                 reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "identify"))
@@ -60,18 +54,9 @@ extension Gateway {
                     kind: .identify, op: "identify", id: id, node: nil, accessoryID: accessory.id,
                     resultTopic: accessory.topic + "/$result", reply: Reply(message)))
         default:
+            if outputsHandle(message) { return }
             reportUnknown(
                 message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
-        }
-    }
-
-    /// Home Assistant's birth message. (Discovery configs of ours that an earlier run left are
-    /// found by the look at the broker at start, and cleared with the rest of the record.)
-    private func handleHomeAssistant(_ message: MQTTMessage) {
-        let prefix = config.homeAssistant.prefix
-        if HomeAssistantDiscovery.isBirthMessage(topic: message.topic, payload: message.payload, prefix: prefix) {
-            logger.info("Home Assistant is online; republishing discovery")
-            enqueue(.discovery)
         }
     }
 
@@ -79,7 +64,7 @@ extension Gateway {
     /// the topic a request of that kind is answered on, and its op: a client that waits there
     /// (one still using a topic from before a rename) gets the error there too, with the
     /// request's `id`, and on its Response Topic.
-    func reportUnknown(_ message: MQTTMessage, _ text: String, result: (topic: String, op: String)? = nil) {
+    func reportUnknown(_ message: IncomingMessage, _ text: String, result: (topic: String, op: String)? = nil) {
         guard !message.retain || !message.payload.isEmpty else { return }
         if let result {
             let failure = GatewayFailure(code: .unknownTopic, message: text)
@@ -103,7 +88,7 @@ extension Gateway {
     /// each time, and left where it is — another client published it, and only that client (or
     /// its user) may clear it.
     /// Returns whether the message was a retained request (and so is done with).
-    func refuseRetained(_ message: MQTTMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
+    func refuseRetained(_ message: IncomingMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
         guard message.retain else { return false }
         if !message.payload.isEmpty {
             sendResult(
@@ -126,7 +111,7 @@ extension Gateway {
         return object["id"] ?? .null
     }
 
-    private func request(_ kind: String, node: TopicTree.CharacteristicNode, message: MQTTMessage) async {
+    private func request(_ kind: String, node: TopicTree.CharacteristicNode, message: IncomingMessage) async {
         let resultTopic = node.topic + "/result"
         let id = Self.requestID(message.payload)
         if refuseRetained(message, resultTopic: resultTopic, op: kind, id: id) { return }
@@ -210,7 +195,8 @@ extension Gateway {
         }
     }
 
-    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: MQTTMessage) async
+    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: IncomingMessage)
+        async
     {
         let resultTopic = service.topic + "/$result"
         let id = Self.requestID(message.payload)

@@ -61,7 +61,9 @@ extension Gateway {
         for node in tree.accessories {
             record.topics.insert(node.topic + "/$info")
             record.topics.insert(node.topic + "/$availability")
-            if config.accessoryState { record.topics.insert(accessoryStateTopic(node)) }
+            for output in outputs {
+                for document in output.accessoryDocuments { record.topics.insert(node.topic + "/" + document) }
+            }
             var paths = Set<String>()
             for service in node.services {
                 for c in service.characteristics { paths.insert(service.slug + "/" + c.slug) }
@@ -185,6 +187,9 @@ extension Gateway {
             ])
     }
 
+    /// The documents every accessory has: the core's and the outputs'.
+    var accessoryDocuments: [String] { ["$info", "$availability"] + outputs.flatMap(\.accessoryDocuments) }
+
     nonisolated var markerTopic: String { "\(base)/$gateway/sync" }
 
     /// What the gateway takes: requests at the depths it serves them, and nothing else under
@@ -194,22 +199,16 @@ extension Gateway {
             "\(base)/+/+/+/+/set", "\(base)/+/+/+/+/get", "\(base)/+/+/+/$toggle", "\(base)/+/+/$identify",
             "\(base)/$gateway/request/#",
         ]
-        if config.accessoryState { filters.append("\(base)/+/+/$set") }
-        var out = filters.map { ($0, MQTTQoS.atLeastOnce) }
-        if config.homeAssistant.enabled {
-            out.append((HomeAssistantDiscovery.statusTopic(prefix: config.homeAssistant.prefix), .atLeastOnce))
-        }
-        return out
+        for output in outputs { filters += output.requestFilters(self) }
+        return filters.map { ($0, MQTTQoS.atLeastOnce) }
     }
 
-    /// What the look at the broker reads: the whole base, and Home Assistant's device configs,
-    /// where those of this gateway are known by their content (they name its status topic).
+    /// What the look at the broker reads: the whole base, and where the outputs published
+    /// elsewhere (Home Assistant's device configs, whose content tells this gateway's).
     var snapshotFilters: [(String, MQTTQoS)] {
-        var filters = [("\(base)/#", MQTTQoS.atLeastOnce)]
-        if config.homeAssistant.enabled {
-            filters.append(("\(config.homeAssistant.prefix)/device/+/config", .atLeastOnce))
-        }
-        return filters
+        var filters = ["\(base)/#"]
+        for output in outputs { filters += output.snapshotFilters(self) }
+        return filters.map { ($0, MQTTQoS.atLeastOnce) }
     }
 
     /// MQTT's topic matching: `+` one level, `#` the rest (at the end).
@@ -231,12 +230,12 @@ extension Gateway {
             return true
         }
         guard message.retain else { return false }
-        if config.homeAssistant.enabled, message.topic.hasPrefix(config.homeAssistant.prefix + "/device/") {
-            if let document = try? JSONValue(parsing: message.payload),
-                HomeAssistantDiscovery.isOwnConfig(
-                    topic: message.topic, payload: document, prefix: config.homeAssistant.prefix,
-                    gatewayStatusTopic: statusTopic)
-            {
+        if !message.topic.hasPrefix(base + "/") {
+            let readers = outputs.filter { output in
+                output.snapshotFilters(self).contains { Self.topic(message.topic, matches: $0) }
+            }
+            guard !readers.isEmpty else { return false }
+            if readers.contains(where: { $0.isOwnEarlierTopic(message, self) }) {
                 snapshot.fromTree.topics.insert(message.topic)
             }
             return true
@@ -247,7 +246,7 @@ extension Gateway {
         if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
             snapshot.fromTree.topics.insert(message.topic)
             if snapshot.readsTree, let document = try? JSONValue(parsing: message.payload) {
-                snapshot.fromTree.addTreeDocument(document, accessoryState: config.accessoryState)
+                snapshot.fromTree.addTreeDocument(document, documents: accessoryDocuments)
             }
             return true
         }
@@ -265,7 +264,7 @@ extension Gateway {
         let path = String(topic[..<slash])
         switch topic[topic.index(after: slash)...] {
         case "meta", "state": return tree.characteristic(topic: path) != nil
-        case "$info", "$availability", "$state": return accessoryTopics.contains(path)
+        case let kind where accessoryDocuments.contains(String(kind)): return accessoryTopics.contains(path)
         default: return false
         }
     }

@@ -20,12 +20,17 @@ extension Gateway {
     func answer(_ topic: String, json: JSONValue, reply: Reply?) {
         let payload = Array(json.encoded().utf8)
         enqueue(topic, fitting(topic, payload, json: json, properties: Outbox.json), retain: false)
-        if let reply, !answerLocally(replyTopic: reply.topic, json) {
+        switch reply?.target {
+        case .mqtt(let replyTopic, let correlationData)?:
             var properties = Outbox.json
-            properties.correlationData = reply.correlationData
+            properties.correlationData = correlationData
             enqueue(
-                reply.topic, fitting(reply.topic, payload, json: json, properties: properties), retain: false,
+                replyTopic, fitting(replyTopic, payload, json: json, properties: properties), retain: false,
                 properties: properties)
+        case .local(let number)?:
+            answerLocally(number, json)
+        case nil:
+            break
         }
     }
 
@@ -52,35 +57,24 @@ extension Gateway {
         enqueue(topic, payload, retain: true, qos: qos)
     }
 
-    /// `setRetained` for a discovery config. Home Assistant drops one entity of a device that
-    /// stays only when told its platform: a changed config also lists, platform only, the
-    /// components of the one it replaces (made again from the tree it was made from).
-    func setDiscovery(_ topic: String, _ document: JSONValue, previous: () -> JSONValue?) {
-        let payload = Array(document.encoded().utf8)
-        let replaces = retained.contains(topic)
-        guard retained.record(topic, payload) else { return }
-        guard replaces, let previous = previous() else {
-            enqueue(topic, payload, retain: true)
-            return
-        }
-        let merged = HomeAssistantDiscovery.withRemovedComponents(previous: previous, next: document)
-        enqueue(topic, Array(merged.encoded().utf8), retain: true)
-    }
-
     /// Makes a republication when the outbox comes to it, one accessory at a time (a large
-    /// home's whole retained tree would otherwise be in memory at once), with one discovery
-    /// context for all of them (it knows every accessory's node id). `online` comes last: a
-    /// client that sees it knows the whole tree is there.
+    /// home's whole retained tree would otherwise be in memory at once), after one pass begins
+    /// for the outputs (an output may need the whole tree, as every accessory's node id).
+    /// `online` comes last: a client that sees it knows the whole tree is there.
     nonisolated func republish(_ kind: Outbox.Republication) async {
-        let discoveryOnly = kind == .discovery
-        let discovery = await publishedDiscoveryContext()
+        let only: ObjectIdentifier?
+        switch kind {
+        case .all: only = nil
+        case .output(let output): only = output
+        }
+        await beginRepublication()
         for id in await publishedAccessoryIDs() {
-            for (topic, payload) in await republication(of: id, discovery: discovery, discoveryOnly: discoveryOnly) {
+            for (topic, payload) in await republication(of: id, only: only) {
                 await outbox.send(topic, payload, retain: true)
             }
-            if !discoveryOnly { await outbox.send(await characteristicRepublication(of: id)) }
+            if only == nil { await outbox.send(await characteristicRepublication(of: id)) }
         }
-        guard !discoveryOnly else { return }
+        guard only == nil else { return }
         for (topic, payload) in await treeMessages() {
             await outbox.send(topic, payload, retain: true, qos: Self.treeQoS)
         }
@@ -89,25 +83,18 @@ extension Gateway {
 
     func publishedAccessoryIDs() -> [String] { publishedTree.accessories.map(\.id) }
 
-    func publishedDiscoveryContext() -> HomeAssistantDiscovery.Context? { discoveryContext(publishedTree) }
+    func beginRepublication() { beginOutputPass(over: publishedTree, republishing: true) }
 
-    /// An accessory's retained documents as they are on the broker, to publish again.
-    func republication(
-        of id: String, discovery: HomeAssistantDiscovery.Context?, discoveryOnly: Bool
-    ) -> [(String, [UInt8])] {
+    /// An accessory's retained documents as they are on the broker, to publish again: all of
+    /// them, or only one output's.
+    func republication(of id: String, only output: ObjectIdentifier?) -> [(String, [UInt8])] {
         guard let node = publishedTree.accessory(id: id) else { return [] }
         var out: [(String, [UInt8])] = []
-        if !discoveryOnly {
+        if output == nil {
             out.append((node.topic + "/$info", Array(Payloads.info(node).encoded().utf8)))
             out.append((node.topic + "/$availability", availabilityPayload(node)))
-            if config.accessoryState {
-                out.append((accessoryStateTopic(node), Array(accessoryState(node).encoded().utf8)))
-            }
         }
-        if let (topic, document) = discovery?.config(node) {
-            out.append((topic, Array(document.encoded().utf8)))
-        }
-        return out
+        return out + outputRepublication(of: node, only: output)
     }
 
     func characteristicRepublication(of id: String) -> [CharacteristicTopics] {

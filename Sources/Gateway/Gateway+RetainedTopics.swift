@@ -9,37 +9,14 @@ extension Gateway {
         Array((node.accessory.isReachable ? "online" : "offline").utf8)
     }
 
-    func discoveryContext(_ tree: TopicTree) -> HomeAssistantDiscovery.Context? {
-        guard config.homeAssistant.enabled else { return nil }
-        return HomeAssistantDiscovery.Context(
-            tree: tree, prefix: config.homeAssistant.prefix, gatewayStatusTopic: statusTopic,
-            options: .init(
-                defaultRoomID: currentHome?.roomForEntireHome.id, accessoryTopics: config.accessoryState,
-                supportURL: config.homeAssistant.supportURL))
-    }
-
     /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
-    /// its discovery config); returns their topics.
+    /// and the outputs'); returns their topics.
     @discardableResult
-    func applyDocuments(
-        _ node: TopicTree.AccessoryNode, discovery: HomeAssistantDiscovery.Context?,
-        previousDiscovery: inout HomeAssistantDiscovery.Context?
-    ) -> [String] {
+    func applyDocuments(_ node: TopicTree.AccessoryNode) -> [String] {
         let info = node.topic + "/$info", availability = node.topic + "/$availability"
         setRetained(info, Array(Payloads.info(node).encoded().utf8))
         setRetained(availability, availabilityPayload(node))
-        var topics = [info, availability]
-        if config.accessoryState {
-            topics.append(accessoryStateTopic(node))
-            setRetained(topics[2], Array(accessoryState(node).encoded().utf8))
-        }
-        guard let (topic, document) = discovery?.config(node) else { return topics }
-        setDiscovery(topic, document) {
-            guard let old = publishedTree.accessory(id: node.id) else { return nil }
-            if previousDiscovery == nil { previousDiscovery = discoveryContext(publishedTree) }
-            return previousDiscovery?.config(old)?.document
-        }
-        return topics + [topic]
+        return [info, availability] + outputDocuments(of: node)
     }
 
     func treeBytes() -> [UInt8] {
@@ -88,10 +65,9 @@ extension Gateway {
         recordBeforePublishing(tree)
         // Order does not matter between topics (each is one retained value): no sorting.
         var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
-        let discovery = discoveryContext(tree)
-        var previousDiscovery: HomeAssistantDiscovery.Context?
+        beginOutputPass(over: tree)
         for node in tree.accessories {
-            desired.formUnion(applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery))
+            desired.formUnion(applyDocuments(node))
         }
         desired.formUnion(applyTree())
         for topic in retained.topics.filter({ !desired.contains($0) }) {
@@ -197,13 +173,12 @@ extension Gateway {
     /// gateway takes events and messages only once started.
     func publishAll() async {
         let empty = TopicTree(base: base)
-        let discovery = discoveryContext(tree)
-        var previousDiscovery: HomeAssistantDiscovery.Context?
+        beginOutputPass(over: tree)
         var texts: [String: [UInt8]] = [:]
         for node in tree.accessories {
             // SIGTERM in the middle of a large home's first publication stops it here.
             if Task.isCancelled { return }
-            applyDocuments(node, discovery: discovery, previousDiscovery: &previousDiscovery)
+            applyDocuments(node)
             enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
             await outbox.wait(below: publicationBacklog)
         }

@@ -125,7 +125,7 @@ extension Gateway {
         let text = ValueCodec.text(value, metadata: metadata)
         if let previous, ValueCodec.text(previous, metadata: metadata) == text { return }
         enqueue(node.topic + "/state", Array(text.utf8), retain: true)
-        accessoryStateChanged(address.accessoryID)
+        outputsValueChanged(address.accessoryID)
         notifyObservers(.value(node, value))
     }
 

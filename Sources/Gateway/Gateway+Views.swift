@@ -23,14 +23,9 @@ public struct GatewaySnapshot: Sendable {
     public var values: [CharacteristicAddress: CharacteristicValue]
 }
 
-/// Views beside the MQTT topics observe the published home and write through the same path as
-/// an MQTT message: `request(topic:payload:)` is handled as that message, and its answer is the
-/// one published on `result`, `$result` or `response/<op>`.
+/// Views beside the MQTT topics (Homie, the web page) observe the published home; they ask
+/// through `perform` and `request(topic:payload:)` (`Gateway+Commands`).
 extension Gateway {
-    /// The local answers' reply topics start with NUL, which no MQTT topic may hold: no
-    /// client's Response Topic can be mistaken for one.
-    static let localReplyPrefix = "\u{0}local/"
-
     /// Changes from now on, starting with a snapshot once the gateway is online; finishes when
     /// the gateway stops.
     public func observe() -> AsyncStream<GatewayChange> {
@@ -67,77 +62,6 @@ extension Gateway {
     func publishedTreeChanged() { notifyObservers(.snapshot(snapshot())) }
 
     func finishObservers() { observers.finish() }
-
-    /// A request from inside the process, handled exactly as an MQTT message on `topic`
-    /// (`set`, `get`, `$toggle`, `$identify`, `$set`, `$gateway/request/<op>`) with a Response
-    /// Topic: the same validation, the same workers, the same answer on the same topics.
-    public func request(topic: String, payload: [UInt8]) async -> JSONValue {
-        let number = nextLocalRequest
-        nextLocalRequest += 1
-        var properties = MQTTPublishProperties()
-        properties.responseTopic = Self.localReplyPrefix + String(number)
-        let message = MQTTMessage(
-            topic: topic, payload: payload, qos: .atLeastOnce, retain: false, properties: properties)
-        return await withCheckedContinuation { continuation in
-            localRequests[number] = LocalRequest(continuation: continuation, payload: payload)
-            guard isStarted, !isStopped else {
-                answerLocally(
-                    number, .object(Self.localError(.unavailable, "the gateway is not online", id: message.payload)))
-                return
-            }
-            // Every request is answered by the path that takes it, or by its deadline; this is
-            // the last resort for one that none answers, kept by the deadline watchdog.
-            deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
-            localMessages.yield(message)
-        }
-    }
-
-    /// How long an in-process request waits at most: longer than any worker's deadline, so a
-    /// request to an accessory is answered by its own `timeout` first.
-    static func localRequestTimeout(_ config: GatewayConfig) -> Double { config.requestTimeout + 2 }
-
-    /// The in-process requests past `localRequestTimeout`, from the deadline watchdog.
-    func timeOutLocalRequests(_ numbers: [Int]) {
-        let timeout = Self.localRequestTimeout(config)
-        for number in numbers {
-            guard let payload = localRequests[number]?.payload else { continue }
-            answerLocally(
-                number, .object(Self.localError(.timeout, "no answer within \(timeout) s", id: payload)))
-        }
-    }
-
-    /// At the end of `stop`: the watchdog and the loop that handled in-process requests have
-    /// ended, so what is still waiting is answered here rather than never.
-    func answerLocalRequestsAtStop() {
-        for number in localRequests.keys.sorted() {
-            guard let payload = localRequests[number]?.payload else { continue }
-            answerLocally(number, .object(Self.localError(.unavailable, "the gateway stopped", id: payload)))
-        }
-    }
-
-    /// Resumes the in-process request behind `replyTopic`, if it is one; true if it was.
-    func answerLocally(replyTopic: String, _ json: JSONValue) -> Bool {
-        guard replyTopic.hasPrefix(Self.localReplyPrefix) else { return false }
-        if let number = Int(replyTopic.dropFirst(Self.localReplyPrefix.count)) { answerLocally(number, json) }
-        return true
-    }
-
-    private func answerLocally(_ number: Int, _ json: JSONValue) {
-        guard let waiting = localRequests.removeValue(forKey: number) else { return }
-        deadlines.finishLocal(number)
-        waiting.continuation.resume(returning: json)
-    }
-
-    /// An in-process request on a topic that takes none is answered here; an MQTT one has its
-    /// `$gateway/error` (or nothing, for the gateway's own output).
-    func refuseLocal(_ message: MQTTMessage, code: ErrorCode, _ text: String) {
-        guard let topic = message.properties.responseTopic else { return }
-        _ = answerLocally(replyTopic: topic, .object(Self.localError(code, text, id: message.payload)))
-    }
-
-    private static func localError(_ code: ErrorCode, _ text: String, id payload: [UInt8]) -> [String: JSONValue] {
-        ["id": requestID(payload), "status": "error", "code": .string(code.rawValue), "message": .string(text)]
-    }
 }
 
 /// The observers of a gateway, behind a lock of their own: a stream's `onTermination` (which

@@ -86,7 +86,7 @@ extension Gateway {
 
     func sendResult(
         _ topic: String, op: String, id: JSONValue, _ outcome: Result<CharacteristicValue?, GatewayFailure>,
-        reply: Reply? = nil, part: AccessorySet.Part? = nil
+        reply: Reply? = nil, part: WriteMany.Part? = nil
     ) {
         activity.answered(topic, op: op, outcome)
         if let part {

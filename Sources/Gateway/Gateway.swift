@@ -25,11 +25,13 @@ public actor Gateway: Service {
     let database: HomeDatabase
     /// The broker connection: an `MQTTClient`, or a transport held in memory in tests.
     public let mqtt: any MQTTTransport
-    let logger: Logger
+    public nonisolated let logger: Logger
     /// Where a scope set over MQTT is kept; nil in tests that run without one.
     let scopeStore: ScopeStore?
     /// Pairing over MQTT; nil without a HAP source.
     let pairing: (any PairingManager)?
+    /// The management operations it answers: the core ones, then its sources' own.
+    public nonisolated let operations: [any ManagementOperation.Type]
     let startedAt = ContinuousClock.now
     /// How many messages the first publication lets wait in the outbox before it makes more,
     /// so that a large home's whole retained tree is never in memory at once.
@@ -66,17 +68,13 @@ public actor Gateway: Service {
     var metaPayloads: [MetaKey: [UInt8]] = [:]
     /// Every publish, in order.
     let outbox: Outbox
-    /// Accessories whose `$state` document changed since it was last published; published
-    /// together a moment after the first change, so a burst gives one message each.
-    var dirtyAccessoryStates: Set<String> = []
-    /// When the burst of changes now being gathered began, and when its last change came.
-    var accessoryStateBurst: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)?
-    /// The start of each burst, for the child of `serve` that publishes it once quiet.
-    let accessoryStateBursts: AsyncStream<Void>.Continuation
-    let accessoryStateBurstStream: AsyncStream<Void>
-    /// A `$set` of several characteristics: its answers, gathered into one `$result`.
-    var accessorySets: [Int: AccessorySet] = [:]
-    var nextAccessorySet = 0
+    /// The dialects published beside the base topic tree, in the order their hooks are called.
+    let outputs: [any GatewayOutput]
+    /// Topic levels published under an accessory's topic, the core's and the outputs': never
+    /// requests.
+    let publishedKinds: Set<String>
+    /// Writes of several characteristics at once, each gathered into one answer.
+    var writeMany = WriteMany()
 
     // Views of the home beside its MQTT topics (Homie, the web page): `Gateway+Views`.
     /// Outside the actor's isolation so that a stream's `onTermination` removes its observer
@@ -85,9 +83,6 @@ public actor Gateway: Service {
     /// In-process requests waiting for their answer, by the number in their local reply topic.
     var localRequests: [Int: LocalRequest] = [:]
     var nextLocalRequest = 0
-    /// In-process requests, handled in order by a child of `serve` as MQTT messages are.
-    let localMessages: AsyncStream<MQTTMessage>.Continuation
-    let localMessageStream: AsyncStream<MQTTMessage>
 
     // Phases.
     /// The whole tree and `online` have been queued: changes are published from now on.
@@ -145,39 +140,23 @@ public actor Gateway: Service {
         var resultTopic: String
         /// Where an MQTT 5 requester wants the answer as well.
         var reply: Reply?
-        /// Part of an accessory's `$set`: answered into it, not on its own.
-        var part: AccessorySet.Part? = nil
-    }
-
-    /// An in-process request (`request(topic:payload:)`) waiting for its answer; the deadline
-    /// watchdog answers it if nothing else does (`deadlines.startLocal`).
-    struct LocalRequest {
-        var continuation: CheckedContinuation<JSONValue, Never>
-        /// The request's payload, for the `id` of an error answered here.
-        var payload: [UInt8]
-    }
-
-    /// An MQTT 5 request's Response Topic and Correlation Data.
-    struct Reply: Sendable {
-        var topic: String
-        var correlationData: [UInt8]?
-
-        init?(_ message: MQTTMessage) {
-            guard let topic = message.properties.responseTopic, !topic.isEmpty else { return nil }
-            self.topic = topic
-            correlationData = message.properties.correlationData
-        }
+        /// Part of a write of several: answered into it, not on its own.
+        var part: WriteMany.Part? = nil
     }
 
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: any MQTTTransport,
         scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
+        operations: [any ManagementOperation.Type] = [],
         publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,
-        logger: Logger = Logger(label: "homemqtt.gateway")
+        outputs: sending [any GatewayOutput] = [], logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
+        self.outputs = outputs
+        self.publishedKinds = Self.outputKinds.union(outputs.flatMap(\.accessoryDocuments))
         self.ownership = Ownership(store: ownedTopics)
         self.publicationBacklog = max(publicationBacklog, 1)
         self.pairing = pairing
+        self.operations = ManagementOperations.all(adding: operations)
         self.config = config
         self.source = source
         self.database = database
@@ -192,9 +171,6 @@ public actor Gateway: Service {
             bufferingPolicy: .bufferingNewest(1))
         (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        (accessoryStateBurstStream, accessoryStateBursts) = AsyncStream<Void>.makeStream(
-            bufferingPolicy: .bufferingNewest(1))
-        (localMessageStream, localMessages) = AsyncStream<MQTTMessage>.makeStream()
         var streams: [AsyncStream<Job>] = []
         var continuations: [AsyncStream<Job>.Continuation] = []
         for _ in 0..<workerCount {
@@ -207,7 +183,7 @@ public actor Gateway: Service {
     }
 
     nonisolated var base: String { config.baseTopic }
-    nonisolated var statusTopic: String { "\(base)/$gateway/status" }
+    public nonisolated var statusTopic: String { "\(base)/$gateway/status" }
     nonisolated var treeTopic: String { "\(base)/$gateway/tree" }
 
     /// The tree document goes at QoS 0: libmosquitto keeps a copy of every QoS 1 message until

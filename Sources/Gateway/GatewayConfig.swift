@@ -1,7 +1,7 @@
 public import Foundation
 public import MQTT
-import HomeModel
-import Yams
+public import HomeModel
+public import Yams
 
 // The gateway's configuration: the YAML file's broker, sources, scope, Home Assistant and
 // state-directory settings, loaded and validated.
@@ -82,14 +82,6 @@ public enum SourceConfig: Sendable, Hashable {
     case hap(pollInterval: Double?)
 }
 
-public struct HomeAssistantConfig: Sendable, Hashable {
-    public var enabled = true
-    public var prefix = "homeassistant"
-    /// Where a user of Home Assistant finds help with this gateway (discovery's `origin`).
-    public var supportURL: String?
-    public init() {}
-}
-
 public struct GatewayConfig: Sendable {
     public var file: String
     public var mqtt: MQTTConfiguration
@@ -105,13 +97,9 @@ public struct GatewayConfig: Sendable {
     public var requestTimeout: Double = 10
     public var scope = ScopeConfig()
     public var sources: [SourceConfig]
-    public var homeAssistant = HomeAssistantConfig()
-    public var homie = HomieConfig()
-    /// Each accessory's retained `$state` JSON document and its `$set`.
-    public var accessoryState = true
     public var logLevel = "info"
-    /// The web view (`web:`), served by the WebView module.
-    public var web = WebConfig()
+    /// The parts of the file other modules read (`ConfigSection`): `config[HomieConfig.self]`.
+    public var sections = ConfigSections()
 
     /// The built-in default: a local broker and the simulated home beside the config.
     public init(file: String = "(defaults)", directory: String = "Config") {
@@ -134,14 +122,21 @@ public struct GatewayConfig: Sendable {
     /// `environment` supplies `HOMEMQTT_BROKER_URL`, `HOMEMQTT_MQTT_USERNAME`,
     /// `HOMEMQTT_MQTT_PASSWORD` and `STATE_DIRECTORY`; `stateDirectory` is the command line's
     /// `--state-directory`, which overrides them all.
+    /// `sections` are the parts of the file other modules read (the composition root's list);
+    /// a key none of them reads is an unknown key.
     public static func load(
-        file: String, environment: [String: String] = ProcessInfo.processInfo.environment, stateDirectory: String? = nil
+        file: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        stateDirectory: String? = nil,
+        sections: [any ConfigSection.Type] = []
     ) throws(ConfigError) -> GatewayConfig {
-        try parse(try ConfigFile.read(file), file: file, environment: environment, stateDirectory: stateDirectory)
+        try parse(
+            try ConfigFile.read(file), file: file, environment: environment, stateDirectory: stateDirectory,
+            sections: sections)
     }
 
     public static func parse(
-        _ text: String, file: String, environment: [String: String] = [:], stateDirectory option: String? = nil
+        _ text: String, file: String, environment: [String: String] = [:], stateDirectory option: String? = nil,
+        sections: [any ConfigSection.Type] = []
     ) throws(ConfigError) -> GatewayConfig {
         let directory = (file as NSString).deletingLastPathComponent
         func resolve(_ path: String) -> String {
@@ -220,28 +215,8 @@ public struct GatewayConfig: Sendable {
                 throw top.error("sources", "needs at least one source (simulator or hap)")
             }
         }
-        if let ha = try top.reader("homeassistant") {
-            if let enabled = try ha.bool("enabled") { config.homeAssistant.enabled = enabled }
-            if let prefix = try ha.string("prefix") {
-                guard !prefix.isEmpty, !prefix.contains(where: { "+#".contains($0) }) else {
-                    throw ha.error("prefix", "must be a topic prefix without + or #")
-                }
-                config.homeAssistant.prefix = prefix
-            }
-            if let url = try ha.string("support-url") {
-                guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
-                    throw ha.error("support-url", "must be an http:// or https:// address, got '\(url)'")
-                }
-                config.homeAssistant.supportURL = url
-            }
-            try ha.finish()
-        }
-        if let homie = try top.reader("homie") {
-            config.homie = try HomieConfig.read(homie)
-            try homie.finish()
-        }
-        if let on = try top.bool("accessory-state") { config.accessoryState = on }
-        config.web = try WebConfig.read(top, environment: environment, resolve: resolve)
+        let context = ConfigContext(file: file, environment: environment, directory: directory)
+        for section in sections { try config.sections.read(section, top, context) }
         if let level = try top.string("log-level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
             guard levels.contains(level) else {
@@ -355,7 +330,7 @@ public struct GatewayConfig: Sendable {
 }
 
 /// The config file's reader: its errors are `ConfigError`s naming the file and key.
-typealias ConfigReader = StrictReader<Node, ConfigError>
+public typealias ConfigReader = StrictReader<Node, ConfigError>
 
 extension ConfigError {
     static func reading(_ file: String) -> ConfigReader.MakeFailure {

@@ -1,9 +1,9 @@
 import Foundation
-import HomeModel
+public import HomeModel
 import Yams
 
 /// `homie:` in the config: the Homie v5 output, off unless enabled.
-public struct HomieConfig: Sendable, Hashable {
+public struct HomieConfig: ConfigSection, Hashable {
     public var enabled = false
     /// The first topic level: `<domain>/5/<device>/…`.
     public var domain = "homie"
@@ -11,8 +11,9 @@ public struct HomieConfig: Sendable, Hashable {
     public var deviceID: String?
     public init() {}
 
-    static func read(_ reader: ConfigReader) throws(ConfigError) -> HomieConfig {
-        var config = HomieConfig()
+    public static func read(_ top: ConfigReader, _ context: ConfigContext) throws(ConfigError) -> Self {
+        var config = Self()
+        guard let reader = try top.reader("homie") else { return config }
         if let enabled = try reader.bool("enabled") { config.enabled = enabled }
         if let domain = try reader.string("domain") {
             guard isID(domain) else {
@@ -24,6 +25,7 @@ public struct HomieConfig: Sendable, Hashable {
             guard isID(id) else { throw reader.error("device-id", "must be a Homie id: a-z, 0-9 and -, got '\(id)'") }
             config.deviceID = id
         }
+        try reader.finish()
         return config
     }
 

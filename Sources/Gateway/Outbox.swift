@@ -23,8 +23,8 @@ final class Outbox: Sendable {
     enum Republication: Sendable {
         /// Every retained topic, after a reconnect.
         case all
-        /// Every Home Assistant discovery config, after Home Assistant's birth message.
-        case discovery
+        /// One output's documents (`Gateway.republish(_:)`).
+        case output(ObjectIdentifier)
     }
 
     private let mqtt: any MQTTTransport

@@ -71,23 +71,24 @@ public struct OwnedTopics: Sendable, Equatable {
     /// What a retained `$gateway/tree` document (or one of its pages) says was published: every
     /// accessory object (one with `topic` and `services`) with its documents and characteristics.
     /// Used when the state directory has no record (lost, or written by an earlier version).
-    public mutating func addTreeDocument(_ document: JSONValue, accessoryState: Bool) {
+    /// `documents` are the topic levels every accessory has (`$info`, `$availability`, …).
+    public mutating func addTreeDocument(_ document: JSONValue, documents: [String]) {
         switch document {
         case .array(let items):
-            for item in items { addTreeDocument(item, accessoryState: accessoryState) }
+            for item in items { addTreeDocument(item, documents: documents) }
         case .object(let object):
             if case .string(let topic)? = object["topic"], case .array(let services)? = object["services"] {
-                addAccessory(topic: topic, services: services, object: object)
+                addAccessory(topic: topic, services: services, documents: documents)
                 return
             }
-            for (_, value) in object { addTreeDocument(value, accessoryState: accessoryState) }
+            for (_, value) in object { addTreeDocument(value, documents: documents) }
         default:
             break
         }
     }
 
-    private mutating func addAccessory(topic: String, services: [JSONValue], object: [String: JSONValue]) {
-        for document in ["$info", "$availability", "$state"] { topics.insert("\(topic)/\(document)") }
+    private mutating func addAccessory(topic: String, services: [JSONValue], documents: [String]) {
+        for document in documents { topics.insert("\(topic)/\(document)") }
         var paths = accessories[topic] ?? []
         for service in services {
             guard case .array(let characteristics)? = service["characteristics"] else { continue }

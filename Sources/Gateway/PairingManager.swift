@@ -1,17 +1,10 @@
-public import HomeModel
-
-/// Pairing operations of a source that pairs (HAP), offered through the request API
-/// (`pair`, `pairings`, `unpair`, `discover`). The gateway does not know which source provides
-/// them.
+/// A source that pairs (HAP), as the gateway's own operations need it: a paired accessory leaves
+/// the home by losing its pairing (`accessory/remove`). What else pairing offers over the request
+/// API the source brings as its own operations (`Gateway(operations:)`), which reach it through
+/// `RunningGateway.pairing`.
 public protocol PairingManager: Sendable {
-    /// Pairs with an accessory at an explicit address; returns a description of the pairing.
-    func pair(host: String, port: Int, setupCode: String, name: String?) async throws(GatewayFailure) -> JSONValue
-    /// The pairings kept, as `[{pairing, name, host, port}]`: never their keys.
-    func pairings() async throws(GatewayFailure) -> JSONValue
     /// Removes a pairing, on the accessory and locally.
     func unpair(id: String) async throws(GatewayFailure)
-    /// Accessories announcing themselves on the local network.
-    func discover(timeout: Double) async throws(GatewayFailure) -> JSONValue
     /// The pairing id behind a source accessory id, if that accessory is paired this way.
     func pairingID(forAccessory accessoryID: String) -> String?
 }

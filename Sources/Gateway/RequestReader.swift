@@ -41,7 +41,7 @@ extension StrictReader where Node == JSONValue, Failure == GatewayFailure {
         return value
     }
 
-    func int(_ key: String, in range: ClosedRange<Int>) throws(GatewayFailure) -> Int {
+    public func int(_ key: String, in range: ClosedRange<Int>) throws(GatewayFailure) -> Int {
         guard let value = try int(key) else { throw error(key, .missingKey, "the request needs \"\(key)\"") }
         guard range.contains(value) else {
             throw error(key, "must be a whole number in \(range.lowerBound)…\(range.upperBound), got \(value)")
@@ -49,7 +49,7 @@ extension StrictReader where Node == JSONValue, Failure == GatewayFailure {
         return value
     }
 
-    func optionalDouble(_ key: String, in range: ClosedRange<Double>) throws(GatewayFailure) -> Double? {
+    public func optionalDouble(_ key: String, in range: ClosedRange<Double>) throws(GatewayFailure) -> Double? {
         guard let value = try double(key) else { return nil }
         guard range.contains(value) else {
             throw error(key, "must be a number in \(range.lowerBound)…\(range.upperBound), got \(value)")

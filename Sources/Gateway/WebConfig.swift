@@ -1,5 +1,5 @@
 import Foundation
-import HomeModel
+public import HomeModel
 import Yams
 
 // The config file's `web:` section: whether the gateway serves its web view, where, and the
@@ -7,7 +7,7 @@ import Yams
 
 /// The web view's settings. Off by default: a gateway that nobody looks at in a browser opens
 /// no port.
-public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
+public struct WebConfig: ConfigSection, Hashable, CustomStringConvertible {
     public var enabled = false
     /// The address to listen on; loopback unless the file says otherwise.
     public var host = "127.0.0.1"
@@ -83,14 +83,12 @@ public struct WebConfig: Sendable, Hashable, CustomStringConvertible {
     /// ones, and a token is required as soon as the page would be reachable from another machine.
     /// `HOMEMQTT_WEB_ENABLED` (`true`/`false`) overrides `enabled`: a demo or a container turns
     /// the page on without editing the file.
-    static func read(
-        _ top: ConfigReader, environment: [String: String], resolve: (String) -> String
-    ) throws(ConfigError) -> WebConfig {
+    public static func read(_ top: ConfigReader, _ context: ConfigContext) throws(ConfigError) -> Self {
         var config = WebConfig()
         if let web = try top.reader("web") {
-            try config.read(web, resolve: resolve)
+            try config.read(web, resolve: context.resolve)
         }
-        if let value = environment["HOMEMQTT_WEB_ENABLED"], !value.isEmpty {
+        if let value = context.environment["HOMEMQTT_WEB_ENABLED"], !value.isEmpty {
             guard let enabled = ["true": true, "1": true, "false": false, "0": false][value.lowercased()] else {
                 throw top.error("HOMEMQTT_WEB_ENABLED", "expected true or false, got '\(value)'")
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -100,7 +101,7 @@ struct GatewayChild: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapLogging(level: .warning)
-        var config = try GatewayConfig.load(file: config)
+        var config = try HomeMQTTApp.loadConfig(file: config)
         let logger = Logger(label: "homemqtt")
         config.mqtt.will = MQTTWill(
             topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce,
@@ -112,14 +113,14 @@ struct GatewayChild: AsyncParsableCommand {
         let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: true)
         let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
         // As `homemqtt run` does: the exporter before the gateway, the web view after it.
-        if config.web.enabled { _ = WebMetrics.shared }
+        if config[WebConfig.self].enabled { _ = WebMetrics.shared }
         let gateway = try Gateway(
             config: config, source: source, database: database, mqtt: mqtt,
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
-            ownedTopics: OwnedTopicsStore(config: config), logger: logger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger)
         var services = gateway.services
-        if config.web.enabled {
-            services.append(.init(service: WebView(gateway: gateway, config: config.web, logger: logger)))
+        if config[WebConfig.self].enabled {
+            services.append(.init(service: WebView(gateway: gateway, config: config[WebConfig.self], logger: logger)))
         }
         let group = ServiceGroup(
             configuration: .init(

@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -200,7 +201,7 @@ final class InProcessGateway: Sendable {
             retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
-        config.accessoryState = BenchSettings.accessoryState.withLock { $0 }
+        config[AccessoryStateConfig.self].enabled = BenchSettings.accessoryState.withLock { $0 }
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
         let mqtt = MQTTClient(configuration: config.mqtt, logger: quietLogger)
         // The exporter first: the gateway takes its counters from it.
@@ -208,7 +209,8 @@ final class InProcessGateway: Sendable {
         let gateway = try Gateway(
             config: config, source: home, database: database, mqtt: mqtt,
             scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
-            ownedTopics: OwnedTopicsStore(config: config), logger: quietLogger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config),
+            logger: quietLogger)
         var services = gateway.services
         let listening = Listening()
         if web {

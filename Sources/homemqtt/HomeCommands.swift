@@ -8,14 +8,6 @@ import HomeModel
 // so that it publishes the events and topic changes; on the state directory directly when it
 // is not, holding the home database's lock so that no two writers meet.
 
-/// One request as the gateway's API names it.
-struct HomeOperation: Sendable {
-    var op: String
-    var fields: [String: JSONValue] = [:]
-    /// Talks to accessories or the broker, so only the running gateway can do it.
-    var needsGateway = false
-}
-
 struct RequestOptions: ParsableArguments {
     @OptionGroup var config: ConfigOptions
 
@@ -26,7 +18,8 @@ struct RequestOptions: ParsableArguments {
 enum HomeRequest {
     /// Runs `operation`, prints its data as JSON on stdout; on an error prints
     /// `homemqtt: <op>: <code>: <message>` on stderr and exits 1 (2 for a bad config).
-    static func run(_ operation: HomeOperation, _ options: RequestOptions) async throws {
+    static func run<Operation: ManagementOperation>(_ operation: Operation, _ options: RequestOptions) async throws {
+        let op = Operation.name
         let config: GatewayConfig
         do {
             config = try Setup.loadConfig(options.config)
@@ -34,19 +27,19 @@ enum HomeRequest {
             fail("\(error)", exit: 2)
         }
         let logger = Setup.logger(level: "error")
-        switch await RequestClient.connect(config: config, op: operation.op, statusWait: 1.5, logger: logger) {
+        switch await RequestClient.connect(config: config, op: op, statusWait: 1.5, logger: logger) {
         case .online(let link):
             let response: [String: JSONValue]?
             do {
                 response = try await link.send(operation.fields, timeout: options.timeout)
             } catch {
                 await link.close()
-                fail("\(operation.op): cannot send the request to \(link.requestTopic): \(error)")
+                fail("\(op): cannot send the request to \(link.requestTopic): \(error)")
             }
             await link.close()
             guard let response else {
                 fail(
-                    "\(operation.op): no answer on \(link.responseTopic) within \(options.timeout) s; is the gateway for '\(config.baseTopic)' still running?"
+                    "\(op): no answer on \(link.responseTopic) within \(options.timeout) s; is the gateway for '\(config.baseTopic)' still running?"
                 )
             }
             if response["status"] == .string("ok") {
@@ -57,17 +50,17 @@ enum HomeRequest {
             let message =
                 response["message"]?.stringValue
                 ?? (response.isEmpty ? "an empty answer" : JSONValue.object(response).encoded())
-            fail("\(operation.op): \(code): \(message)")
+            fail("\(op): \(code): \(message)")
         case .absent(let reason):
-            if operation.needsGateway {
-                fail("\(operation.op) needs the running gateway, and it is not running: \(reason)")
+            if Operation.needsGateway {
+                fail("\(op) needs the running gateway, and it is not running: \(reason)")
             }
             let data: JSONValue
             do throws(GatewayFailure) {
                 let home = try await OfflineHome.open(config, logger: logger)
-                data = try await home.perform(operation)
+                data = try await home.perform(op, fields: operation.fields)
             } catch {
-                fail("\(operation.op): \(error.code): \(error.message)")
+                fail("\(op): \(error.code): \(error.message)")
             }
             print(data.encoded(pretty: true))
             FileHandle.standardError.write(
@@ -96,7 +89,7 @@ struct RoomCommand: AsyncParsableCommand {
         @Argument(help: "The new room's name.") var name: String
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "room/add", fields: ["name": .string(name)]), options)
+            try await HomeRequest.run(RoomAdd(name: name), options)
         }
     }
 
@@ -108,8 +101,7 @@ struct RoomCommand: AsyncParsableCommand {
         @Argument(help: "Its new name.") var name: String
 
         func run() async throws {
-            try await HomeRequest.run(
-                HomeOperation(op: "room/rename", fields: ["room": .string(room), "name": .string(name)]), options)
+            try await HomeRequest.run(RoomRename(room: room, name: name), options)
         }
     }
 
@@ -120,7 +112,7 @@ struct RoomCommand: AsyncParsableCommand {
         @Argument(help: "The room: id, name or topic slug.") var room: String
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "room/remove", fields: ["room": .string(room)]), options)
+            try await HomeRequest.run(RoomRemove(room: room), options)
         }
     }
 }
@@ -143,12 +135,7 @@ struct AccessoryCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await HomeRequest.run(
-                HomeOperation(
-                    op: "accessory/rename",
-                    fields: [
-                        "accessory": .string(accessory), "name": name.map(JSONValue.string) ?? .null,
-                    ]), options)
+            try await HomeRequest.run(AccessoryRename(accessory: accessory, name: name), options)
         }
     }
 
@@ -159,9 +146,7 @@ struct AccessoryCommand: AsyncParsableCommand {
         @Argument(help: "The room: id, name or topic slug.") var room: String
 
         func run() async throws {
-            try await HomeRequest.run(
-                HomeOperation(op: "accessory/move", fields: ["accessory": .string(accessory), "room": .string(room)]),
-                options)
+            try await HomeRequest.run(AccessoryMove(accessory: accessory, room: room), options)
         }
     }
 
@@ -172,8 +157,7 @@ struct AccessoryCommand: AsyncParsableCommand {
         @Argument(help: "The accessory: id, name or topic.") var accessory: String
 
         func run() async throws {
-            try await HomeRequest.run(
-                HomeOperation(op: "accessory/remove", fields: ["accessory": .string(accessory)]), options)
+            try await HomeRequest.run(AccessoryRemove(accessory: accessory), options)
         }
     }
 
@@ -184,9 +168,7 @@ struct AccessoryCommand: AsyncParsableCommand {
         @Argument(help: "The accessory: id, name or topic.") var accessory: String
 
         func run() async throws {
-            try await HomeRequest.run(
-                HomeOperation(op: "accessory/identify", fields: ["accessory": .string(accessory)], needsGateway: true),
-                options)
+            try await HomeRequest.run(AccessoryIdentify(accessory: accessory), options)
         }
     }
 }
@@ -209,13 +191,7 @@ struct ServiceCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await HomeRequest.run(
-                HomeOperation(
-                    op: "service/rename",
-                    fields: [
-                        "accessory": .string(accessory), "service": .string(service),
-                        "name": name.map(JSONValue.string) ?? .null,
-                    ]), options)
+            try await HomeRequest.run(ServiceRename(accessory: accessory, service: service, name: name), options)
         }
     }
 }
@@ -230,7 +206,7 @@ struct ScopeCommand: AsyncParsableCommand {
         @OptionGroup var options: RequestOptions
 
         func run() async throws {
-            try await HomeRequest.run(HomeOperation(op: "scope/get"), options)
+            try await HomeRequest.run(ScopeGet(), options)
         }
     }
 
@@ -246,7 +222,7 @@ struct ScopeCommand: AsyncParsableCommand {
                 data = FileHandle.standardInput.readDataToEndOfFile()
             } else {
                 guard let contents = FileManager.default.contents(atPath: file) else {
-                    HomeRequest.fail("scope/set: cannot read '\(file)'")
+                    HomeRequest.fail("\(ScopeSet.name): cannot read '\(file)'")
                 }
                 data = contents
             }
@@ -254,14 +230,15 @@ struct ScopeCommand: AsyncParsableCommand {
             do throws(ModelError) {
                 scope = try JSONValue(parsing: Array(data))
             } catch {
-                HomeRequest.fail("scope/set: \(file == "-" ? "standard input" : file): invalid-json: \(error.message)")
+                HomeRequest.fail(
+                    "\(ScopeSet.name): \(file == "-" ? "standard input" : file): invalid-json: \(error.message)")
             }
             guard case .object = scope else {
                 HomeRequest.fail(
-                    "scope/set: \(file == "-" ? "standard input" : file): invalid-json: the scope is a JSON object, got \(scope.kindName)"
+                    "\(ScopeSet.name): \(file == "-" ? "standard input" : file): invalid-json: the scope is a JSON object, got \(scope.kindName)"
                 )
             }
-            try await HomeRequest.run(HomeOperation(op: "scope/set", fields: ["scope": scope]), options)
+            try await HomeRequest.run(ScopeSet(scope: scope), options)
         }
     }
 }
@@ -272,7 +249,7 @@ struct HealthCommand: AsyncParsableCommand {
     @OptionGroup var options: RequestOptions
 
     func run() async throws {
-        try await HomeRequest.run(HomeOperation(op: "health", needsGateway: true), options)
+        try await HomeRequest.run(Health(), options)
     }
 }
 
@@ -282,6 +259,6 @@ struct RepublishCommand: AsyncParsableCommand {
     @OptionGroup var options: RequestOptions
 
     func run() async throws {
-        try await HomeRequest.run(HomeOperation(op: "republish", needsGateway: true), options)
+        try await HomeRequest.run(Republish(), options)
     }
 }

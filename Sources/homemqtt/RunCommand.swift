@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -45,17 +46,19 @@ struct RunCommand: AsyncParsableCommand {
             let gateway = try Gateway(
                 config: config, source: source, database: database, mqtt: mqtt,
                 scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
-                pairing: hap.map { HAPPairingManager(source: $0, logger: logger) },
-                ownedTopics: OwnedTopicsStore(config: config), logger: logger)
+                pairing: hap.map { HAPPairingManager(source: $0, logger: logger) }, operations: Setup.sourceOperations,
+                ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger
+            )
             // Every phase, from loading the files to serving, is a service of this one group:
             // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
             var services = gateway.services
-            if config.homie.enabled {
+            if config[HomieConfig.self].enabled {
                 // A second connection: a Homie root device's will is its own `$state`.
                 let homieMQTT = MQTTClient(
-                    configuration: HomieOutput.configuration(gateway: config.mqtt, homie: config.homie), logger: logger)
+                    configuration: HomieOutput.configuration(gateway: config.mqtt, homie: config[HomieConfig.self]),
+                    logger: logger)
                 let homie = HomieOutput(
-                    gateway: gateway, mqtt: homieMQTT, config: config.homie, clientID: config.mqtt.clientID,
+                    gateway: gateway, mqtt: homieMQTT, config: config[HomieConfig.self], clientID: config.mqtt.clientID,
                     qos: config.qos, logger: logger)
                 // Stopped before its client, so its `disconnected` goes out on the open connection.
                 services += [.init(service: homieMQTT), .init(service: homie)]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HAP
 import HomeModel
 import Logging
@@ -11,7 +12,7 @@ import Simulator
 enum Setup {
     static func loadConfig(_ options: ConfigOptions) throws -> GatewayConfig {
         do {
-            return try GatewayConfig.load(file: options.config, stateDirectory: options.stateDirectory)
+            return try HomeMQTTApp.loadConfig(file: options.config, stateDirectory: options.stateDirectory)
         } catch {
             throw CLIError(error.description, code: .config)
         }
@@ -85,6 +86,11 @@ enum Setup {
         let hap = sources.lazy.compactMap { $0 as? HAPSource }.first
         return (sources.count == 1 ? sources[0] : CompositeSource(sources), hap)
     }
+
+    /// The management operations the sources add to the gateway's own: HAP's pairing, answered
+    /// `no-pairing-source` by a gateway without a HAP source. The running gateway and the CLI
+    /// without it both list these.
+    static let sourceOperations: [any ManagementOperation.Type] = HAPPairingOperations.all
 
     /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
     static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {

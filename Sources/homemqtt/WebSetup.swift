@@ -10,7 +10,7 @@ enum WebSetup {
     /// Call before making the gateway: swift-metrics hands the gateway its counters from the
     /// factory bootstrapped here. Without `web:` nothing is bootstrapped, and counting costs nothing.
     static func prepare(_ config: GatewayConfig) {
-        if config.web.enabled { _ = WebMetrics.shared }
+        if config[WebConfig.self].enabled { _ = WebMetrics.shared }
     }
 
     /// The web view as a service of the group, after the gateway (so stopped before it); nil when
@@ -18,7 +18,7 @@ enum WebSetup {
     static func service(
         gateway: Gateway, config: GatewayConfig, logger: Logger
     ) -> ServiceGroupConfiguration.ServiceConfiguration? {
-        guard config.web.enabled else { return nil }
-        return .init(service: WebView(gateway: gateway, config: config.web, logger: logger))
+        guard config[WebConfig.self].enabled else { return nil }
+        return .init(service: WebView(gateway: gateway, config: config[WebConfig.self], logger: logger))
     }
 }

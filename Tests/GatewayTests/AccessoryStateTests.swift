@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
 import HomeModel
@@ -73,13 +74,15 @@ final class AccessoryStateTests: XCTestCase {
     }
 
     func testTheDocumentsCanBeSwitchedOff() async throws {
-        let gw = try await GatewayHarness.start(configure: { $0.accessoryState = false })
+        let gw = try await GatewayHarness.start(configure: { $0[AccessoryStateConfig.self].enabled = false })
         addTeardownBlock { await gw.stop() }
         let retained = try await gw.retainedOnBroker()
         XCTAssertTrue(retained.keys.filter { $0.hasSuffix("/$state") }.isEmpty)
-        let parsed = try GatewayConfig.parse("accessory-state: false\n", file: "gateway.yml", environment: [:])
-        XCTAssertFalse(parsed.accessoryState)
+        let parsed = try HomeMQTTApp.parseConfig("accessory-state: false\n", file: "gateway.yml", environment: [:])
+        XCTAssertFalse(parsed[AccessoryStateConfig.self].enabled)
         XCTAssertTrue(
-            try GatewayConfig.parse("base-topic: home\n", file: "gateway.yml", environment: [:]).accessoryState)
+            try HomeMQTTApp.parseConfig("base-topic: home\n", file: "gateway.yml", environment: [:])[
+                AccessoryStateConfig.self
+            ].enabled)
     }
 }

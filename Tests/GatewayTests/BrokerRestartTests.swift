@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
 import HomeModel
@@ -22,7 +23,7 @@ final class BrokerRestartTests: XCTestCase {
         let broker = try await MosquittoBroker.start(.init(persistence: true))
         addTeardownBlock { await broker.stop() }
         // The session as a config file that says nothing about it gets.
-        let defaults = try GatewayConfig.parse("base-topic: home\n", file: "gateway.yml", environment: [:])
+        let defaults = try HomeMQTTApp.parseConfig("base-topic: home\n", file: "gateway.yml", environment: [:])
         let gw = try await GatewayHarness.start(broker: broker) { config in
             config.mqtt.cleanStart = defaults.mqtt.cleanStart
             config.mqtt.sessionExpiry = defaults.mqtt.sessionExpiry
@@ -76,19 +77,19 @@ final class BrokerRestartTests: XCTestCase {
     }
 
     func testThePersistentSessionIsTheDefaultAndConfigurable() throws {
-        let defaults = try GatewayConfig.parse("base-topic: home\n", file: "gateway.yml", environment: [:])
+        let defaults = try HomeMQTTApp.parseConfig("base-topic: home\n", file: "gateway.yml", environment: [:])
         XCTAssertFalse(defaults.mqtt.cleanStart)
         XCTAssertEqual(defaults.mqtt.sessionExpiry, 3600)
-        let clean = try GatewayConfig.parse("broker:\n  session-expiry: 0\n", file: "gateway.yml", environment: [:])
+        let clean = try HomeMQTTApp.parseConfig("broker:\n  session-expiry: 0\n", file: "gateway.yml", environment: [:])
         XCTAssertTrue(clean.mqtt.cleanStart)
         // The URL from the environment replaces the broker, not the session setting.
-        let day = try GatewayConfig.parse(
+        let day = try HomeMQTTApp.parseConfig(
             "broker:\n  session-expiry: 86400\n", file: "gateway.yml",
             environment: ["HOMEMQTT_BROKER_URL": "mqtt://10.0.0.2:1884"])
         XCTAssertEqual(day.mqtt.sessionExpiry, 86400)
         XCTAssertFalse(day.mqtt.cleanStart)
         XCTAssertThrowsError(
-            try GatewayConfig.parse("broker:\n  session-expiry: -5\n", file: "gateway.yml", environment: [:])
+            try HomeMQTTApp.parseConfig("broker:\n  session-expiry: -5\n", file: "gateway.yml", environment: [:])
         ) { error in
             XCTAssertTrue("\(error)".contains("broker.session-expiry"), "\(error)")
         }

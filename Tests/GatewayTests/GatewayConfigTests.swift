@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
 import TestSupport
@@ -7,7 +8,7 @@ import XCTest
 final class GatewayConfigLoadTests: XCTestCase {
     func loadError(_ path: String) -> ConfigError? {
         do {
-            _ = try GatewayConfig.load(file: path, environment: [:])
+            _ = try HomeMQTTApp.loadConfig(file: path, environment: [:])
             return nil
         } catch {
             return error
@@ -46,13 +47,13 @@ final class GatewayConfigLoadTests: XCTestCase {
         let directory = try TemporaryDirectory(prefix: "homemqtt-config")
         let path = directory.file("gateway.yml")
         try "# everything as it comes\n".write(toFile: path, atomically: true, encoding: .utf8)
-        let config = try GatewayConfig.load(file: path, environment: [:])
+        let config = try HomeMQTTApp.loadConfig(file: path, environment: [:])
         XCTAssertEqual(config.baseTopic, "home")
     }
 
     func testKeyProblemsHaveCodes() throws {
         func code(_ text: String) -> ConfigError.Code? {
-            do { _ = try GatewayConfig.parse(text, file: "gw.yml"); return nil } catch { return error.code }
+            do { _ = try HomeMQTTApp.parseConfig(text, file: "gw.yml"); return nil } catch { return error.code }
         }
         XCTAssertEqual(code("colour: red\n"), .unknownKey)
         XCTAssertEqual(code("poll-interval: soon\n"), .invalidValue)
@@ -62,17 +63,17 @@ final class GatewayConfigLoadTests: XCTestCase {
     /// `broker.max-packet-size` (bytes) and `protocol`: without `protocol`, MQTT 5 falls back to
     /// 3.1.1; both survive a broker URL from the environment; a bad size names file and key.
     func testMaxPacketSizeAndProtocolFallback() throws {
-        let defaults = try GatewayConfig.parse("base-topic: home\n", file: "gw.yml", environment: [:])
+        let defaults = try HomeMQTTApp.parseConfig("base-topic: home\n", file: "gw.yml", environment: [:])
         XCTAssertNil(defaults.mqtt.maximumPacketSize)
         XCTAssertTrue(defaults.mqtt.fallBackToMQTT311)
-        let set = try GatewayConfig.parse(
+        let set = try HomeMQTTApp.parseConfig(
             "broker:\n  protocol: 5\n  max-packet-size: 65536\n", file: "gw.yml",
             environment: ["HOMEMQTT_BROKER_URL": "mqtt://10.0.0.2:1884"])
         XCTAssertEqual(set.mqtt.maximumPacketSize, 65536)
         XCTAssertFalse(set.mqtt.fallBackToMQTT311)
         for bad in ["100", "268435461", "big"] {
             XCTAssertThrowsError(
-                try GatewayConfig.parse("broker:\n  max-packet-size: \(bad)\n", file: "gw.yml", environment: [:])
+                try HomeMQTTApp.parseConfig("broker:\n  max-packet-size: \(bad)\n", file: "gw.yml", environment: [:])
             ) { error in
                 XCTAssertTrue("\(error)".hasPrefix("gw.yml: broker.max-packet-size"), "\(error)")
             }
@@ -80,7 +81,8 @@ final class GatewayConfigLoadTests: XCTestCase {
     }
 
     func testYAMLSyntaxErrorIsOneLine() {
-        XCTAssertThrowsError(try GatewayConfig.parse("base-topic: home\nkey: [unclosed\n", file: "gw.yml")) { error in
+        XCTAssertThrowsError(try HomeMQTTApp.parseConfig("base-topic: home\nkey: [unclosed\n", file: "gw.yml")) {
+            error in
             let description = "\(error)"
             XCTAssertFalse(description.contains("\n"), description)
             XCTAssertTrue(description.hasPrefix("gw.yml: not valid YAML at line "), description)
@@ -115,7 +117,7 @@ final class BrokerURLMaskingTests: XCTestCase {
                 ("base-topic: home\n", ["HOMEMQTT_BROKER_URL": url], "HOMEMQTT_BROKER_URL"),
             ]
             for (text, environment, key) in sources {
-                XCTAssertThrowsError(try GatewayConfig.parse(text, file: "gw.yml", environment: environment), url) {
+                XCTAssertThrowsError(try HomeMQTTApp.parseConfig(text, file: "gw.yml", environment: environment), url) {
                     error in
                     guard let error = error as? ConfigError else { return XCTFail("\(error)") }
                     XCTAssertEqual(error.key, key, url)
@@ -133,7 +135,7 @@ final class BrokerURLMaskingTests: XCTestCase {
     /// The message still says what is wrong, with the URL masked rather than left out.
     func testMessageKeepsTheMaskedURL() {
         XCTAssertThrowsError(
-            try GatewayConfig.parse("broker:\n  url: mqtt://homemqtt:S3cretPW@127.0.0.1:99999\n", file: "gw.yml")
+            try HomeMQTTApp.parseConfig("broker:\n  url: mqtt://homemqtt:S3cretPW@127.0.0.1:99999\n", file: "gw.yml")
         ) { error in
             XCTAssertEqual(
                 "\(error)", "gw.yml: broker.url: port 99999 in 'mqtt://homemqtt:***@127.0.0.1:99999' is out of range")
@@ -141,7 +143,7 @@ final class BrokerURLMaskingTests: XCTestCase {
     }
 
     func testBrokerDisplayIsMasked() throws {
-        let config = try GatewayConfig.parse(
+        let config = try HomeMQTTApp.parseConfig(
             "broker:\n  url: mqtt://homemqtt:S3cret%40PW@broker.local:1884\n", file: "gw.yml")
         XCTAssertEqual(config.mqtt.password, "S3cret@PW")
         XCTAssertEqual(config.brokerDisplay, "mqtt://homemqtt:***@broker.local:1884")
@@ -162,7 +164,7 @@ final class StateDirectoryResolutionTests: XCTestCase {
     func resolve(_ text: String, _ environment: [String: String] = [:], option: String? = nil) throws -> (
         String, StateDirectorySource
     ) {
-        let config = try GatewayConfig.parse(
+        let config = try HomeMQTTApp.parseConfig(
             text, file: "/etc/homemqtt/gateway.yml", environment: environment, stateDirectory: option)
         return (config.stateDirectory, config.stateDirectorySource)
     }
@@ -199,12 +201,14 @@ final class StateDirectoryResolutionTests: XCTestCase {
         let directory = try TemporaryDirectory(prefix: "homemqtt-config")
         let path = directory.file("gateway.yml")
         try "state-directory: here\n".write(toFile: path, atomically: true, encoding: .utf8)
-        XCTAssertEqual(try GatewayConfig.load(file: path, environment: [:]).stateDirectory, directory.file("here"))
+        XCTAssertEqual(try HomeMQTTApp.loadConfig(file: path, environment: [:]).stateDirectory, directory.file("here"))
         XCTAssertEqual(
-            try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"]).stateDirectory,
+            try HomeMQTTApp.loadConfig(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"]).stateDirectory,
             "/var/lib/x")
         XCTAssertEqual(
-            try GatewayConfig.load(file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"], stateDirectory: "/opt/y")
-                .stateDirectory, "/opt/y")
+            try HomeMQTTApp.loadConfig(
+                file: path, environment: ["STATE_DIRECTORY": "/var/lib/x"], stateDirectory: "/opt/y"
+            )
+            .stateDirectory, "/opt/y")
     }
 }

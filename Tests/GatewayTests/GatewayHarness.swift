@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -28,6 +29,7 @@ final class GatewayHarness: @unchecked Sendable {
     static func start(
         broker existing: MosquittoBroker? = nil,
         configure: (inout GatewayConfig) -> Void = { _ in },
+        operations: [any ManagementOperation.Type] = [],
         before: (MosquittoBroker, MQTTClient) async throws -> Void = { _, _ in }
     ) async throws -> GatewayHarness {
         let broker: MosquittoBroker
@@ -54,10 +56,11 @@ final class GatewayHarness: @unchecked Sendable {
         let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
         let gateway = try Gateway(
             config: config, source: home, database: database, mqtt: mqtt,
-            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
+            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), operations: operations,
             // Far below the shipped home's few hundred retained topics, so
             // that every test starts through the paced first publication.
-            publicationBacklog: 16, ownedTopics: OwnedTopicsStore(config: config), logger: logger)
+            publicationBacklog: 16, ownedTopics: OwnedTopicsStore(config: config),
+            outputs: HomeMQTTApp.outputs(for: config), logger: logger)
         let publisher = MQTTClient(configuration: broker.clientConfiguration(clientID: "test-publisher"))
         try await publisher.connect()
         try await before(broker, publisher)

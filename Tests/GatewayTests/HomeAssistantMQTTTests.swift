@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+@testable import HomeAssistant
 import HomeModel
 import MQTT
 import TestSupport
@@ -78,7 +79,7 @@ final class HomeAssistantMQTTTests: XCTestCase {
     }
 
     func testDiscoveryCanBeTurnedOff() async throws {
-        let gw = try await GatewayHarness.start(configure: { $0.homeAssistant.enabled = false })
+        let gw = try await GatewayHarness.start(configure: { $0[HomeAssistantConfig.self].enabled = false })
         addTeardownBlock { await gw.stop() }
         let configs = try await discoveryConfigs(gw)
         XCTAssertEqual(configs, [:])

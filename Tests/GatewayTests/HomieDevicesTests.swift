@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import HomeModel
 import Testing
@@ -95,20 +96,20 @@ import Testing
 /// `homie:` in the config file: read strictly, each bad value named by its key.
 @Suite struct HomieConfigTests {
     @Test func theSectionIsReadAndBadValuesNameTheirKey() throws {
-        let config = try GatewayConfig.parse(
+        let config = try HomeMQTTApp.parseConfig(
             "homie:\n  enabled: true\n  domain: openhab\n  device-id: attic-gateway\n", file: "g.yml")
-        #expect(config.homie.enabled)
-        #expect(config.homie.domain == "openhab")
-        #expect(HomieOutput.rootID(config.homie, clientID: "ignored") == "attic-gateway")
-        let defaults = try GatewayConfig.parse("base-topic: home\n", file: "g.yml")
-        #expect(HomieOutput.rootID(defaults.homie, clientID: "Home MQTT") == "home-mqtt")
+        #expect(config[HomieConfig.self].enabled)
+        #expect(config[HomieConfig.self].domain == "openhab")
+        #expect(HomieOutput.rootID(config[HomieConfig.self], clientID: "ignored") == "attic-gateway")
+        let defaults = try HomeMQTTApp.parseConfig("base-topic: home\n", file: "g.yml")
+        #expect(HomieOutput.rootID(defaults[HomieConfig.self], clientID: "Home MQTT") == "home-mqtt")
         for (yaml, key) in [
             ("homie:\n  domain: homie/5\n", "homie.domain"), ("homie:\n  device-id: Gateway\n", "homie.device-id"),
             ("homie:\n  enabled: maybe\n", "homie.enabled"), ("homie:\n  qos: 2\n", "homie.qos"),
         ] {
-            #expect(throws: ConfigError.self, "\(yaml)") { try GatewayConfig.parse(yaml, file: "g.yml") }
+            #expect(throws: ConfigError.self, "\(yaml)") { try HomeMQTTApp.parseConfig(yaml, file: "g.yml") }
             do {
-                _ = try GatewayConfig.parse(yaml, file: "g.yml")
+                _ = try HomeMQTTApp.parseConfig(yaml, file: "g.yml")
             } catch {
                 #expect(error.key == key, "\(yaml): \(error)")
             }

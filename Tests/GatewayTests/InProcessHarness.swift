@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -47,7 +48,7 @@ struct InProcessGateway: Sendable {
         let gateway = try Gateway(
             config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
             mqtt: transport, scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
-            ownedTopics: OwnedTopicsStore(config: config), logger: logger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger)
         let observer = broker.transport()
         let seen = MessageCollector(observer.messages())
         observer.connect()

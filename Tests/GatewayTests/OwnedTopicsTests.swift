@@ -52,7 +52,7 @@ final class OwnedTopicsTests: XCTestCase {
                 {"topic":"home/attic/lamp/lightbulb/power-state"},{"topic":"elsewhere/x"}]}]}]}]}
                 """#)
         var record = OwnedTopics()
-        record.addTreeDocument(tree, accessoryState: true)
+        record.addTreeDocument(tree, documents: ["$info", "$availability", "$state"])
         XCTAssertEqual(record.accessories, ["home/attic/lamp": ["lightbulb/power-state"]])
         XCTAssertTrue(record.contains("home/attic/lamp/$availability"))
         XCTAssertTrue(record.contains("home/attic/lamp/lightbulb/power-state/state"))

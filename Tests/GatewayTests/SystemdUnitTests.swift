@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
 import TestSupport
@@ -57,12 +58,12 @@ final class SystemdUnitTests: XCTestCase {
 
         let shipped = try String(
             contentsOf: repositoryRoot.appendingPathComponent("Config/gateway.yml"), encoding: .utf8)
-        let withoutSystemd = try GatewayConfig.parse(shipped, file: configPath, environment: [:])
+        let withoutSystemd = try HomeMQTTApp.parseConfig(shipped, file: configPath, environment: [:])
         XCTAssertEqual(
             withoutSystemd.stateDirectory, "/etc/homemqtt/../.homemqtt",
             "what the config alone gives: read-only under the unit")
 
-        let installed = try GatewayConfig.parse(
+        let installed = try HomeMQTTApp.parseConfig(
             shipped, file: configPath, environment: ["STATE_DIRECTORY": unit.stateDirectoryEnvironment])
         XCTAssertEqual(installed.stateDirectory, "/var/lib/\(stateName)")
         XCTAssertEqual(installed.stateDirectorySource, .environment)

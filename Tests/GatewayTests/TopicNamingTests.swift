@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import XCTest
 @testable import Gateway
 import HomeModel
@@ -155,7 +156,7 @@ final class TopicTreeTests: XCTestCase {
 
 final class ConfigTests: XCTestCase {
     func testFullConfigParses() throws {
-        let config = try GatewayConfig.parse(
+        let config = try HomeMQTTApp.parseConfig(
             """
             broker:
               url: mqtt://user:secret@broker.local:1884
@@ -191,7 +192,7 @@ final class ConfigTests: XCTestCase {
             ("user-interactive-only: false", false), ("user-interactive-only: true", true),
             ("services: all", false), ("services: user-interactive", true), ("rooms: { deny: [Office] }", true),
         ] {
-            let config = try GatewayConfig.parse("scope:\n  \(text)\n", file: "gw.yml")
+            let config = try HomeMQTTApp.parseConfig("scope:\n  \(text)\n", file: "gw.yml")
             XCTAssertEqual(config.scope.userInteractiveOnly, only, text)
         }
         for (text, key, words) in [
@@ -199,7 +200,7 @@ final class ConfigTests: XCTestCase {
             ("user-interactive-only: all", "scope.user-interactive-only", "true or false"),
             ("services: some", "scope.services", "user-interactive-only: true|false"),
         ] {
-            XCTAssertThrowsError(try GatewayConfig.parse("scope:\n  \(text)\n", file: "gw.yml"), text) { error in
+            XCTAssertThrowsError(try HomeMQTTApp.parseConfig("scope:\n  \(text)\n", file: "gw.yml"), text) { error in
                 let error = error as? ConfigError
                 XCTAssertEqual(error?.key, key, text)
                 XCTAssertTrue(error?.description.contains(words) ?? false, "\(String(describing: error))")
@@ -208,7 +209,7 @@ final class ConfigTests: XCTestCase {
     }
 
     func testEnvironmentSuppliesCredentials() throws {
-        let config = try GatewayConfig.parse(
+        let config = try HomeMQTTApp.parseConfig(
             "base-topic: home\n", file: "g.yml",
             environment: ["HOMEMQTT_MQTT_PASSWORD": "pw", "HOMEMQTT_MQTT_USERNAME": "me"])
         XCTAssertEqual(config.mqtt.username, "me")
@@ -229,7 +230,7 @@ final class ConfigTests: XCTestCase {
             ("key: [unclosed\n", nil),
         ]
         for (text, key) in cases {
-            XCTAssertThrowsError(try GatewayConfig.parse(text, file: "gw.yml"), text) { error in
+            XCTAssertThrowsError(try HomeMQTTApp.parseConfig(text, file: "gw.yml"), text) { error in
                 guard let error = error as? ConfigError else { return XCTFail("\(error)") }
                 XCTAssertEqual(error.file, "gw.yml")
                 XCTAssertEqual(error.key, key, text)

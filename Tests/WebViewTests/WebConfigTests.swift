@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
 import TestSupport
@@ -7,7 +8,7 @@ import XCTest
 /// where it is required, unknown keys; and what `homemqtt` says about a bad one.
 final class WebConfigTests: XCTestCase {
     func parse(_ web: String) throws(ConfigError) -> GatewayConfig {
-        try GatewayConfig.parse("web:\n" + web, file: "/etc/homemqtt/gateway.yml")
+        try HomeMQTTApp.parseConfig("web:\n" + web, file: "/etc/homemqtt/gateway.yml")
     }
 
     func refusal(_ web: String) -> ConfigError? {
@@ -20,17 +21,18 @@ final class WebConfigTests: XCTestCase {
     }
 
     func testOffByDefaultOnLoopbackPort8080() throws {
-        let config = try GatewayConfig.parse("base-topic: home\n", file: "g.yml")
-        XCTAssertFalse(config.web.enabled)
-        XCTAssertEqual(config.web.listenDisplay, "127.0.0.1:8080")
-        XCTAssertNil(config.web.token)
+        let config = try HomeMQTTApp.parseConfig("base-topic: home\n", file: "g.yml")
+        XCTAssertFalse(config[WebConfig.self].enabled)
+        XCTAssertEqual(config[WebConfig.self].listenDisplay, "127.0.0.1:8080")
+        XCTAssertNil(config[WebConfig.self].token)
     }
 
     func testListenForms() throws {
-        XCTAssertEqual(try parse("  listen: 0.0.0.0:9000\n  token: t0ken\n").web.listenDisplay, "0.0.0.0:9000")
-        XCTAssertEqual(try parse("  listen: '[::1]:8081'\n").web.listenDisplay, "[::1]:8081")
-        XCTAssertEqual(try parse("  listen: localhost:8082\n").web.port, 8082)
-        XCTAssertEqual(try parse("  listen: ':8083'\n").web.host, "127.0.0.1")
+        XCTAssertEqual(
+            try parse("  listen: 0.0.0.0:9000\n  token: t0ken\n")[WebConfig.self].listenDisplay, "0.0.0.0:9000")
+        XCTAssertEqual(try parse("  listen: '[::1]:8081'\n")[WebConfig.self].listenDisplay, "[::1]:8081")
+        XCTAssertEqual(try parse("  listen: localhost:8082\n")[WebConfig.self].port, 8082)
+        XCTAssertEqual(try parse("  listen: ':8083'\n")[WebConfig.self].host, "127.0.0.1")
         for bad in ["8080", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "host:port", "[::1]8080"] {
             let error = refusal("  listen: '\(bad)'\n")
             XCTAssertEqual(error?.key, "web.listen", "\(bad): \(String(describing: error))")
@@ -47,16 +49,17 @@ final class WebConfigTests: XCTestCase {
         XCTAssertNoThrow(try parse("  enabled: false\n  listen: 0.0.0.0:8080\n"))
         XCTAssertNoThrow(try parse("  enabled: true\n  listen: 127.0.0.1:8080\n"))
         XCTAssertNoThrow(try parse("  enabled: true\n  listen: '[::1]:8080'\n"))
-        XCTAssertEqual(try parse("  enabled: true\n  listen: 192.168.1.2:80\n  token: s3cret\n").web.token, "s3cret")
+        XCTAssertEqual(
+            try parse("  enabled: true\n  listen: 192.168.1.2:80\n  token: s3cret\n")[WebConfig.self].token, "s3cret")
     }
 
     func testTokenFromAFileRelativeToTheConfig() throws {
         let directory = try TemporaryDirectory(prefix: "homemqtt-web-config")
         try "  from-a-file \n".write(toFile: directory.file("web-token"), atomically: true, encoding: .utf8)
-        let config = try GatewayConfig.parse(
+        let config = try HomeMQTTApp.parseConfig(
             "web:\n  enabled: true\n  listen: 0.0.0.0:8080\n  token-file: web-token\n",
             file: directory.file("gateway.yml"))
-        XCTAssertEqual(config.web.token, "from-a-file")
+        XCTAssertEqual(config[WebConfig.self].token, "from-a-file")
         let missing = try XCTUnwrap(refusal("  token-file: /nonexistent/web-token\n"))
         XCTAssertEqual(missing.key, "web.token-file")
         XCTAssertEqual(refusal("  token: a\n  token-file: b\n")?.key, "web.token-file")
@@ -66,19 +69,20 @@ final class WebConfigTests: XCTestCase {
     /// `HOMEMQTT_WEB_ENABLED` turns the page on (or off) without editing the file, as
     /// Scripts/run-simulated-home.sh does; the token rule still holds.
     func testEnvironmentTurnsItOnOrOff() throws {
-        let on = try GatewayConfig.parse(
+        let on = try HomeMQTTApp.parseConfig(
             "base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "true"])
-        XCTAssertTrue(on.web.enabled)
-        XCTAssertEqual(on.web.listenDisplay, "127.0.0.1:8080")
-        let off = try GatewayConfig.parse(
+        XCTAssertTrue(on[WebConfig.self].enabled)
+        XCTAssertEqual(on[WebConfig.self].listenDisplay, "127.0.0.1:8080")
+        let off = try HomeMQTTApp.parseConfig(
             "web:\n  enabled: true\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "0"])
-        XCTAssertFalse(off.web.enabled)
+        XCTAssertFalse(off[WebConfig.self].enabled)
         XCTAssertThrowsError(
-            try GatewayConfig.parse(
+            try HomeMQTTApp.parseConfig(
                 "web:\n  listen: 0.0.0.0:8080\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "true"])
         ) { XCTAssertEqual(($0 as? ConfigError)?.key, "web.token") }
         XCTAssertThrowsError(
-            try GatewayConfig.parse("base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "yes"])
+            try HomeMQTTApp.parseConfig(
+                "base-topic: home\n", file: "g.yml", environment: ["HOMEMQTT_WEB_ENABLED": "yes"])
         ) { XCTAssertEqual(($0 as? ConfigError)?.key, "HOMEMQTT_WEB_ENABLED") }
     }
 
@@ -99,13 +103,13 @@ final class WebConfigTests: XCTestCase {
         for key in ["web:", "enabled: false", "listen: 127.0.0.1:8080", "# token:", "# token-file:"] {
             XCTAssertTrue(text.contains(key), "Config/gateway.yml lacks \(key)")
         }
-        XCTAssertFalse(try GatewayConfig.parse(text, file: path).web.enabled)
+        XCTAssertFalse(try HomeMQTTApp.parseConfig(text, file: path)[WebConfig.self].enabled)
         let on = text.replacingOccurrences(
             of: "web:\n  enabled: false", with: "web:\n  enabled: true")
         XCTAssertNotEqual(on, text, "the web section does not open with enabled: false")
-        let config = try GatewayConfig.parse(on, file: path)
-        XCTAssertTrue(config.web.enabled)
-        XCTAssertEqual(config.web.listenDisplay, "127.0.0.1:8080")
+        let config = try HomeMQTTApp.parseConfig(on, file: path)
+        XCTAssertTrue(config[WebConfig.self].enabled)
+        XCTAssertEqual(config[WebConfig.self].listenDisplay, "127.0.0.1:8080")
     }
 
     /// `homemqtt run` and `check-config` refuse a token-less web view off loopback with exit 2,

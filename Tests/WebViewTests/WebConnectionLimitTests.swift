@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
 import HomeModel
@@ -11,15 +12,15 @@ final class WebConnectionLimitTests: XCTestCase {
     let light = "home/garage/garage-door-opener/garage-light"
 
     func testLimitKeysAreReadAndBounded() throws {
-        let config = try GatewayConfig.parse(
+        let config = try HomeMQTTApp.parseConfig(
             "web:\n  max-connections: 50\n  head-timeout: 2.5\n  idle-timeout: 30\n  max-header-bytes: 8192\n"
                 + "  page-queue: 64\n", file: "g.yml")
-        XCTAssertEqual(config.web.maxConnections, 50)
-        XCTAssertEqual(config.web.headTimeout, 2.5)
-        XCTAssertEqual(config.web.idleTimeout, 30)
-        XCTAssertEqual(config.web.maxHeaderBytes, 8192)
-        XCTAssertEqual(config.web.pageQueue, 64)
-        let defaults = try GatewayConfig.parse("base-topic: home\n", file: "g.yml").web
+        XCTAssertEqual(config[WebConfig.self].maxConnections, 50)
+        XCTAssertEqual(config[WebConfig.self].headTimeout, 2.5)
+        XCTAssertEqual(config[WebConfig.self].idleTimeout, 30)
+        XCTAssertEqual(config[WebConfig.self].maxHeaderBytes, 8192)
+        XCTAssertEqual(config[WebConfig.self].pageQueue, 64)
+        let defaults = try HomeMQTTApp.parseConfig("base-topic: home\n", file: "g.yml")[WebConfig.self]
         XCTAssertEqual(defaults.maxConnections, 256)
         XCTAssertEqual(defaults.headTimeout, 10)
         for (bad, key) in [
@@ -27,7 +28,7 @@ final class WebConnectionLimitTests: XCTestCase {
             ("idle-timeout: -1", "web.idle-timeout"), ("max-header-bytes: 10", "web.max-header-bytes"),
             ("page-queue: many", "web.page-queue"), ("head-timeout: 7200", "web.head-timeout"),
         ] {
-            XCTAssertThrowsError(try GatewayConfig.parse("web:\n  \(bad)\n", file: "g.yml"), bad) { error in
+            XCTAssertThrowsError(try HomeMQTTApp.parseConfig("web:\n  \(bad)\n", file: "g.yml"), bad) { error in
                 XCTAssertEqual((error as? ConfigError)?.key, key, "\(bad): \(error)")
             }
         }

@@ -1,3 +1,4 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
 import HomeModel
@@ -33,7 +34,7 @@ final class WebHostTests: XCTestCase {
     func testListenOnANameThatLooksLoopbackNeedsAToken() async throws {
         for listen in ["127.attacker.example:8080", "localhost.attacker.example:8080"] {
             XCTAssertThrowsError(
-                try GatewayConfig.parse("web:\n  enabled: true\n  listen: \(listen)\n", file: "/etc/g.yml")
+                try HomeMQTTApp.parseConfig("web:\n  enabled: true\n  listen: \(listen)\n", file: "/etc/g.yml")
             ) { error in
                 XCTAssertEqual((error as? ConfigError)?.key, "web.token", listen)
             }

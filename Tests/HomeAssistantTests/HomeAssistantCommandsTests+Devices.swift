@@ -5,6 +5,7 @@ import TestSupport
 import XCTest
 
 @testable import Gateway
+@testable import HomeAssistant
 
 /// The devices of issue 26, built as their `/accessories` describe them.
 extension HomeAssistantCommandsTests {

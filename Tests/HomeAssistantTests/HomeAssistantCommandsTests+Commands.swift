@@ -5,6 +5,7 @@ import TestSupport
 import XCTest
 
 @testable import Gateway
+@testable import HomeAssistant
 
 /// What Home Assistant sends on a command topic, and what the gateway's `set` answers to it.
 extension HomeAssistantCommandsTests {

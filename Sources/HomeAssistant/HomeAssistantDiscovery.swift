@@ -1,3 +1,4 @@
+public import Gateway
 public import HomeModel
 
 /// Home Assistant MQTT discovery for the scoped tree: one device-based discovery message per

@@ -1,5 +1,6 @@
 import XCTest
 import Gateway
+@testable import HomeAssistant
 import HomeModel
 
 /// What Home Assistant's documentation says each MQTT platform takes (home-assistant.io,

@@ -1,3 +1,4 @@
+import Gateway
 import HomeModel
 
 // The climate services' Home Assistant components: a thermostat or a heater-cooler as `climate`,

@@ -1,5 +1,7 @@
+import HomeMQTTApp
 import Foundation
 import Gateway
+@testable import HomeAssistant
 import HomeModel
 import TestSupport
 import XCTest
@@ -294,14 +296,17 @@ final class HomeAssistantDevicesTests: XCTestCase {
     }
 
     func testTheSupportURLIsConfiguredAndChecked() throws {
-        let configured = try GatewayConfig.parse(
+        let configured = try HomeMQTTApp.parseConfig(
             "homeassistant:\n  support-url: https://example.org/help\n", file: "gateway.yml", environment: [:])
-        XCTAssertEqual(configured.homeAssistant.supportURL, "https://example.org/help")
+        XCTAssertEqual(configured[HomeAssistantConfig.self].supportURL, "https://example.org/help")
         XCTAssertNil(
-            try GatewayConfig.parse("base-topic: home\n", file: "gateway.yml", environment: [:]).homeAssistant
-                .supportURL)
+            try HomeMQTTApp.parseConfig("base-topic: home\n", file: "gateway.yml", environment: [:])[
+                HomeAssistantConfig.self
+            ]
+            .supportURL)
         XCTAssertThrowsError(
-            try GatewayConfig.parse("homeassistant:\n  support-url: ftp://x\n", file: "gateway.yml", environment: [:])
+            try HomeMQTTApp.parseConfig(
+                "homeassistant:\n  support-url: ftp://x\n", file: "gateway.yml", environment: [:])
         ) { error in
             XCTAssertEqual((error as? ConfigError)?.key, "homeassistant.support-url")
         }

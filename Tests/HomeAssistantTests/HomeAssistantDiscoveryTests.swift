@@ -1,5 +1,6 @@
 import XCTest
 import Gateway
+@testable import HomeAssistant
 import HomeModel
 
 /// Accessories made from the catalog's real types, as a source would report them.

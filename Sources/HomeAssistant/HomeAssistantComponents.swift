@@ -1,3 +1,4 @@
+import Gateway
 import HomeModel
 
 // The Home Assistant components of one accessory: the component and template types, and the

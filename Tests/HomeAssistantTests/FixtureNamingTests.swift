@@ -4,6 +4,7 @@ import TestSupport
 import XCTest
 
 @testable import Gateway
+@testable import HomeAssistant
 
 /// Real devices' `/accessories` dumps as the gateway names them: every standard Apple type by
 /// its name, vendor characteristics by the vendor catalog's names with units, data values read

@@ -1,3 +1,4 @@
+import Gateway
 import HomeModel
 
 // Home Assistant components for a security system (`alarm_control_panel`), buttons and doorbells

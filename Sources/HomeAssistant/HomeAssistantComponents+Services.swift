@@ -1,3 +1,4 @@
+import Gateway
 import HomeModel
 
 // The services' own Home Assistant components: which component each service becomes, and the

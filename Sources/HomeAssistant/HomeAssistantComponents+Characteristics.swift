@@ -1,3 +1,4 @@
+import Gateway
 import HomeModel
 
 // The entities for the characteristics no service component took: by Home Assistant device

@@ -1,0 +1,151 @@
+import Foundation
+import HomeModel
+public import MQTT
+
+/// One JSON document per accessory, as Node-RED flows and zigbee2mqtt users expect:
+/// `<accessory>/$state` (retained, every readable value by service and characteristic, one
+/// message per burst of changes) and `<accessory>/$set` (several characteristics at once,
+/// answered on `$result` with one entry each).
+public final class AccessoryStateOutput: GatewayOutput {
+    /// A burst ends when no change came for this long; its `$state` documents then go out.
+    static let quiet = Duration.milliseconds(10)
+    /// A burst that never pauses is published after this long all the same.
+    static let longest = Duration.milliseconds(100)
+
+    /// Accessories whose `$state` changed since it was last published; published together a
+    /// moment after the first change, so a burst gives one message each.
+    private var dirty: Set<String> = []
+    /// When the burst now being gathered began, and when its last change came.
+    private var burst: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)?
+    /// The start of each burst, for `run`, which publishes it once quiet.
+    private let bursts: AsyncStream<Void>.Continuation
+    private let burstStream: AsyncStream<Void>
+
+    public init() {
+        (burstStream, bursts) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    public var accessoryDocuments: [String] { ["$state"] }
+
+    public func requestFilters(_ gateway: isolated Gateway) -> [String] { ["\(gateway.base)/+/+/$set"] }
+
+    public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] {
+        let topic = node.topic + "/$state"
+        gateway.setRetained(topic, Array(document(node, gateway).encoded().utf8))
+        return [topic]
+    }
+
+    public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
+        [(node.topic + "/$state", Array(document(node, gateway).encoded().utf8))]
+    }
+
+    /// `{"<service>": {"<characteristic>": value, …}, …}` of every in-scope characteristic
+    /// with a value; a button's press is an event and is not in it.
+    func document(_ node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> JSONValue {
+        var services: [String: JSONValue] = [:]
+        for service in node.services {
+            var values: [String: JSONValue] = [:]
+            for c in service.characteristics where !c.isEvent {
+                if let value = gateway.currentValue(c.address) {
+                    values[c.slug] = ValueCodec.json(ValueCodec.rounded(value, metadata: c.characteristic.metadata))
+                }
+            }
+            if !values.isEmpty { services[service.slug] = .object(values) }
+        }
+        return .object(services)
+    }
+
+    /// A value of the accessory changed: its `$state` goes out with the others of the burst.
+    public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {
+        dirty.insert(accessoryID)
+        let now = ContinuousClock.now
+        guard let burst else {
+            self.burst = (now, now)
+            bursts.yield()
+            return
+        }
+        self.burst = (burst.first, now)
+    }
+
+    /// Each burst: waits for it to pause (or to last `longest`), then publishes it. Cancelled
+    /// (the gateway stopping), it publishes what it holds at once, before `offline`.
+    public func run(_ gateway: isolated Gateway) async {
+        for await _ in burstStream {
+            while let burst, !Task.isCancelled {
+                let quietAt = burst.last + Self.quiet
+                let latest = burst.first + Self.longest
+                let now = ContinuousClock.now
+                if now >= quietAt || now >= latest { break }
+                try? await Task.sleep(until: min(quietAt, latest))
+            }
+            burst = nil
+            publishDirty(gateway)
+        }
+        publishDirty(gateway)
+    }
+
+    private func publishDirty(_ gateway: isolated Gateway) {
+        let ids = dirty
+        dirty = []
+        for id in ids {
+            guard let node = gateway.publishedTree.accessory(id: id) else { continue }
+            gateway.setRetained(node.topic + "/$state", Array(document(node, gateway).encoded().utf8))
+        }
+    }
+
+    /// `{"<service>": {"<characteristic>": value}}` on `<accessory>/$set`, written as one.
+    public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
+        guard message.topic.hasSuffix("/$set"), message.topic.hasPrefix(gateway.base + "/") else { return false }
+        let path = String(message.topic.dropLast("/$set".count))
+        guard let accessory = gateway.tree.accessories.first(where: { $0.topic == path }) else {
+            gateway.reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "set"))
+            return true
+        }
+        set(accessory, message: message, gateway)
+        return true
+    }
+
+    private func set(_ accessory: TopicTree.AccessoryNode, message: IncomingMessage, _ gateway: isolated Gateway) {
+        let resultTopic = accessory.topic + "/$result"
+        let id = Gateway.requestID(message.payload)
+        let reply = Gateway.Reply(message)
+        if gateway.refuseRetained(message, resultTopic: resultTopic, op: "set", id: id) { return }
+        func fail(_ failure: GatewayFailure) {
+            gateway.sendResult(resultTopic, op: "set", id: id, .failure(failure), reply: reply)
+        }
+        guard case .object(let document)? = try? JSONValue(parsing: message.payload) else {
+            fail(GatewayFailure(code: .invalidJSON, message: #"expected {"<service>": {"<characteristic>": value}}"#))
+            return
+        }
+        var writes: [WriteMany.Write] = []
+        for (serviceKey, fields) in document.sorted(by: { $0.key < $1.key }) where serviceKey != "id" {
+            guard case .object(let values) = fields else {
+                fail(GatewayFailure(code: .invalidField, message: "\(serviceKey) must be an object of characteristics"))
+                return
+            }
+            let service: TopicTree.ServiceNode
+            do throws(GatewayFailure) { service = try accessory.service(named: serviceKey) } catch {
+                fail(error)
+                return
+            }
+            for (key, raw) in values.sorted(by: { $0.key < $1.key }) {
+                guard let node = service.characteristics.first(where: { $0.slug == key || $0.typeName == key }) else {
+                    let failure = GatewayFailure(
+                        code: .unknownField, message: "\(service.slug) has no characteristic '\(key)'")
+                    writes.append(
+                        .init(service: service.slug, characteristic: key, node: nil, value: .failure(failure)))
+                    continue
+                }
+                writes.append(
+                    .init(
+                        service: service.slug, characteristic: node.slug, node: node,
+                        value: Gateway.checkedValue(raw, node)))
+            }
+        }
+        guard !writes.isEmpty else {
+            fail(GatewayFailure(code: .empty, message: "the $set names no characteristic"))
+            return
+        }
+        gateway.write(writes, accessoryID: accessory.id, id: id, resultTopic: resultTopic, reply: reply)
+    }
+}

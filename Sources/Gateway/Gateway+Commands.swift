@@ -1,0 +1,166 @@
+public import HomeModel
+public import MQTT
+
+// The gateway's requests, whoever asks: an MQTT message on a request topic, a Homie controller's
+// set, a page of the web view. Each is taken as an `IncomingMessage` by `handle(_:)`
+// (`Gateway+Messages`) and answered once, on its topic (`result`, `$result`,
+// `response/<op>`) and to whoever waits for it (`Reply`): an MQTT 5 Response Topic, or a caller
+// in this process awaiting `perform` or `request(topic:payload:)`.
+
+/// What the gateway can be asked, typed, for a caller in this process that knows what it asks.
+public enum GatewayCommand: Sendable {
+    /// A characteristic's `set`, the payload in the `set` topic's words (a value, or
+    /// `{"value": …, "id": …}`).
+    case set(TopicTree.CharacteristicNode, payload: [UInt8])
+    /// A characteristic's `get`.
+    case get(TopicTree.CharacteristicNode)
+    /// A service's `$toggle`.
+    case toggle(TopicTree.ServiceNode)
+    /// An accessory's `$identify`.
+    case identify(TopicTree.AccessoryNode)
+    /// A gateway request, `$gateway/request/<op>`, with its JSON fields.
+    case manage(op: String, payload: [UInt8])
+
+    /// The topic an MQTT client would send it to.
+    func topic(base: String) -> String {
+        switch self {
+        case .set(let node, _): node.topic + "/set"
+        case .get(let node): node.topic + "/get"
+        case .toggle(let service): service.topic + "/$toggle"
+        case .identify(let accessory): accessory.topic + "/$identify"
+        case .manage(let op, _): "\(base)/$gateway/request/\(op)"
+        }
+    }
+
+    var payload: [UInt8] {
+        switch self {
+        case .set(_, let payload), .manage(_, let payload): payload
+        case .get, .toggle, .identify: []
+        }
+    }
+}
+
+/// A request as the gateway takes it: its topic, payload and retain flag, and who waits for
+/// its answer besides its topic.
+public struct IncomingMessage: Sendable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+    public var reply: Gateway.Reply?
+
+    init(_ message: MQTTMessage) {
+        (topic, payload, retain) = (message.topic, message.payload, message.retain)
+        reply = message.properties.responseTopic.flatMap { topic in
+            topic.isEmpty
+                ? nil : Gateway.Reply(.mqtt(topic: topic, correlationData: message.properties.correlationData))
+        }
+    }
+
+    init(topic: String, payload: [UInt8], reply: Gateway.Reply) {
+        (self.topic, self.payload, retain, self.reply) = (topic, payload, false, reply)
+    }
+}
+
+extension Gateway {
+    /// Who waits for an answer besides its topic.
+    public struct Reply: Sendable {
+        enum Target: Sendable {
+            /// An MQTT 5 request's Response Topic and Correlation Data.
+            case mqtt(topic: String, correlationData: [UInt8]?)
+            /// A caller in this process, by its number in `localRequests`.
+            case local(Int)
+        }
+
+        let target: Target
+
+        init(_ target: Target) { self.target = target }
+
+        /// The reply a request asked for.
+        init?(_ message: IncomingMessage) {
+            guard let reply = message.reply else { return nil }
+            self = reply
+        }
+    }
+
+    /// An in-process request waiting for its answer: its payload, for the `id` of an error
+    /// answered here; the answer if it came before the caller began to wait, or the caller.
+    struct LocalRequest {
+        var payload: [UInt8]
+        var answer: JSONValue?
+        var continuation: CheckedContinuation<JSONValue, Never>?
+    }
+
+    /// Performs `command` as its MQTT message would be, and returns the answer published on its
+    /// topic.
+    public func perform(_ command: GatewayCommand) async -> JSONValue {
+        await request(topic: command.topic(base: base), payload: command.payload)
+    }
+
+    /// A request from inside the process on `topic` (`set`, `get`, `$toggle`, `$identify`,
+    /// `$set`, `$gateway/request/<op>`), handled as an MQTT message there: the same validation,
+    /// the same workers, the same answer on the same topics, returned here as well.
+    public func request(topic: String, payload: [UInt8]) async -> JSONValue {
+        let number = nextLocalRequest
+        nextLocalRequest += 1
+        guard isStarted, !isStopped else {
+            return .object(Self.localError(.unavailable, "the gateway is not online", id: payload))
+        }
+        localRequests[number] = LocalRequest(payload: payload)
+        // Every request is answered by the path that takes it, or by its deadline; this is the
+        // last resort for one that none answers, kept by the deadline watchdog.
+        deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
+        await handle(IncomingMessage(topic: topic, payload: payload, reply: Reply(.local(number))))
+        if let answer = localRequests[number]?.answer {
+            localRequests[number] = nil
+            return answer
+        }
+        return await withCheckedContinuation { continuation in
+            localRequests[number]?.continuation = continuation
+        }
+    }
+
+    /// How long an in-process request waits at most: longer than any worker's deadline, so a
+    /// request to an accessory is answered by its own `timeout` first.
+    static func localRequestTimeout(_ config: GatewayConfig) -> Double { config.requestTimeout + 2 }
+
+    /// The in-process requests past `localRequestTimeout`, from the deadline watchdog.
+    func timeOutLocalRequests(_ numbers: [Int]) {
+        let timeout = Self.localRequestTimeout(config)
+        for number in numbers {
+            guard let payload = localRequests[number]?.payload else { continue }
+            answerLocally(number, .object(Self.localError(.timeout, "no answer within \(timeout) s", id: payload)))
+        }
+    }
+
+    /// At the end of `stop`: the watchdog has ended, so what is still waiting is answered here
+    /// rather than never.
+    func answerLocalRequestsAtStop() {
+        for number in localRequests.keys.sorted() {
+            guard let payload = localRequests[number]?.payload else { continue }
+            answerLocally(number, .object(Self.localError(.unavailable, "the gateway stopped", id: payload)))
+        }
+    }
+
+    func answerLocally(_ number: Int, _ json: JSONValue) {
+        guard var waiting = localRequests[number], waiting.answer == nil else { return }
+        deadlines.finishLocal(number)
+        guard let continuation = waiting.continuation else {
+            waiting.answer = json
+            localRequests[number] = waiting
+            return
+        }
+        localRequests[number] = nil
+        continuation.resume(returning: json)
+    }
+
+    /// An in-process request on a topic that takes none is answered here; an MQTT one has its
+    /// `$gateway/error` (or nothing, for the gateway's own output).
+    func refuseLocal(_ message: IncomingMessage, code: ErrorCode, _ text: String) {
+        guard case .local(let number)? = message.reply?.target else { return }
+        answerLocally(number, .object(Self.localError(code, text, id: message.payload)))
+    }
+
+    private static func localError(_ code: ErrorCode, _ text: String, id payload: [UInt8]) -> [String: JSONValue] {
+        ["id": requestID(payload), "status": "error", "code": .string(code.rawValue), "message": .string(text)]
+    }
+}

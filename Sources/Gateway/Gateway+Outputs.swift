@@ -1,0 +1,80 @@
+public import HomeModel
+import MQTT
+
+/// What an output (`GatewayOutput`) may do on the gateway while one of its hooks runs, and
+/// where the core calls the hooks. Outputs publish through the same outbox, ledger and record
+/// as the base topic tree.
+extension Gateway {
+    // MARK: For outputs
+
+    /// The base topic (`home`).
+    public nonisolated var baseTopic: String { base }
+
+    /// The home as the database last said; nil only before the first read.
+    public var home: Home? { currentHome }
+
+    /// The tree whose topics are on the broker (the current tree once started).
+    public var publishedTopicTree: TopicTree { publishedTree }
+
+    /// A characteristic's latest value, reported or as described.
+    public func value(of address: CharacteristicAddress) -> CharacteristicValue? { currentValue(address) }
+
+    /// Publishes a retained topic if its payload changed; an empty payload clears it. The topic
+    /// is the gateway's from then on: recorded, republished after a reconnect by the output's
+    /// `republication`, and cleared when no pass holds it any more.
+    public func publishRetained(_ topic: String, _ payload: [UInt8]) { setRetained(topic, payload) }
+
+    /// Records `payload` as the retained topic's without publishing it, for an output that
+    /// publishes something else in its place (`publish(_:_:retain:)`); returns whether it changed,
+    /// and whether the topic held an earlier payload.
+    public func recordRetained(_ topic: String, _ payload: [UInt8]) -> (changed: Bool, replaced: Bool) {
+        let replaced = retained.contains(topic)
+        return (retained.record(topic, payload), replaced)
+    }
+
+    /// Queues one message behind everything queued before it.
+    public func publish(_ topic: String, _ payload: [UInt8], retain: Bool) {
+        enqueue(topic, payload, retain: retain)
+    }
+
+    /// Publishes the output's documents of every published accessory again, behind what is
+    /// queued (a consumer that lost them asked, such as Home Assistant starting).
+    public func republish(_ output: any GatewayOutput) {
+        enqueue(.output(ObjectIdentifier(output)))
+    }
+
+    // MARK: The core's calls
+
+    /// Every output's documents of one accessory, published as the pass goes; their topics.
+    func outputDocuments(of node: TopicTree.AccessoryNode) -> [String] {
+        var topics: [String] = []
+        for output in outputs { topics += output.publishDocuments(of: node, self) }
+        return topics
+    }
+
+    func beginOutputPass(over tree: TopicTree, republishing: Bool = false) {
+        for output in outputs { output.beginPass(over: tree, republishing: republishing, self) }
+    }
+
+    /// The outputs' documents of the published accessory `id`; only `output`'s when given.
+    func outputRepublication(of node: TopicTree.AccessoryNode, only output: ObjectIdentifier?) -> [(String, [UInt8])] {
+        var out: [(String, [UInt8])] = []
+        for each in outputs where output == nil || ObjectIdentifier(each) == output {
+            out += each.republication(of: node, self)
+        }
+        return out
+    }
+
+    func outputsValueChanged(_ accessoryID: String) {
+        for output in outputs { output.valueChanged(accessoryID: accessoryID, self) }
+    }
+
+    /// Offers a message to the outputs; true when one took it.
+    func outputsHandle(_ message: IncomingMessage) -> Bool {
+        for output in outputs where output.handle(message, self) { return true }
+        return false
+    }
+
+    /// Each output's long-running part, as children of the serving group.
+    func runOutput(_ index: Int) async { await outputs[index].run(self) }
+}

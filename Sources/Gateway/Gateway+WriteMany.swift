@@ -1,0 +1,102 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// Writes of several characteristics of one accessory at once (an accessory's `$set`): each
+/// checked as a `set` is and written through its accessory's worker; one answer holds an entry
+/// for each.
+struct WriteMany: Sendable {
+    /// Where one characteristic's answer goes in the whole.
+    struct Part: Sendable {
+        var token: Int
+        var service: String
+        var characteristic: String
+    }
+
+    /// One characteristic of the write: the names its answer is filed under, and its node and
+    /// value as checked (or why not).
+    struct Write: Sendable {
+        var service: String
+        var characteristic: String
+        var node: TopicTree.CharacteristicNode?
+        var value: Result<CharacteristicValue, GatewayFailure>
+    }
+
+    /// A write in flight: its characteristics' answers, gathered until the last one.
+    struct Pending: Sendable {
+        var id: JSONValue
+        var topic: String
+        var reply: Gateway.Reply?
+        var remaining: Int
+        var results: [String: [String: JSONValue]] = [:]
+    }
+
+    var pending: [Int: Pending] = [:]
+    var next = 0
+}
+
+extension Gateway {
+    /// Writes `writes` to the accessory, answered as one on `resultTopic` (and the reply's
+    /// topic) once every part has its answer.
+    func write(_ writes: [WriteMany.Write], accessoryID: String, id: JSONValue, resultTopic: String, reply: Reply?) {
+        let token = writeMany.next
+        writeMany.next += 1
+        writeMany.pending[token] = WriteMany.Pending(id: id, topic: resultTopic, reply: reply, remaining: writes.count)
+        for write in writes {
+            let part = WriteMany.Part(token: token, service: write.service, characteristic: write.characteristic)
+            guard let node = write.node, case .success(let value) = write.value else {
+                if case .failure(let failure) = write.value { record(part, .failure(failure)) }
+                continue
+            }
+            dispatch(
+                Job(
+                    kind: .set(value), op: "set", id: id, node: node, accessoryID: accessoryID,
+                    resultTopic: resultTopic, reply: nil, part: part))
+        }
+    }
+
+    /// A value for `node` from JSON, by the same rules as a JSON `set`.
+    static func checkedValue(_ raw: JSONValue, _ node: TopicTree.CharacteristicNode) -> Result<
+        CharacteristicValue, GatewayFailure
+    > {
+        if node.isReadOnlyScope {
+            return .failure(
+                GatewayFailure(code: .readOnlyScope, message: "\(node.typeName) is read-only by the gateway's scope"))
+        }
+        do throws(ModelError) {
+            let metadata = ValueCodec.withStandardBounds(node.characteristic.metadata, type: node.characteristic.type)
+            try ValueCodec.checkWritable(metadata, label: node.typeName)
+            return .success(try ValueCodec.parse(json: raw, metadata: metadata, label: node.typeName))
+        } catch {
+            return .failure(GatewayFailure(error))
+        }
+    }
+
+    /// One characteristic's answer; the last one sends the whole.
+    func record(_ part: WriteMany.Part, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {
+        guard var set = writeMany.pending[part.token] else { return }
+        let entry: JSONValue =
+            switch outcome {
+            case .success(let value): Payloads.result(id: .null, op: "set", value: value)
+            case .failure(let failure): Payloads.error(id: .null, op: "set", failure)
+            }
+        var fields = entry.objectValue ?? [:]
+        fields["id"] = nil
+        fields["op"] = nil
+        set.results[part.service, default: [:]][part.characteristic] = .object(fields)
+        set.remaining -= 1
+        guard set.remaining == 0 else {
+            writeMany.pending[part.token] = set
+            return
+        }
+        writeMany.pending[part.token] = nil
+        let allOK = set.results.values.allSatisfy { $0.values.allSatisfy { $0["status"] == "ok" } }
+        if !allOK { counters.errors += 1 }
+        answer(
+            set.topic,
+            json: .object([
+                "id": set.id, "op": "set", "status": allOK ? "ok" : "error",
+                "results": .object(set.results.mapValues { .object($0) }),
+            ]), reply: set.reply)
+    }
+}

@@ -1,0 +1,70 @@
+public import MQTT
+
+// The seam every dialect beside the base topic tree plugs into: Home Assistant discovery, each
+// accessory's `$state` document. The core calls an output's hooks synchronously on the
+// gateway's actor, where it publishes its own topics — no stream, no task, no hop per message —
+// so an output's retained topics share the gateway's ordered outbox, its retained ledger, its
+// record of what it published and its last will. An output that keeps its own connection and
+// reads the home as a view (Homie, the web page) needs none of this: it observes the gateway.
+
+/// A dialect published on the gateway's connection, beside the base topic tree.
+///
+/// Made by the composition root and handed to the gateway, which owns it from then on: every
+/// hook runs isolated to that gateway, so an output keeps its state in plain stored properties.
+/// Every hook has a default that does nothing; an output implements those it needs.
+public protocol GatewayOutput: AnyObject {
+    /// Topic levels it publishes under each accessory's topic (`$state`): recorded as the
+    /// gateway's own and never taken as requests.
+    var accessoryDocuments: [String] { get }
+
+    /// Topic filters of the requests it serves, subscribed with the gateway's own once the tree
+    /// is published: under the base (`<base>/+/+/$set`) or elsewhere (a birth message).
+    func requestFilters(_ gateway: isolated Gateway) -> [String]
+
+    /// Filters read in the gateway's look at the broker at start, beside `<base>/#`: where
+    /// retained topics of its earlier runs may be.
+    func snapshotFilters(_ gateway: isolated Gateway) -> [String]
+
+    /// Whether a retained message found at start under `snapshotFilters` outside the base was
+    /// published by this gateway in an earlier run (then it is cleared unless published again).
+    func isOwnEarlierTopic(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool
+
+    /// A pass over `tree` begins: every accessory's documents follow, by `publishDocuments` for
+    /// the first publication or a rebuild (`tree` is the new one), or by `republication` when
+    /// `republishing` (`tree` is the published one). The two kinds of pass may interleave.
+    func beginPass(over tree: TopicTree, republishing: Bool, _ gateway: isolated Gateway)
+
+    /// Publishes what changed of one accessory's documents (`gateway.publishRetained`); returns
+    /// every topic it holds for it, so that the gateway clears those it no longer holds.
+    func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String]
+
+    /// One accessory's documents as they are on the broker, to publish again after a reconnect
+    /// (or when the output asks, `republish(_:)`).
+    func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])]
+
+    /// A published value of the accessory changed (its `state` is queued already).
+    func valueChanged(accessoryID: String, _ gateway: isolated Gateway)
+
+    /// A message on one of its request filters, or under the base on a level the core does not
+    /// serve; returns whether it took the message.
+    func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool
+
+    /// Runs as a child of the serving gateway's task group until cancelled (graceful shutdown,
+    /// before `offline`): work that waits, such as gathering a burst of changes.
+    func run(_ gateway: isolated Gateway) async
+}
+
+extension GatewayOutput {
+    public var accessoryDocuments: [String] { [] }
+    public func requestFilters(_ gateway: isolated Gateway) -> [String] { [] }
+    public func snapshotFilters(_ gateway: isolated Gateway) -> [String] { [] }
+    public func isOwnEarlierTopic(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool { false }
+    public func beginPass(over tree: TopicTree, republishing: Bool, _ gateway: isolated Gateway) {}
+    public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] { [] }
+    public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
+        []
+    }
+    public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {}
+    public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool { false }
+    public func run(_ gateway: isolated Gateway) async {}
+}

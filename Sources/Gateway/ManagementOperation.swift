@@ -1,0 +1,148 @@
+// The management operations (`<base>/$gateway/request/<op>`) as types: each reads its request
+// once and performs it on a home editor, the running gateway's or the CLI's without it. One list
+// names them all; both dispatch through it, so an operation is written once.
+public import HomeModel
+
+/// One management operation: its name on the request topic, its fields, and what it does.
+public protocol ManagementOperation: Sendable {
+    /// The operation's name: `<base>/$gateway/request/<name>`.
+    static var name: String { get }
+    /// Whether only the running gateway can perform it (it talks to accessories, the broker
+    /// or a source); the CLI then does not edit the home without it.
+    static var needsGateway: Bool { get }
+    /// Reads the request's fields; the dispatcher refuses fields left unread afterwards.
+    init(_ request: RequestReader) throws(GatewayFailure)
+    /// The request's fields, as `init` reads them: what a client sends.
+    var fields: [String: JSONValue] { get }
+    /// Performs it; returns the answer's `data`.
+    func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue
+}
+
+extension ManagementOperation {
+    public static var needsGateway: Bool { false }
+}
+
+/// An operation only the running gateway can perform. Without it the answer is `needs-gateway`.
+public protocol GatewayOperation: ManagementOperation {
+    func perform(on gateway: some RunningGateway) async throws(GatewayFailure) -> JSONValue
+}
+
+extension GatewayOperation {
+    public static var needsGateway: Bool { true }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        guard let gateway = editor.running else {
+            throw GatewayFailure(code: .needsGateway, message: "\(Self.name) needs the running gateway")
+        }
+        return try await perform(on: gateway)
+    }
+}
+
+/// What an operation changes: the home database and the stored scope, and the names a request
+/// uses for rooms and accessories. The running gateway's editor also updates its topics and
+/// announces the change; the CLI's without it changes the state directory only.
+public protocol HomeEditor: Sendable {
+    var database: HomeDatabase { get }
+    /// The running gateway, for what only it can do; nil when the home is edited without it.
+    var running: (any RunningGateway)? { get }
+
+    /// The room `key` names: its id, its name in any case, or its topic slug.
+    func room(named key: String) async throws(GatewayFailure) -> Room
+    /// The accessory `key` names: its id, topic or name.
+    func accessory(named key: String) async throws(GatewayFailure) -> NamedAccessory
+    /// After the database took a change: the running gateway's topics follow it before the answer.
+    func homeChanged() async
+    /// The database refused a change: a failure of the storage itself is for the log too.
+    func changeRefused(_ error: ModelError) async
+    /// Takes an accessory out of the home (a paired one also loses its pairing).
+    func remove(_ accessory: TopicTree.AccessoryNode) async throws(GatewayFailure)
+    /// The scope in force.
+    var scope: ScopeConfig { get async }
+    /// Stores `scope` (already read into `filter`) and puts it in force.
+    func replaceScope(_ scope: ScopeConfig, filter: ScopeFilter) async throws(GatewayFailure)
+}
+
+extension HomeEditor {
+    /// Runs a change of the home database: its refusal is answered with the database's code and
+    /// message, its success is followed by `homeChanged()`.
+    @discardableResult
+    public func change<T: Sendable>(_ body: (HomeDatabase) async throws(ModelError) -> T)
+        async throws(GatewayFailure) -> T
+    {
+        do throws(ModelError) {
+            let result = try await body(database)
+            await homeChanged()
+            return result
+        } catch {
+            await changeRefused(error)
+            throw GatewayFailure(code: error.code, message: error.message)
+        }
+    }
+}
+
+/// What only the running gateway does: its tree and topics, its broker, its sources.
+public protocol RunningGateway: HomeEditor {
+    /// The `tree` document.
+    func tree() async throws(GatewayFailure) -> JSONValue
+    /// Publishes every retained topic again; returns how many there are.
+    func republish() async -> Int
+    /// Uptime, broker connection, sources and counts.
+    func health() async -> JSONValue
+    /// Asks the accessory to identify itself.
+    func identify(accessoryID: String) async throws(GatewayFailure)
+    /// The source that pairs, if one runs; its own operations reach it here.
+    var pairing: (any PairingManager)? { get }
+    /// Accessories paired anew: those removed from the home earlier are welcome again.
+    func paired(accessoryIDs: [String]) async
+}
+
+/// An accessory a request names: its id, and its node when a source loaded it. Without the
+/// gateway, an accessory only a running source knows (a paired one) has no node.
+public struct NamedAccessory: Sendable {
+    public var id: String
+    public var node: TopicTree.AccessoryNode?
+
+    public init(id: String, node: TopicTree.AccessoryNode?) {
+        self.id = id
+        self.node = node
+    }
+}
+
+/// The list of management operations, and the one way a request reaches its operation.
+public enum ManagementOperations {
+    /// The gateway's own operations, in the order `unknown-op` names them. A source's own
+    /// (HAP's pairing) come after these: `all(adding:)`.
+    public static let core: [any ManagementOperation.Type] = [
+        TreeGet.self, Republish.self, Health.self, RoomAdd.self, RoomRename.self, RoomRemove.self,
+        AccessoryRename.self, AccessoryMove.self, AccessoryRemove.self, AccessoryIdentify.self, ServiceRename.self,
+        ScopeGet.self, ScopeSet.self,
+    ]
+
+    /// The core operations, then `extra`. A name listed twice is answered by its first type.
+    public static func all(adding extra: [any ManagementOperation.Type]) -> [any ManagementOperation.Type] {
+        core + extra
+    }
+
+    /// Reads `fields` as a request for `name` among `operations` and performs it on `editor`.
+    public static func perform(
+        _ name: String, fields: [String: JSONValue], among operations: [any ManagementOperation.Type],
+        on editor: some HomeEditor
+    ) async throws(GatewayFailure) -> JSONValue {
+        let request = try RequestReader.request(fields)
+        guard let type = named(name, among: operations) else {
+            throw GatewayFailure(
+                code: .unknownOp,
+                message: "unknown operation '\(name)'; known: \(operations.map { $0.name }.joined(separator: ", "))")
+        }
+        let operation = try type.init(request)
+        try request.finish()
+        return try await operation.perform(on: editor)
+    }
+
+    /// The operation `name` of `operations`, if listed.
+    public static func named(_ name: String, among operations: [any ManagementOperation.Type])
+        -> (any ManagementOperation.Type)?
+    {
+        operations.first { $0.name == name }
+    }
+}
