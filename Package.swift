@@ -138,10 +138,14 @@ let package = Package(
         // HAP-python peer, child processes, temporary directories. Under Sources/ because the
         // bench, a shipped product, links it.
         .target(name: "Harness", dependencies: ["MQTT", "HAP"]),
-        // The test targets' helpers (subscribers that await a message), re-exporting Harness.
+        // The test targets' helpers (subscribers that await a message, a broker held in memory),
+        // re-exporting Harness.
         .target(
             name: "TestSupport",
-            dependencies: ["MQTT", "Harness"],
+            dependencies: [
+                "MQTT", "Harness",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Tests/TestSupport"
         ),
         // Child process for the MQTT last-will tests (our client with a will, killed by the test).

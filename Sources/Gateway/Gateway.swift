@@ -23,7 +23,8 @@ public actor Gateway: Service {
     public let config: GatewayConfig
     let source: any AccessorySource
     let database: HomeDatabase
-    public let mqtt: MQTTClient
+    /// The broker connection: an `MQTTClient`, or a transport held in memory in tests.
+    public let mqtt: any MQTTTransport
     public nonisolated let logger: Logger
     /// Where a scope set over MQTT is kept; nil in tests that run without one.
     let scopeStore: ScopeStore?
@@ -144,7 +145,7 @@ public actor Gateway: Service {
     }
 
     public init(
-        config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: MQTTClient,
+        config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: any MQTTTransport,
         scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
         operations: [any ManagementOperation.Type] = [],
         publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,

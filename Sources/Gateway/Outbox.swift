@@ -27,7 +27,7 @@ final class Outbox: Sendable {
         case output(ObjectIdentifier)
     }
 
-    private let mqtt: MQTTClient
+    private let mqtt: any MQTTTransport
     /// The QoS of a message that names none (the config's `qos`).
     private let defaultQoS: MQTTQoS
     private let logger: Logger
@@ -39,7 +39,7 @@ final class Outbox: Sendable {
     /// Which failures to log and how many went unlogged.
     private let failures = Mutex(PublishFailures())
 
-    init(mqtt: MQTTClient, defaultQoS: MQTTQoS, logger: Logger) {
+    init(mqtt: any MQTTTransport, defaultQoS: MQTTQoS, logger: Logger) {
         self.mqtt = mqtt
         self.defaultQoS = defaultQoS
         self.logger = logger

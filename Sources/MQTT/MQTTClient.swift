@@ -50,13 +50,13 @@
 internal import CMosquitto
 import Foundation
 public import Logging
-public import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 /// `mosquitto_lib_init` once per process; Swift initialises globals exactly once, thread-safely.
 private let libraryInitialization: Int32 = mosquitto_lib_init()
 
-public final class MQTTClient: Sendable, Service {
+public final class MQTTClient: MQTTTransport {
     public let configuration: MQTTConfiguration
     let logger: Logger
     let core: ClientCore
@@ -168,15 +168,6 @@ public final class MQTTClient: Sendable, Service {
     public var brokerLimits: MQTTBrokerLimits {
         core.state.withLock { $0.connection }?.control.withLock { $0.limits }
             ?? MQTTBrokerLimits(configuredMaximumPacketSize: configuration.maximumPacketSize)
-    }
-
-    /// The size of the packet that publishing these would send, to hold against `brokerLimits`.
-    public func packetSize(
-        topic: String, payloadCount: Int, qos: MQTTQoS, properties: MQTTPublishProperties = .init()
-    ) -> Int {
-        MQTTBrokerLimits.publishPacketSize(
-            topic: topic, payloadCount: payloadCount, qos: brokerLimits.qos(for: qos), properties: properties,
-            protocolVersion: protocolVersion)
     }
 
     /// Clean DISCONNECT (the broker discards the will), stops the network thread, destroys the handle and
@@ -293,12 +284,8 @@ public final class MQTTClient: Sendable, Service {
 
     // MARK: Subscriptions
 
-    /// Subscribes and waits for the SUBACK. The filter is remembered and restored after reconnects.
-    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) async throws(MQTTError) {
-        try await subscribe([(filter, qos)])
-    }
-
-    /// `ownMessages` receives this client's own publications on these filters even where the
+    /// Subscribes and waits for the SUBACK; the filters are remembered and restored after
+    /// reconnects. `ownMessages` receives this client's own publications on these filters even where the
     /// configuration asks for No Local (MQTT 5): a client that publishes a marker to learn that
     /// the retained messages before it have all arrived needs its marker back.
     public func subscribe(_ filters: [(String, MQTTQoS)], ownMessages: Bool = false) async throws(MQTTError) {
