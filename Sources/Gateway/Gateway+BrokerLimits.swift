@@ -44,8 +44,7 @@ extension Gateway {
     /// A log line when the tree's form changes (whole, how many pages, what is left out), not
     /// at every rebuild.
     private func reportTreeForm(_ form: TreeForm) {
-        guard form != reportedTreeForm else { return }
-        reportedTreeForm = form
+        guard publication.noteTreeForm(form) else { return }
         let metadata: Logger.Metadata = [
             "index": "\(treeTopic)", "pages": "\(form.pages)", "limit": "\(packetLimitText)",
         ]

@@ -61,13 +61,58 @@ public struct IncomingMessage: Sendable {
     }
 }
 
+/// In-process requests waiting for their answer, by number.
+struct LocalRequests {
+    /// One request: its payload, for the `id` of an error answered here; the answer if it came
+    /// before the caller began to wait, or the caller.
+    struct Waiting {
+        var payload: [UInt8]
+        var answer: JSONValue?
+        var continuation: CheckedContinuation<JSONValue, Never>?
+    }
+
+    private(set) var waiting: [Int: Waiting] = [:]
+    private var next = 0
+
+    /// A new request's number.
+    mutating func add(payload: [UInt8]) -> Int {
+        next += 1
+        waiting[next] = Waiting(payload: payload)
+        return next
+    }
+
+    /// The answer that came before the caller began to wait, taken.
+    mutating func takeEarlyAnswer(_ number: Int) -> JSONValue? {
+        guard let answer = waiting[number]?.answer else { return nil }
+        waiting[number] = nil
+        return answer
+    }
+
+    mutating func wait(_ number: Int, _ continuation: CheckedContinuation<JSONValue, Never>) {
+        waiting[number]?.continuation = continuation
+    }
+
+    /// Gives `number` its answer: the caller waiting for it is returned, to be resumed; else
+    /// the answer is kept for it. Nil as well when it was answered already.
+    mutating func answer(_ number: Int, _ json: JSONValue) -> CheckedContinuation<JSONValue, Never>? {
+        guard var request = waiting[number], request.answer == nil else { return nil }
+        guard let continuation = request.continuation else {
+            request.answer = json
+            waiting[number] = request
+            return nil
+        }
+        waiting[number] = nil
+        return continuation
+    }
+}
+
 extension Gateway {
     /// Who waits for an answer besides its topic.
     public struct Reply: Sendable {
         enum Target: Sendable {
             /// An MQTT 5 request's Response Topic and Correlation Data.
             case mqtt(topic: String, correlationData: [UInt8]?)
-            /// A caller in this process, by its number in `localRequests`.
+            /// A caller in this process, by its number in `local`.
             case local(Int)
         }
 
@@ -82,14 +127,6 @@ extension Gateway {
         }
     }
 
-    /// An in-process request waiting for its answer: its payload, for the `id` of an error
-    /// answered here; the answer if it came before the caller began to wait, or the caller.
-    struct LocalRequest {
-        var payload: [UInt8]
-        var answer: JSONValue?
-        var continuation: CheckedContinuation<JSONValue, Never>?
-    }
-
     /// Performs `command` as its MQTT message would be, and returns the answer published on its
     /// topic.
     public func perform(_ command: GatewayCommand) async -> JSONValue {
@@ -100,23 +137,16 @@ extension Gateway {
     /// `$set`, `$gateway/request/<op>`), handled as an MQTT message there: the same validation,
     /// the same workers, the same answer on the same topics, returned here as well.
     public func request(topic: String, payload: [UInt8]) async -> JSONValue {
-        let number = nextLocalRequest
-        nextLocalRequest += 1
-        guard isStarted, !isStopped else {
+        guard isStarted else {
             return .object(Self.localError(.unavailable, "the gateway is not online", id: payload))
         }
-        localRequests[number] = LocalRequest(payload: payload)
+        let number = local.add(payload: payload)
         // Every request is answered by the path that takes it, or by its deadline; this is the
         // last resort for one that none answers, kept by the deadline watchdog.
-        deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
+        work.deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
         await handle(IncomingMessage(topic: topic, payload: payload, reply: Reply(.local(number))))
-        if let answer = localRequests[number]?.answer {
-            localRequests[number] = nil
-            return answer
-        }
-        return await withCheckedContinuation { continuation in
-            localRequests[number]?.continuation = continuation
-        }
+        if let answer = local.takeEarlyAnswer(number) { return answer }
+        return await withCheckedContinuation { continuation in local.wait(number, continuation) }
     }
 
     /// How long an in-process request waits at most: longer than any worker's deadline, so a
@@ -127,7 +157,7 @@ extension Gateway {
     func timeOutLocalRequests(_ numbers: [Int]) {
         let timeout = Self.localRequestTimeout(config)
         for number in numbers {
-            guard let payload = localRequests[number]?.payload else { continue }
+            guard let payload = local.waiting[number]?.payload else { continue }
             answerLocally(number, .object(Self.localError(.timeout, "no answer within \(timeout) s", id: payload)))
         }
     }
@@ -135,22 +165,16 @@ extension Gateway {
     /// At the end of `stop`: the watchdog has ended, so what is still waiting is answered here
     /// rather than never.
     func answerLocalRequestsAtStop() {
-        for number in localRequests.keys.sorted() {
-            guard let payload = localRequests[number]?.payload else { continue }
+        for number in local.waiting.keys.sorted() {
+            guard let payload = local.waiting[number]?.payload else { continue }
             answerLocally(number, .object(Self.localError(.unavailable, "the gateway stopped", id: payload)))
         }
     }
 
     func answerLocally(_ number: Int, _ json: JSONValue) {
-        guard var waiting = localRequests[number], waiting.answer == nil else { return }
-        deadlines.finishLocal(number)
-        guard let continuation = waiting.continuation else {
-            waiting.answer = json
-            localRequests[number] = waiting
-            return
-        }
-        localRequests[number] = nil
-        continuation.resume(returning: json)
+        guard let request = local.waiting[number], request.answer == nil else { return }
+        work.deadlines.finishLocal(number)
+        local.answer(number, json)?.resume(returning: json)
     }
 
     /// An in-process request on a topic that takes none is answered here; an MQTT one has its

@@ -2,29 +2,54 @@ import Foundation
 import HomeModel
 import MQTT
 
+/// The broker connection as the last states said: whether it is up, and when it was lost lately.
+struct ConnectionWatch {
+    private(set) var isConnected = false
+    private var recentLosses: [ContinuousClock.Instant] = []
+
+    /// Whether it was down before.
+    mutating func connected() -> Bool {
+        defer { isConnected = true }
+        return !isConnected
+    }
+
+    /// Whether it was up before.
+    mutating func lost() -> Bool {
+        defer { isConnected = false }
+        return isConnected
+    }
+
+    /// How many times it was lost within the last minute, this one counted.
+    mutating func countLoss(at now: ContinuousClock.Instant = .now) -> Int {
+        recentLosses = recentLosses.filter { now - $0 < .seconds(60) } + [now]
+        return recentLosses.count
+    }
+}
+
 /// The broker connection as the gateway sees it (a reconnect republishes everything), and the
 /// health report.
 extension Gateway {
+    /// The first connection of the run: nothing to republish yet.
+    func connectedFirst() { _ = connection.connected() }
+
     func handle(connection state: MQTTConnectionState) {
         switch state {
         case .connected:
-            if !wasConnected {
+            if connection.connected() {
                 logger.info("reconnected to the broker; republishing")
                 activity.reconnected()
                 enqueue(.all)
                 notifyObservers(.connection(true))
             }
-            wasConnected = true
         case .disconnected(nil):
             // Our own clean disconnect at shutdown: nothing was lost.
-            wasConnected = false
+            _ = connection.lost()
         case .reconnecting(let error), .disconnected(let error):
-            if wasConnected {
+            if connection.lost() {
                 logger.warning("lost the broker", metadata: ["error": "\(error.map { "\($0)" } ?? "none")"])
                 notifyObservers(.connection(false))
                 noteLoss(error)
             }
-            wasConnected = false
         default:
             break
         }
@@ -38,9 +63,7 @@ extension Gateway {
         guard error?.code == .connectionLost, mqtt.protocolVersion == .v311,
             mqtt.brokerLimits.maximumPacketSize == nil
         else { return }
-        let now = ContinuousClock.now
-        recentLosses = recentLosses.filter { now - $0 < .seconds(60) } + [now]
-        guard recentLosses.count == 3 else { return }
+        guard connection.countLoss() == 3 else { return }
         logger.error(
             """
             the broker closed the connection 3 times within a minute: a broker that limits the packet size does \
@@ -51,7 +74,8 @@ extension Gateway {
     }
 
     func health() async -> JSONValue {
-        let uptime = ContinuousClock.now - startedAt
+        let uptime = ContinuousClock.now - parts.startedAt
+        let requests = activity.requestCounts
         return .object([
             "uptime": .double(Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18),
             "broker": .object([
@@ -64,9 +88,9 @@ extension Gateway {
                 "accessories": .int(Int64(tree.accessories.count)),
                 "characteristics": .int(Int64(tree.characteristicCount)),
                 "retained-topics": .int(Int64(retainedCount)),
-                "sets": .int(Int64(counters.sets)),
-                "gets": .int(Int64(counters.gets)),
-                "errors": .int(Int64(counters.errors)),
+                "sets": .int(Int64(requests.sets)),
+                "gets": .int(Int64(requests.gets)),
+                "errors": .int(Int64(requests.errors)),
             ]),
         ])
     }

@@ -100,17 +100,17 @@ extension Gateway {
     }
 
     func leaving(_ accessoryID: String) {
-        removedAccessories.insert(accessoryID)
+        served.markRemoved(accessoryID)
     }
 
     /// The database kept an accessory it was asked to remove: back into the tree.
     func stayed(_ accessoryID: String) {
-        removedAccessories.remove(accessoryID)
+        served.unmarkRemoved(accessoryID)
         rebuild(announce: true)
     }
 
     func paired(accessoryIDs: [String]) async {
-        for id in accessoryIDs where removedAccessories.remove(id) != nil {
+        for id in accessoryIDs where served.unmarkRemoved(id) {
             do {
                 try await database.restoreAccessory(id: id)
             } catch {
@@ -137,7 +137,7 @@ extension Gateway {
                 throw GatewayFailure(code: .io, message: "cannot save the scope: \(error.message)")
             }
         }
-        scope = filter
+        served.setScope(filter)
         rebuild(announce: true)
         event(.scopeChanged, fields: [:])
     }

@@ -18,8 +18,8 @@ extension Gateway {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await self.outbox.drain { await self.republish($0) } }
             group.addTask { await self.syncNotifications() }
-            for index in 0..<workerCount {
-                let stream = workerStreams[index]
+            for index in 0..<WorkQueues.workerCount {
+                let stream = work.workerStreams[index]
                 group.addTask { await self.runWorker(stream) }
             }
             group.addTask { await self.watchDeadlines() }
@@ -71,6 +71,7 @@ extension Gateway {
                 "characteristics": "\(tree.characteristicCount)", "rooms": "\(tree.rooms.count)",
             ])
 
+        phase = .waitingForBroker
         logger.info(
             "waiting for the broker",
             metadata: ["broker": "\(config.brokerDisplay)", "client-id": "\(config.mqtt.clientID)"])
@@ -81,8 +82,8 @@ extension Gateway {
         }
         // The states end only when the client stops: the group is ending.
         guard connected, !Task.isCancelled else { throw CancellationError() }
-        wasConnected = true
-        hasConnected = true
+        connectedFirst()
+        phase = .publishing
         reportBrokerLimits()
 
         try await lookAtTheBroker()
@@ -97,7 +98,7 @@ extension Gateway {
         clearRecordedGhosts()
         // `online` last: a client that sees it knows the whole tree is there.
         enqueue(statusTopic, Array("online".utf8), retain: true)
-        isStarted = true
+        phase = .serving
         logger.info(
             "gateway online",
             metadata: [
@@ -116,7 +117,7 @@ extension Gateway {
             group.addTask { await self.consume(sourceEvents: sourceEvents) }
             group.addTask { for await event in homeEvents { await self.handle(homeEvent: event) } }
             group.addTask {
-                for await _ in self.rebuildStream {
+                for await _ in self.work.rebuildStream {
                     // The events of a burst arrive one actor turn apart; a short wait lets them
                     // all ask, so that one rebuild (and at most one more) answers the burst.
                     try? await Task.sleep(for: .milliseconds(20))
@@ -126,7 +127,7 @@ extension Gateway {
             group.addTask { await self.settleRecords() }
             for index in outputs.indices { group.addTask { await self.runOutput(index) } }
             group.addTask {
-                for await request in self.requestStream {
+                for await request in self.work.requestStream {
                     let outcome = await self.performRequest(op: request.op, fields: request.fields)
                     await self.sendResponse(request.responseTopic, id: request.id, outcome, reply: request.reply)
                 }
@@ -144,50 +145,24 @@ extension Gateway {
         for await event in sourceEvents { await handle(sourceEvent: event) }
     }
 
-    func consume(messages: AsyncStream<MQTTMessage>) async {
-        for await message in messages {
-            activity.received()
-            if takeForSnapshot(message) { continue }
-            // Before `online` (and while those held are handled) a request waits its turn.
-            if !isStarted || !ownership.held.isEmpty {
-                ownership.held.append(message)
-                continue
-            }
-            await handle(IncomingMessage(message))
-        }
-    }
-
-    /// The requests that came before `online`, in order (and any that come meanwhile). While
-    /// the whole base was read, other clients' live messages came too: only requests are taken.
-    func handleHeldMessages() async {
-        let filters = requestFilters.map(\.0)
-        while !ownership.held.isEmpty {
-            let message = ownership.held.removeFirst()
-            guard filters.contains(where: { Self.topic(message.topic, matches: $0) }) else { continue }
-            await handle(IncomingMessage(message))
-        }
-    }
-
     /// The end of every run, in order: requests already handed to a worker are answered (for
     /// up to `stopGrace`), then `offline` goes through the outbox behind everything queued
     /// before it — the last thing this gateway publishes — and the outbox is drained into the
     /// MQTT client, which sends it before it disconnects (the client is its own service,
     /// stopped after this one). A gateway that never went online publishes nothing.
     func stop() async {
-        logger.info("stopping", metadata: ["online": "\(isStarted)", "connected": "\(hasConnected)"])
-        notificationTargets.finish()
-        rebuildRequests.finish()
+        let connectedOnce = phase == .publishing || phase == .serving
+        logger.info("stopping", metadata: ["online": "\(isStarted)", "connected": "\(connectedOnce)"])
+        work.finish()
         ownership.settleRequests.finish()
-        requestQueue.finish()
-        workers.forEach { $0.finish() }
         let deadline = ContinuousClock.now + Self.stopGrace
-        while pendingJobs.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
+        while work.pendingJobs.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        if hasConnected {
+        if connectedOnce {
             enqueue(statusTopic, Array("offline".utf8), retain: true)
         }
-        isStopped = true
+        phase = .stopped
         finishObservers()
         answerLocalRequestsAtStop()
         outbox.finish()

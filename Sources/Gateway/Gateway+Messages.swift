@@ -22,7 +22,7 @@ extension Gateway {
         guard let slash = message.topic.lastIndex(of: "/") else { return }
         let kind = String(message.topic[message.topic.index(after: slash)...])
         let path = String(message.topic[..<slash])
-        if publishedKinds.contains(kind) {
+        if outputs.publishedKinds.contains(kind) {
             // Only an in-process request names one: the gateway subscribes to requests alone.
             refuseLocal(message, code: .unknownTopic, "'\(kind)' is published by the gateway, not a request")
             return

@@ -29,7 +29,7 @@ extension Gateway {
     /// and whether the topic held an earlier payload.
     public func recordRetained(_ topic: String, _ payload: [UInt8]) -> (changed: Bool, replaced: Bool) {
         let replaced = retained.contains(topic)
-        return (retained.record(topic, payload), replaced)
+        return (publication.record(topic, payload), replaced)
     }
 
     /// Queues one message behind everything queued before it.

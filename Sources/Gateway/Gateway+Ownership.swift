@@ -49,6 +49,32 @@ extension Gateway {
     /// How long the look at the broker waits for its marker before going on with what it has.
     static let snapshotTimeout: Duration = .seconds(5)
 
+    // MARK: Messages before `online`
+
+    func consume(messages: AsyncStream<MQTTMessage>) async {
+        for await message in messages {
+            activity.received()
+            if takeForSnapshot(message) { continue }
+            // Before `online` (and while those held are handled) a request waits its turn.
+            if !isStarted || !ownership.held.isEmpty {
+                ownership.held.append(message)
+                continue
+            }
+            await handle(IncomingMessage(message))
+        }
+    }
+
+    /// The requests that came before `online`, in order (and any that come meanwhile). While
+    /// the whole base was read, other clients' live messages came too: only requests are taken.
+    func handleHeldMessages() async {
+        let filters = requestFilters.map(\.0)
+        while !ownership.held.isEmpty {
+            let message = ownership.held.removeFirst()
+            guard filters.contains(where: { Self.topic(message.topic, matches: $0) }) else { continue }
+            await handle(IncomingMessage(message))
+        }
+    }
+
     // MARK: The record
 
     /// The topics the current tree publishes, before they are published: the gateway's own,

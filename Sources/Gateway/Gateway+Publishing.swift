@@ -9,7 +9,6 @@ extension Gateway {
         _ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil, properties: MQTTPublishProperties? = nil
     ) {
         guard !isStopped else { return }
-        counters.published += 1
         activity.published()
         outbox.publish(topic, payload, retain: retain, qos: qos, properties: properties)
     }
@@ -40,7 +39,6 @@ extension Gateway {
 
     func enqueue(_ list: [CharacteristicTopics]) {
         guard !list.isEmpty, !isStopped else { return }
-        counters.published += CharacteristicTopics.messages(in: list)
         activity.published(CharacteristicTopics.messages(in: list))
         outbox.queue(list)
     }
@@ -53,7 +51,7 @@ extension Gateway {
 
     /// Publishes a retained topic if its payload changed; an empty payload clears it.
     func setRetained(_ topic: String, _ payload: [UInt8], qos: MQTTQoS? = nil) {
-        guard retained.record(topic, payload) else { return }
+        guard publication.record(topic, payload) else { return }
         enqueue(topic, payload, retain: true, qos: qos)
     }
 

@@ -54,7 +54,7 @@ extension Gateway {
             }
         }
         id = fields["id"] ?? .null
-        requestQueue.yield(
+        work.requestQueue.yield(
             GatewayRequest(op: op, fields: fields, responseTopic: responseTopic, id: id, reply: Reply(message)))
     }
 
@@ -66,7 +66,7 @@ extension Gateway {
         case .success(let data):
             answer(topic, json: .object(["id": id, "status": .string("ok"), "data": data]), reply: reply)
         case .failure(let failure):
-            counters.errors += 1
+            activity.failed()
             answer(
                 topic,
                 json: .object([

@@ -40,7 +40,7 @@ extension Gateway {
     /// so only a home that differs from the tree's gets one.
     func rebuildIfTheHomeChanged() async {
         await refreshHome()
-        guard currentHome != treeHome else { return }
+        guard served.homeChanged else { return }
         rebuild(announce: true)
     }
 
@@ -48,17 +48,11 @@ extension Gateway {
     /// changed, clears what went away, announces structural changes and retargets
     /// notifications.
     func rebuild(announce: Bool) {
-        guard let currentHome else { return }
-        let old = tree
-        treeHome = currentHome
-        tree = TopicTree(
-            base: base,
-            accessories: accessoryOrder.filter { !removedAccessories.contains($0) }.compactMap { accessories[$0] },
-            home: currentHome, scope: scope)
+        guard let old = served.rebuildTree() else { return }
         if announce { announceChanges(from: old) }
         guard isStarted else { return }
         applyRetained()
-        notificationTargets.yield(notifyingAddresses())
+        work.notificationTargets.yield(notifyingAddresses())
     }
 
     func applyRetained() {
@@ -74,7 +68,7 @@ extension Gateway {
             setRetained(topic, [])
         }
         enqueue(characteristicChanges(from: publishedTree, to: tree))
-        publishedTree = tree
+        publication.published(tree)
         publishedTreeChanged()
         ownership.settleRequests.yield()
     }
@@ -134,15 +128,7 @@ extension Gateway {
         return out
     }
 
-    /// A characteristic's `meta` document, shared with every other that has the same one (every
-    /// brightness of one kind of lamp): one buffer each, and each encoded once.
-    func metaPayload(_ c: TopicTree.CharacteristicNode) -> [UInt8] {
-        let key = MetaKey(c)
-        if let shared = metaPayloads[key] { return shared }
-        let payload = Array(Payloads.meta(c).encoded().utf8)
-        metaPayloads[key] = payload
-        return payload
-    }
+    func metaPayload(_ c: TopicTree.CharacteristicNode) -> [UInt8] { publication.metaPayload(c) }
 
     /// Every retained topic this gateway holds on the broker: the ledger's, characteristics'
     /// `state` and `meta`, and the status (`online`, or `offline` as the will).
@@ -180,12 +166,12 @@ extension Gateway {
             if Task.isCancelled { return }
             applyDocuments(node)
             enqueue(characteristicTopics(of: node, old: empty, texts: &texts))
-            await outbox.wait(below: publicationBacklog)
+            await outbox.wait(below: publication.backlog)
         }
         applyTree()
-        publishedTree = tree
+        publication.published(tree)
         publishedTreeChanged()
-        notificationTargets.yield(notifyingAddresses())
+        work.notificationTargets.yield(notifyingAddresses())
     }
 
     public var retainedTopicList: [String] { (Array(retained.topics) + publishedCharacteristicTopics()).sorted() }

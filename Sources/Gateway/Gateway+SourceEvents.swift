@@ -7,44 +7,11 @@ import MQTT
 /// that cannot.
 extension Gateway {
     func remember(_ accessory: Accessory) {
-        guard accessories[accessory.id] != nil else {
-            accessoryOrder.append(accessory.id)
-            accessories[accessory.id] = accessory
-            return
-        }
-        // A new description of a known accessory (a HAP accessory read again after a
-        // reconnect) can carry values that no event reported: they are updates like any other,
-        // published where the characteristic's topic is now. A button's last press is no such
-        // value: only an event is a press.
-        for service in accessory.services {
-            for characteristic in service.characteristics {
-                guard let value = characteristic.value, !characteristic.isEvent
-                else { continue }
-                update(CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid), value)
-            }
-        }
-        accessories[accessory.id] = accessory
-    }
-
-    func forget(_ id: String) {
-        accessories[id] = nil
-        accessoryOrder.removeAll { $0 == id }
-        values = values.filter { $0.key.accessoryID != id }
-    }
-
-    /// A characteristic's value: the last one reported, else the one its accessory came with.
-    func currentValue(_ address: CharacteristicAddress) -> CharacteristicValue? {
-        if let reported = values[address] { return reported }
-        for service in accessories[address.accessoryID]?.services ?? [] {
-            if let found = service.characteristics.first(where: { $0.iid == address.iid }) { return found.value }
-        }
-        return nil
+        for (address, value) in served.remember(accessory) { update(address, value) }
     }
 
     func refreshHome() async {
-        let home = await database.home
-        currentHome = home
-        removedAccessories.formUnion(home.removedAccessoryIDs)
+        served.read(await database.home)
     }
 
     func handle(sourceEvent: SourceEvent) async {
@@ -53,9 +20,7 @@ extension Gateway {
         case .valueUpdated(let address, let value):
             update(address, value)
         case .reachabilityChanged(let id, let reachable):
-            guard var accessory = accessories[id], accessory.isReachable != reachable else { return }
-            accessory.isReachable = reachable
-            accessories[id] = accessory
+            guard served.setReachable(id, reachable) else { return }
             rebuild(announce: false)
             if let node = tree.accessory(id: id) {
                 event(reachable ? .accessoryReachable : .accessoryUnreachable, accessory: node)
@@ -75,7 +40,7 @@ extension Gateway {
             remember(accessory)
             rebuild(announce: true)
         case .accessoryRemoved(let id):
-            forget(id)
+            served.forget(id)
             rebuild(announce: true)
         }
     }
@@ -104,12 +69,11 @@ extension Gateway {
         case .accessoryAssigned, .accessoryRenamed, .accessoryForgotten:
             break // announced by the tree diff, which knows the topics
         }
-        rebuildRequests.yield()
+        work.rebuildRequests.yield()
     }
 
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
-        let previous = currentValue(address)
-        values[address] = value
+        let previous = served.record(value, at: address)
         guard isStarted, let node = publishedTree.characteristic(address) else { return }
         if node.isEvent {
             // A press: each report is published once, and never retained (a later subscriber
@@ -145,7 +109,7 @@ extension Gateway {
 
     func syncNotifications() async {
         var enabled = Set<CharacteristicAddress>()
-        for await desired in notificationStream {
+        for await desired in work.notificationStream {
             let off = enabled.subtracting(desired).sorted()
             let on = desired.subtracting(enabled).sorted()
             if !off.isEmpty {

@@ -8,8 +8,8 @@ extension Gateway {
     /// Requests for one accessory go to the same worker, so they reach it in the order sent.
     func dispatch(_ job: Job) {
         switch job.kind {
-        case .set: counters.sets += 1
-        case .get: counters.gets += 1
+        case .set: activity.requested(write: true)
+        case .get: activity.requested(write: false)
         case .identify: break
         }
         if let node = tree.accessory(id: job.accessoryID), !node.accessory.isReachable {
@@ -22,22 +22,22 @@ extension Gateway {
                 part: job.part)
             return
         }
-        pendingJobs.add(1, ordering: .relaxed)
+        work.pendingJobs.add(1, ordering: .relaxed)
         var hasher = Hasher()
         hasher.combine(job.accessoryID)
-        let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(workerCount))
-        workers[index].yield(job)
+        let index = Int(UInt(bitPattern: hasher.finalize()) % UInt(WorkQueues.workerCount))
+        work.workers[index].yield(job)
     }
 
     nonisolated func runWorker(_ jobs: AsyncStream<Job>) async {
         for await job in jobs {
             await execute(job)
-            pendingJobs.subtract(1, ordering: .relaxed)
+            work.pendingJobs.subtract(1, ordering: .relaxed)
         }
     }
 
     private nonisolated func execute(_ job: Job) async {
-        let token = deadlines.start(job, timeout: config.requestTimeout)
+        let token = work.deadlines.start(job, timeout: config.requestTimeout)
         let started = ContinuousClock.now
         let outcome: Result<CharacteristicValue?, GatewayFailure>
         do throws(AccessoryError) {
@@ -62,7 +62,7 @@ extension Gateway {
         // The value itself reaches `state` as the source's `valueUpdated` event, in order with
         // the accessory's other changes; publishing it from here could put it after a newer one.
         // False when the watchdog has answered `timeout` meanwhile: no second answer.
-        guard deadlines.finish(token) else { return }
+        guard work.deadlines.finish(token) else { return }
         await sendResult(job.resultTopic, op: job.op, id: job.id, outcome, reply: job.reply, part: job.part)
     }
 
@@ -71,7 +71,7 @@ extension Gateway {
         let timeout = config.requestTimeout
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
-            for job in deadlines.takeExpired() {
+            for job in work.deadlines.takeExpired() {
                 await sendResult(
                     job.resultTopic, op: job.op, id: job.id,
                     .failure(
@@ -79,7 +79,7 @@ extension Gateway {
                             code: .timeout, message: "the accessory did not answer within \(timeout) s",
                             hapStatus: AccessoryError.Status.timedOut.rawValue)), reply: job.reply, part: job.part)
             }
-            let local = deadlines.takeExpiredLocal()
+            let local = work.deadlines.takeExpiredLocal()
             if !local.isEmpty { await timeOutLocalRequests(local) }
         }
     }
@@ -97,7 +97,7 @@ extension Gateway {
         case .success(let value):
             answer(topic, json: Payloads.result(id: id, op: op, value: value), reply: reply)
         case .failure(let failure):
-            counters.errors += 1
+            activity.failed()
             answer(topic, json: Payloads.error(id: id, op: op, failure), reply: reply)
         }
     }

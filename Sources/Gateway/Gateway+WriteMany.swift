@@ -91,7 +91,7 @@ extension Gateway {
         }
         writeMany.pending[part.token] = nil
         let allOK = set.results.values.allSatisfy { $0.values.allSatisfy { $0["status"] == "ok" } }
-        if !allOK { counters.errors += 1 }
+        if !allOK { activity.failed() }
         answer(
             set.topic,
             json: .object([

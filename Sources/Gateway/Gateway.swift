@@ -19,114 +19,74 @@ import Synchronization
 ///   `Gateway+Publishing`: queueing, events and republication; `Outbox`, `RetainedLedger`;
 /// - `Gateway+Connection`: the broker connection and health.
 public actor Gateway: Service {
-    // Fixed at start.
     public let config: GatewayConfig
-    let source: any AccessorySource
-    let database: HomeDatabase
-    /// The broker connection: an `MQTTClient`, or a transport held in memory in tests.
-    public let mqtt: any MQTTTransport
-    public nonisolated let logger: Logger
-    /// Where a scope set over MQTT is kept; nil in tests that run without one.
-    let scopeStore: ScopeStore?
-    /// Pairing over MQTT; nil without a HAP source.
-    let pairing: (any PairingManager)?
-    /// The management operations it answers: the core ones, then its sources' own.
-    public nonisolated let operations: [any ManagementOperation.Type]
-    let startedAt = ContinuousClock.now
-    /// How many messages the first publication lets wait in the outbox before it makes more,
-    /// so that a large home's whole retained tree is never in memory at once.
-    let publicationBacklog: Int
-
-    // The home as the source and the database describe it.
-    var scope: ScopeFilter
-    var accessories: [String: Accessory] = [:]
-    /// The order accessories arrived in: topics and collisions are decided in it.
-    var accessoryOrder: [String] = []
-    /// Values reported since each accessory was described (the values it came with are in
-    /// `accessories`), rather than a table of every value repeating what they hold.
-    var values: [CharacteristicAddress: CharacteristicValue] = [:]
-    /// Accessories removed from the home while their source still reports them; the home
-    /// database keeps the list, this is its copy plus those on their way out.
-    var removedAccessories: Set<String> = []
-    /// The home as the database last said; nil only before the first read.
-    var currentHome: Home?
-    /// The home the tree was last built from.
-    var treeHome: Home?
-
-    // What is published.
-    public var tree: TopicTree
-    /// The tree whose characteristic topics are on the broker (the current tree once started).
-    var publishedTree: TopicTree
-    /// The retained topics other than characteristics' `state`/`meta`, as digests.
-    var retained = RetainedLedger()
+    /// What it works with, fixed at start: the source, the database, the broker connection.
+    nonisolated let parts: Parts
+    /// The home as served: accessories, values, the database's view, scope, the tree.
+    var served: ServedHome
+    /// What is on the broker of the base topic tree, and the outbox.
+    var publication: Publication
     /// The record of every retained topic this gateway published, kept across runs: the only
     /// topics it clears.
     var ownership: Ownership
-    /// The tree's form last logged (whole or paged under the broker's maximum packet size).
-    var reportedTreeForm: TreeForm?
-    /// One buffer per distinct `meta` document, shared by every characteristic that has it.
-    var metaPayloads: [MetaKey: [UInt8]] = [:]
-    /// Every publish, in order.
-    let outbox: Outbox
-    /// The dialects published beside the base topic tree, in the order their hooks are called.
-    let outputs: [any GatewayOutput]
-    /// Topic levels published under an accessory's topic, the core's and the outputs': never
-    /// requests.
-    let publishedKinds: Set<String>
+    /// The dialects published beside the base topic tree.
+    let outputs: Outputs
+    /// The tasks work is handed to: accessory workers, gateway requests, rebuilds, notifications.
+    let work: WorkQueues
     /// Writes of several characteristics at once, each gathered into one answer.
     var writeMany = WriteMany()
-
-    // Views of the home beside its MQTT topics (Homie, the web page): `Gateway+Views`.
-    /// Outside the actor's isolation so that a stream's `onTermination` removes its observer
+    /// In-process requests waiting for their answer.
+    var local = LocalRequests()
+    /// Views of the home beside its MQTT topics (Homie, the web page): `Gateway+Views`. Outside
+    /// the actor's isolation so that a stream's `onTermination` removes its observer
     /// synchronously, without a task of its own.
     let observers = Observers()
-    /// In-process requests waiting for their answer, by the number in their local reply topic.
-    var localRequests: [Int: LocalRequest] = [:]
-    var nextLocalRequest = 0
+    var phase = Phase.loading
+    /// The broker connection as the last states said (a reconnect republishes).
+    var connection = ConnectionWatch()
 
-    // Phases.
-    /// The whole tree and `online` have been queued: changes are published from now on.
-    var isStarted = false
-    /// The broker answered once: from then on the gateway says `offline` as it stops.
-    var hasConnected = false
-    /// `offline` is queued: nothing is published after it.
-    var isStopped = false
-    /// Connected now, as far as the last connection state said (a reconnect republishes).
-    var wasConnected = false
-    /// When the connection was lost lately (`noteLoss`).
-    var recentLosses: [ContinuousClock.Instant] = []
-    var counters = Counters()
-    /// Counts for `/metrics` and the last errors, for the web view.
-    public nonisolated let activity = GatewayActivity()
+    /// What a gateway works with, fixed when it is made.
+    struct Parts: Sendable {
+        var source: any AccessorySource
+        var database: HomeDatabase
+        /// The broker connection: an `MQTTClient`, or a transport held in memory in tests.
+        var mqtt: any MQTTTransport
+        var logger: Logger
+        /// Where a scope set over MQTT is kept; nil in tests that run without one.
+        var scopeStore: ScopeStore?
+        /// Pairing over MQTT; nil without a HAP source.
+        var pairing: (any PairingManager)?
+        /// The management operations it answers: the core ones, then its sources' own.
+        var operations: [any ManagementOperation.Type]
+        /// Every publish, in order.
+        var outbox: Outbox
+        var startedAt = ContinuousClock.now
+        /// Counts for `/metrics` and health, and the last errors, for the web view.
+        var activity = GatewayActivity()
+    }
 
-    // Work handed to other tasks.
-    let notificationTargets: AsyncStream<Set<CharacteristicAddress>>.Continuation
-    let notificationStream: AsyncStream<Set<CharacteristicAddress>>
-    /// Home events ask for a rebuild here rather than rebuilding each: a rebuild costs the whole
-    /// tree, and a burst of events (the first start adopts every room and accessory, one event
-    /// each) would otherwise cost events × tree. Requests made while a rebuild runs collapse
-    /// into one more.
-    let rebuildRequests: AsyncStream<Void>.Continuation
-    let rebuildStream: AsyncStream<Void>
-    /// Gateway requests run one at a time off the message loop: a `pair` or `discover` takes
-    /// seconds, and `set`/`get` must not wait for it.
-    let requestQueue: AsyncStream<GatewayRequest>.Continuation
-    let requestStream: AsyncStream<GatewayRequest>
-    /// Requests to accessories, one worker per accessory (by hash), so each accessory gets its
-    /// requests in the order sent and a slow one holds up no other.
-    let workerCount = 8
-    let workers: [AsyncStream<Job>.Continuation]
-    let workerStreams: [AsyncStream<Job>]
-    /// The deadlines of the requests workers are running, for the one watchdog.
-    let deadlines = RequestDeadlines()
-    /// Requests dispatched to a worker and not yet answered; `stop` waits for them.
-    let pendingJobs = Atomic<Int>(0)
+    /// Where a gateway's life is: each phase follows the one before; `stopped` is the last.
+    enum Phase: Equatable {
+        case loading
+        case waitingForBroker
+        /// Connected once: the look at the broker, and the first publication.
+        case publishing
+        /// The whole tree and `online` have been queued: changes are published from now on.
+        case serving
+        /// `offline` is queued (if the broker was ever reached): nothing is published after it.
+        case stopped
+    }
 
-    struct Counters {
-        var sets = 0
-        var gets = 0
-        var errors = 0
-        var published = 0
+    /// The dialects beside the base topic tree, in the order their hooks are called.
+    struct Outputs: RandomAccessCollection {
+        let all: [any GatewayOutput]
+        /// Topic levels published under an accessory's topic, the core's and the outputs':
+        /// never requests.
+        let publishedKinds: Set<String>
+
+        var startIndex: Int { all.startIndex }
+        var endIndex: Int { all.endIndex }
+        subscript(index: Int) -> any GatewayOutput { all[index] }
     }
 
     /// A request to an accessory, for a worker.
@@ -151,36 +111,44 @@ public actor Gateway: Service {
         publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,
         outputs: sending [any GatewayOutput] = [], logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
-        self.outputs = outputs
-        self.publishedKinds = Self.outputKinds.union(outputs.flatMap(\.accessoryDocuments))
-        self.ownership = Ownership(store: ownedTopics)
-        self.publicationBacklog = max(publicationBacklog, 1)
-        self.pairing = pairing
-        self.operations = ManagementOperations.all(adding: operations)
         self.config = config
-        self.source = source
-        self.database = database
-        self.mqtt = mqtt
-        self.logger = logger
-        self.scopeStore = scopeStore
-        self.scope = try ScopeFilter(scopeStore?.load() ?? config.scope, file: config.file)
-        self.tree = TopicTree(base: config.baseTopic)
-        self.publishedTree = TopicTree(base: config.baseTopic)
-        self.outbox = Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger)
-        (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(
-            bufferingPolicy: .bufferingNewest(1))
-        (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
-        (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        var streams: [AsyncStream<Job>] = []
-        var continuations: [AsyncStream<Job>.Continuation] = []
-        for _ in 0..<workerCount {
-            let (stream, continuation) = AsyncStream<Job>.makeStream()
-            streams.append(stream)
-            continuations.append(continuation)
-        }
-        workerStreams = streams
-        workers = continuations
+        parts = Parts(
+            source: source, database: database, mqtt: mqtt, logger: logger, scopeStore: scopeStore, pairing: pairing,
+            operations: ManagementOperations.all(adding: operations),
+            outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger))
+        self.outputs = Outputs(
+            all: outputs, publishedKinds: Self.outputKinds.union(outputs.flatMap(\.accessoryDocuments)))
+        ownership = Ownership(store: ownedTopics)
+        served = ServedHome(
+            scope: try ScopeFilter(scopeStore?.load() ?? config.scope, file: config.file), base: config.baseTopic)
+        publication = Publication(backlog: publicationBacklog, base: config.baseTopic)
+        work = WorkQueues()
     }
+
+    // What the other files read of the parts and components.
+    nonisolated var source: any AccessorySource { parts.source }
+    nonisolated var database: HomeDatabase { parts.database }
+    /// The broker connection: an `MQTTClient`, or a transport held in memory in tests.
+    public nonisolated var mqtt: any MQTTTransport { parts.mqtt }
+    public nonisolated var logger: Logger { parts.logger }
+    nonisolated var scopeStore: ScopeStore? { parts.scopeStore }
+    nonisolated var pairing: (any PairingManager)? { parts.pairing }
+    /// The management operations it answers: the core ones, then its sources' own.
+    public nonisolated var operations: [any ManagementOperation.Type] { parts.operations }
+    /// Counts for `/metrics` and health, and the last errors, for the web view.
+    public nonisolated var activity: GatewayActivity { parts.activity }
+    nonisolated var outbox: Outbox { parts.outbox }
+    /// The current tree of topics.
+    public var tree: TopicTree { served.tree }
+    var scope: ScopeFilter { served.scope }
+    var accessories: [String: Accessory] { served.accessories }
+    var currentHome: Home? { served.home }
+    var removedAccessories: Set<String> { served.removed }
+    var publishedTree: TopicTree { publication.tree }
+    var retained: RetainedLedger { publication.retained }
+    var isStarted: Bool { phase == .serving }
+    var isStopped: Bool { phase == .stopped }
+    func currentValue(_ address: CharacteristicAddress) -> CharacteristicValue? { served.currentValue(address) }
 
     nonisolated var base: String { config.baseTopic }
     public nonisolated var statusTopic: String { "\(base)/$gateway/status" }

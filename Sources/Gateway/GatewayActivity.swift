@@ -38,6 +38,11 @@ public final class GatewayActivity: Sendable {
     private let answers = Mutex<[String: Counter]>([:])
     private let timers = Mutex<[String: Metrics.Timer]>([:])
     private let errors = Mutex<(records: [ErrorRecord], next: Int)>(([], 1))
+    /// What the health report counts: writes and reads handed to accessories, and requests
+    /// answered with an error.
+    private let sets = Atomic<Int>(0)
+    private let gets = Atomic<Int>(0)
+    private let failures = Atomic<Int>(0)
 
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
@@ -53,6 +58,19 @@ public final class GatewayActivity: Sendable {
     }
 
     func received() { messagesIn.increment() }
+
+    /// A write (`set`, `$toggle`) or a read (`get`) handed to an accessory.
+    func requested(write: Bool) {
+        if write { sets.add(1, ordering: .relaxed) } else { gets.add(1, ordering: .relaxed) }
+    }
+
+    /// A request answered with an error (a write of several counts once).
+    func failed() { failures.add(1, ordering: .relaxed) }
+
+    /// The health report's counts.
+    var requestCounts: (sets: Int, gets: Int, errors: Int) {
+        (sets.load(ordering: .relaxed), gets.load(ordering: .relaxed), failures.load(ordering: .relaxed))
+    }
 
     func published(_ count: Int = 1) { messagesOut.increment(by: count) }
 

@@ -1,0 +1,46 @@
+import HomeModel
+
+/// What the gateway has published of the base topic tree: the tree whose topics are on the
+/// broker, the other retained topics as digests, the `meta` documents shared between
+/// characteristics (the outbox everything goes through is the gateway's `parts.outbox`).
+struct Publication {
+    /// How many messages the first publication lets wait in the outbox before it makes more,
+    /// so that a large home's whole retained tree is never in memory at once.
+    let backlog: Int
+    /// The tree whose characteristic topics are on the broker (the current tree once started).
+    private(set) var tree: TopicTree
+    /// The retained topics other than characteristics' `state`/`meta`, as digests.
+    private(set) var retained = RetainedLedger()
+    /// The tree's form last logged (whole or paged under the broker's maximum packet size).
+    private(set) var reportedTreeForm: TreeForm?
+    /// One buffer per distinct `meta` document, shared by every characteristic that has it.
+    private var metaPayloads: [MetaKey: [UInt8]] = [:]
+
+    init(backlog: Int, base: String) {
+        self.backlog = max(backlog, 1)
+        tree = TopicTree(base: base)
+    }
+
+    /// `tree`'s topics are on the broker now.
+    mutating func published(_ tree: TopicTree) { self.tree = tree }
+
+    /// Records a retained topic's payload; whether it changed (an empty one clears it).
+    mutating func record(_ topic: String, _ payload: [UInt8]) -> Bool { retained.record(topic, payload) }
+
+    /// Whether the tree's form differs from the one last logged; it is the one logged from now.
+    mutating func noteTreeForm(_ form: TreeForm) -> Bool {
+        guard form != reportedTreeForm else { return false }
+        reportedTreeForm = form
+        return true
+    }
+
+    /// A characteristic's `meta` document, shared with every other that has the same one (every
+    /// brightness of one kind of lamp): one buffer each, and each encoded once.
+    mutating func metaPayload(_ c: TopicTree.CharacteristicNode) -> [UInt8] {
+        let key = MetaKey(c)
+        if let shared = metaPayloads[key] { return shared }
+        let payload = Array(Payloads.meta(c).encoded().utf8)
+        metaPayloads[key] = payload
+        return payload
+    }
+}
