@@ -109,13 +109,23 @@ let package = Package(
             ],
             exclude: ["Assets"]
         ),
+        // The Homie v5 output: the gateway's published home as Homie devices, on a connection of
+        // its own, through the gateway's public views (`observe()`, `request`).
+        .target(
+            name: "Homie",
+            dependencies: [
+                "Gateway", "HomeModel", "MQTT",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The composition root: the sections, outputs and sources that make the gateway, listed
         // once for the binary, the bench and the tests.
-        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "HomeModel", "MQTT"]),
+        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "Homie", "HomeModel", "MQTT"]),
         .executableTarget(
             name: "homemqtt",
             dependencies: [
-                "HomeMQTTApp", "Gateway", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
+                "HomeMQTTApp", "Gateway", "Homie", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -175,6 +185,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // homemqtt: the Homie end-to-end tests run the binary against a Homie controller
+        // (`homie/homie_consumer.py`).
+        .testTarget(
+            name: "HomieTests",
+            dependencies: ["HomeMQTTApp", "Homie", "Gateway", "HomeModel", "TestSupport", "homemqtt"],
+            exclude: ["homie"]
         ),
         .testTarget(
             name: "WebViewTests",

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Gateway
 import HomeModel
+import Homie
 import Logging
 import MQTT
 import ServiceLifecycle

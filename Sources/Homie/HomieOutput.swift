@@ -1,4 +1,5 @@
 import Foundation
+public import Gateway
 public import HomeModel
 public import Logging
 public import MQTT
