@@ -121,7 +121,7 @@ let package = Package(
         ),
         // The composition root: the sections, outputs and sources that make the gateway, listed
         // once for the binary, the bench and the tests.
-        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "Homie", "HomeModel", "MQTT"]),
+        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "Homie", "HomeModel", "MQTT", "WebView"]),
         .executableTarget(
             name: "homemqtt",
             dependencies: [

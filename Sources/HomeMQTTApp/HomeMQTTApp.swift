@@ -1,6 +1,7 @@
 public import Foundation
 public import Gateway
 import Homie
+import WebView
 
 /// The composition root: what makes a HomeMQTT gateway, listed once, for the `homemqtt`
 /// binary, the bench and the tests alike. Adding an output or a source is a line here.
