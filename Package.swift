@@ -121,7 +121,14 @@ let package = Package(
         ),
         // The composition root: the sections, outputs and sources that make the gateway, listed
         // once for the binary, the bench and the tests.
-        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "Homie", "HomeModel", "MQTT", "WebView"]),
+        .target(
+            name: "HomeMQTTApp",
+            dependencies: [
+                "Gateway", "Homie", "HomeModel", "MQTT", "WebView",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "homemqtt",
             dependencies: [
