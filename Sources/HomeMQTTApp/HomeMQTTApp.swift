@@ -6,11 +6,12 @@ import WebView
 /// The composition root: what makes a HomeMQTT gateway, listed once, for the `homemqtt`
 /// binary, the bench and the tests alike. Adding an output or a source is a line here.
 public enum HomeMQTTApp {
-    /// The config file's sections other modules read, each by its module.
+    /// The config file's sections other modules read, each by its module. An unknown key's
+    /// error lists them as allowed in this order, after the core's keys.
     public static let configSections: [any ConfigSection.Type] = [
-        AccessoryStateConfig.self,
         HomeAssistantConfig.self,
         HomieConfig.self,
+        AccessoryStateConfig.self,
         WebConfig.self,
     ]
 
