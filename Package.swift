@@ -124,7 +124,7 @@ let package = Package(
         .target(
             name: "HomeMQTTApp",
             dependencies: [
-                "Gateway", "Homie", "HomeModel", "MQTT", "WebView",
+                "Gateway", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

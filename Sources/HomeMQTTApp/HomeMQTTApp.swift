@@ -1,6 +1,7 @@
 public import Foundation
 public import Gateway
 import Homie
+public import Logging
 import WebView
 
 /// The composition root: what makes a HomeMQTT gateway, listed once, for the `homemqtt`
@@ -15,12 +16,19 @@ public enum HomeMQTTApp {
         WebConfig.self,
     ]
 
+    /// The kinds of source `sources:` may name, each read and made by its factory.
+    public static let sourceFactories: [any SourceFactory.Type] = [
+        SimulatorFactory.self,
+        HAPFactory.self,
+    ]
+
     /// Loads a config file with every section of the app (see `GatewayConfig.load`).
     public static func loadConfig(
         file: String, environment: [String: String] = ProcessInfo.processInfo.environment, stateDirectory: String? = nil
     ) throws(ConfigError) -> GatewayConfig {
         try GatewayConfig.load(
-            file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections)
+            file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
+            sources: sourceFactories)
     }
 
     /// Reads a config text with every section of the app (see `GatewayConfig.parse`).
@@ -28,6 +36,19 @@ public enum HomeMQTTApp {
         _ text: String, file: String, environment: [String: String] = [:], stateDirectory: String? = nil
     ) throws(ConfigError) -> GatewayConfig {
         try GatewayConfig.parse(
-            text, file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections)
+            text, file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
+            sources: sourceFactories)
+    }
+
+    /// The config's sources as the gateway's one source (a `CompositeSource` when there are
+    /// several), with the pairing of the first that can pair.
+    /// - Parameter deferred: load the simulator's files when its service runs (`SourceContext`).
+    public static func makeSource(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws
+        -> MadeSource
+    {
+        let context = SourceContext(config: config, logger: logger, deferred: deferred)
+        let made = try config.sources.map { entry in try entry.make(context) }
+        let source = made.count == 1 ? made[0].source : CompositeSource(made.map(\.source))
+        return MadeSource(source: source, pairing: made.lazy.compactMap(\.pairing).first)
     }
 }

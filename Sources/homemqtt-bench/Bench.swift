@@ -101,10 +101,10 @@ struct GatewayChild: AsyncParsableCommand {
         bootstrapLogging(level: .warning)
         let config = try HomeMQTTApp.loadConfig(file: config)
         let logger = Logger(label: "homemqtt")
-        guard case .simulator(let directory) = config.sources.first else {
+        guard let simulator = config.sources.first?.settings as? SimulatorFactory else {
             throw BenchError("the bench's gateway runs a simulator source only")
         }
-        let source = try SimulatedHome.load(directory: URL(fileURLWithPath: directory))
+        let source = try SimulatedHome.load(directory: URL(fileURLWithPath: simulator.directory))
         let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: true)
         // As `homemqtt run` makes it, outputs included.
         let parts = try HomeMQTTApp.build(config: config, source: source, database: database, logger: logger)

@@ -35,11 +35,11 @@ struct RunCommand: AsyncParsableCommand {
                 "base": "\(config.baseTopic)",
             ])
         do {
-            let (source, hap) = try Setup.sources(config, logger: logger, deferred: true)
+            let made = try Setup.sources(config, logger: logger, deferred: true)
             let database = try Setup.openDatabase(config, exclusive: true)
             let parts = try HomeMQTTApp.build(
-                config: config, source: source, database: database,
-                options: .init(pairing: hap.map { HAPPairingManager(source: $0, logger: logger) }), logger: logger)
+                config: config, source: made.source, database: database, options: .init(pairing: made.pairing),
+                logger: logger)
             // Every phase, from loading the files to serving, is a service of this one group:
             // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
             var group = ServiceGroupConfiguration(
