@@ -92,6 +92,8 @@ extension GatewayConfig {
     ) throws(ConfigError) {
         sources = factories.compactMap { factory in factory.defaultEntry(context) }
         guard let entries = try top.list("sources") else { return }
+        // A closure, not `\.type`: a key path to a static member through an existential
+        // metatype crashes Swift 6.3's SILGen.
         let types = Self.alternatives(factories.map { factory in factory.type })
         sources = []
         for (path, node) in entries {
