@@ -111,13 +111,30 @@ let package = Package(
         ),
         // Home Assistant MQTT discovery: an output of the gateway (`GatewayOutput`).
         .target(name: "HomeAssistant", dependencies: ["Gateway", "HomeModel", "MQTT"]),
+        // The Homie v5 output: the gateway's published home as Homie devices, on a connection of
+        // its own, through the gateway's public views (`observe()`, `request`).
+        .target(
+            name: "Homie",
+            dependencies: [
+                "Gateway", "HomeModel", "MQTT",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The composition root: the sections, outputs and sources that make the gateway, listed
         // once for the binary, the bench and the tests.
-        .target(name: "HomeMQTTApp", dependencies: ["Gateway", "HomeAssistant", "HomeModel", "MQTT"]),
+        .target(
+            name: "HomeMQTTApp",
+            dependencies: [
+                "Gateway", "HomeAssistant", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "homemqtt",
             dependencies: [
-                "HomeMQTTApp", "Gateway", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
+                "HomeMQTTApp", "Gateway", "Homie", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -183,8 +200,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Home Assistant's configs and commands, in-process; its end-to-end tests (mosquitto, the
-        // binary) are with the gateway's.
+        // Home Assistant's configs, commands and templates, and its binary test.
         .testTarget(
             name: "HomeAssistantTests",
             dependencies: [
@@ -192,6 +208,13 @@ let package = Package(
                 // homemqtt: built for the tests that run the binary with Home Assistant's commands.
                 "homemqtt",
             ]
+        ),
+        // homemqtt: the Homie end-to-end tests run the binary against a Homie controller
+        // (`homie/homie_consumer.py`).
+        .testTarget(
+            name: "HomieTests",
+            dependencies: ["HomeMQTTApp", "Homie", "Gateway", "HomeModel", "TestSupport", "homemqtt"],
+            exclude: ["homie"]
         ),
         .testTarget(
             name: "WebViewTests",

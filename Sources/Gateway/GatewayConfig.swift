@@ -75,13 +75,6 @@ public enum StateDirectorySource: String, Sendable, Hashable {
     }
 }
 
-public enum SourceConfig: Sendable, Hashable {
-    /// Simulated accessories from the files in a directory.
-    case simulator(directory: String)
-    /// Accessories paired over HAP, from the pairings in the state directory.
-    case hap(pollInterval: Double?)
-}
-
 public struct GatewayConfig: Sendable {
     public var file: String
     public var mqtt: MQTTConfiguration
@@ -96,12 +89,14 @@ public struct GatewayConfig: Sendable {
     public var pollInterval: Double = 60
     public var requestTimeout: Double = 10
     public var scope = ScopeConfig()
-    public var sources: [SourceConfig]
+    /// `sources:`, each entry read by its kind's factory (`SourceFactory`).
+    public var sources: [SourceConfig] = []
     public var logLevel = "info"
     /// The parts of the file other modules read (`ConfigSection`): `config[HomieConfig.self]`.
     public var sections = ConfigSections()
 
-    /// The built-in default: a local broker and the simulated home beside the config.
+    /// The built-in default: a local broker; the sources are those a file without `sources:`
+    /// gets only when it is read (`parse`), by the factories it is read with.
     public init(file: String = "(defaults)", directory: String = "Config") {
         self.file = file
         self.mqtt = MQTTConfiguration(host: "127.0.0.1", port: 1883)
@@ -115,28 +110,28 @@ public struct GatewayConfig: Sendable {
         self.mqtt.sessionExpiry = Self.defaultSessionExpiry
         self.brokerDisplay = "mqtt://127.0.0.1:1883"
         self.stateDirectory = ".homemqtt"
-        self.sources = [.simulator(directory: (directory as NSString).appendingPathComponent("accessories"))]
     }
 
     /// Loads and validates a YAML config file. Relative paths in it are relative to the file.
     /// `environment` supplies `HOMEMQTT_BROKER_URL`, `HOMEMQTT_MQTT_USERNAME`,
     /// `HOMEMQTT_MQTT_PASSWORD` and `STATE_DIRECTORY`; `stateDirectory` is the command line's
     /// `--state-directory`, which overrides them all.
-    /// `sections` are the parts of the file other modules read (the composition root's list);
-    /// a key none of them reads is an unknown key.
+    /// `sections` are the parts of the file other modules read, and `sources` the kinds of
+    /// source `sources:` may name (the composition root's lists); a key none of them reads is
+    /// an unknown key, a `type` none of them has an error naming those they have.
     public static func load(
         file: String, environment: [String: String] = ProcessInfo.processInfo.environment,
         stateDirectory: String? = nil,
-        sections: [any ConfigSection.Type] = []
+        sections: [any ConfigSection.Type] = [], sources: [any SourceFactory.Type] = []
     ) throws(ConfigError) -> GatewayConfig {
         try parse(
             try ConfigFile.read(file), file: file, environment: environment, stateDirectory: stateDirectory,
-            sections: sections)
+            sections: sections, sources: sources)
     }
 
     public static func parse(
         _ text: String, file: String, environment: [String: String] = [:], stateDirectory option: String? = nil,
-        sections: [any ConfigSection.Type] = []
+        sections: [any ConfigSection.Type] = [], sources factories: [any SourceFactory.Type] = []
     ) throws(ConfigError) -> GatewayConfig {
         let directory = (file as NSString).deletingLastPathComponent
         func resolve(_ path: String) -> String {
@@ -194,28 +189,8 @@ public struct GatewayConfig: Sendable {
             config.scope = try ScopeConfig.read(scope)
             try scope.finish()
         }
-        if let sources = try top.list("sources") {
-            config.sources = []
-            for (path, node) in sources {
-                let source = try top.reader(for: node, path: path)
-                switch try source.string("type") {
-                case "simulator":
-                    config.sources.append(
-                        .simulator(directory: resolve(try source.string("directory") ?? "accessories")))
-                case "hap":
-                    config.sources.append(.hap(pollInterval: try source.double("poll-interval")))
-                case let other:
-                    throw ConfigError(
-                        file: file, key: "\(path).type",
-                        message: "expected simulator or hap, got '\(other ?? "nothing")'")
-                }
-                try source.finish()
-            }
-            if config.sources.isEmpty {
-                throw top.error("sources", "needs at least one source (simulator or hap)")
-            }
-        }
         let context = ConfigContext(file: file, environment: environment, directory: directory)
+        try config.readSources(top, factories, context)
         for section in sections { try config.sections.read(section, top, context) }
         if let level = try top.string("log-level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]

@@ -1,11 +1,15 @@
 public import Foundation
 public import Gateway
 import HomeAssistant
+import Homie
+public import Logging
+import WebView
 
 /// The composition root: what makes a HomeMQTT gateway, listed once, for the `homemqtt`
 /// binary, the bench and the tests alike. Adding an output or a source is a line here.
 public enum HomeMQTTApp {
-    /// The config file's sections other modules read, each by its module.
+    /// The config file's sections other modules read, each by its module. An unknown key's
+    /// error lists them as allowed in this order, after the core's keys.
     public static let configSections: [any ConfigSection.Type] = [
         HomeAssistantConfig.self,
         HomieConfig.self,
@@ -13,12 +17,19 @@ public enum HomeMQTTApp {
         WebConfig.self,
     ]
 
+    /// The kinds of source `sources:` may name, each read and made by its factory.
+    public static let sourceFactories: [any SourceFactory.Type] = [
+        SimulatorFactory.self,
+        HAPFactory.self,
+    ]
+
     /// Loads a config file with every section of the app (see `GatewayConfig.load`).
     public static func loadConfig(
         file: String, environment: [String: String] = ProcessInfo.processInfo.environment, stateDirectory: String? = nil
     ) throws(ConfigError) -> GatewayConfig {
         try GatewayConfig.load(
-            file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections)
+            file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
+            sources: sourceFactories)
     }
 
     /// Reads a config text with every section of the app (see `GatewayConfig.parse`).
@@ -26,7 +37,20 @@ public enum HomeMQTTApp {
         _ text: String, file: String, environment: [String: String] = [:], stateDirectory: String? = nil
     ) throws(ConfigError) -> GatewayConfig {
         try GatewayConfig.parse(
-            text, file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections)
+            text, file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
+            sources: sourceFactories)
+    }
+
+    /// The config's sources as the gateway's one source (a `CompositeSource` when there are
+    /// several), with the pairing of the first that can pair.
+    /// - Parameter deferred: load the simulator's files when its service runs (`SourceContext`).
+    public static func makeSource(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws
+        -> MadeSource
+    {
+        let context = SourceContext(config: config, logger: logger, deferred: deferred)
+        let made = try config.sources.map { entry in try entry.make(context) }
+        let source = made.count == 1 ? made[0].source : CompositeSource(made.map(\.source))
+        return MadeSource(source: source, pairing: made.lazy.compactMap(\.pairing).first)
     }
 }
 
@@ -41,4 +65,10 @@ extension HomeMQTTApp {
         }
         return outputs
     }
+}
+
+extension HomeMQTTApp {
+    /// The sources' own management operations (HAP's `pair`, `pairings`, `unpair`, `discover`),
+    /// answered after the core ones, live and offline alike.
+    public static let sourceOperations: [any ManagementOperation.Type] = HAPPairingOperations.all
 }

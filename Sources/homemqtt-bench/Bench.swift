@@ -4,10 +4,8 @@ import Gateway
 import HomeMQTTApp
 import HomeModel
 import Logging
-import MQTT
 import ServiceLifecycle
 import Simulator
-import WebView
 
 // homemqtt-bench's commands: `run` (the scenarios and their table, at small or full scale) and
 // `gateway-child` (a gateway process of its own for the start-up scenario).
@@ -101,30 +99,18 @@ struct GatewayChild: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapLogging(level: .warning)
-        var config = try HomeMQTTApp.loadConfig(file: config)
+        let config = try HomeMQTTApp.loadConfig(file: config)
         let logger = Logger(label: "homemqtt")
-        config.mqtt.will = MQTTWill(
-            topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce,
-            retain: true)
-        guard case .simulator(let directory) = config.sources.first else {
+        guard let simulator = config.sources.first?.settings as? SimulatorFactory else {
             throw BenchError("the bench's gateway runs a simulator source only")
         }
-        let source = try SimulatedHome.load(directory: URL(fileURLWithPath: directory))
+        let source = try SimulatedHome.load(directory: URL(fileURLWithPath: simulator.directory))
         let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: true)
-        let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
-        // As `homemqtt run` does: the exporter before the gateway, the web view after it.
-        if config[WebConfig.self].enabled { _ = WebMetrics.shared }
-        let gateway = try Gateway(
-            config: config, source: source, database: database, mqtt: mqtt,
-            scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
-            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger)
-        var services = gateway.services
-        if config[WebConfig.self].enabled {
-            services.append(.init(service: WebView(gateway: gateway, config: config[WebConfig.self], logger: logger)))
-        }
+        // As `homemqtt run` makes it, outputs included.
+        let parts = try HomeMQTTApp.build(config: config, source: source, database: database, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: parts.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch is CancellationError {

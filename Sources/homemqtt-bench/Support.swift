@@ -194,35 +194,18 @@ final class InProcessGateway: Sendable {
         let home = try SimulatedHome.load(directory: directory, clock: .manual)
         var config = GatewayConfig(file: "bench.yml", directory: directory.deletingLastPathComponent().path)
         config.mqtt = broker.clientConfiguration(clientID: "homemqtt-bench-gateway")
-        GatewayConfig.applyGatewayOptions(&config.mqtt)
         config.mqtt.connectTimeout = 10
-        config.mqtt.will = MQTTWill(
-            topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce,
-            retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
         config[AccessoryStateConfig.self].enabled = BenchSettings.accessoryState.withLock { $0 }
+        if web { (config[WebConfig.self].enabled, config[WebConfig.self].port) = (true, 0) }
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
-        let mqtt = MQTTClient(configuration: config.mqtt, logger: quietLogger)
-        // The exporter first: the gateway takes its counters from it.
-        if web { _ = WebMetrics.shared }
-        let gateway = try Gateway(
-            config: config, source: home, database: database, mqtt: mqtt,
-            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
-            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config),
-            logger: quietLogger)
-        var services = gateway.services
         let listening = Listening()
-        if web {
-            var settings = WebConfig()
-            (settings.enabled, settings.port) = (true, 0)
-            services.append(
-                .init(
-                    service: WebView(gateway: gateway, config: settings, logger: quietLogger) { port in
-                        listening.port.withLock { $0 = port }
-                    }))
-        }
-        let group = ServiceGroup(configuration: .init(services: services, logger: quietLogger))
+        let parts = try HomeMQTTApp.build(
+            config: config, source: home, database: database,
+            options: .init(webListening: { port in listening.port.withLock { $0 = port } }), logger: quietLogger)
+        let gateway = parts.gateway
+        let group = ServiceGroup(configuration: .init(services: parts.services, logger: quietLogger))
         let ended = Latch()
         return try await withThrowingTaskGroup(of: Void.self) { tasks in
             // Subscribed to the status before the gateway starts, as a client that waits for it.

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Gateway
 import HomeMQTTApp
-import HomeModel
 import Logging
 import MQTT
 import ServiceLifecycle
@@ -22,16 +21,13 @@ struct RunCommand: AsyncParsableCommand {
     var logLevel: String?
 
     func run() async throws {
-        var config: GatewayConfig
+        let config: GatewayConfig
         do {
             config = try Setup.loadConfig(options)
         } catch {
             throw Setup.failure(error)
         }
         let logger = Setup.logger(level: logLevel ?? config.logLevel)
-        config.mqtt.will = MQTTWill(
-            topic: "\(config.baseTopic)/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce,
-            retain: true)
         logger.info(
             "homemqtt starting",
             metadata: [
@@ -39,35 +35,15 @@ struct RunCommand: AsyncParsableCommand {
                 "base": "\(config.baseTopic)",
             ])
         do {
-            let (source, hap) = try Setup.sources(config, logger: logger, deferred: true)
+            let made = try Setup.sources(config, logger: logger, deferred: true)
             let database = try Setup.openDatabase(config, exclusive: true)
-            let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
-            WebSetup.prepare(config)
-            let gateway = try Gateway(
-                config: config, source: source, database: database, mqtt: mqtt,
-                scopeStore: ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory)),
-                pairing: hap.map { HAPPairingManager(source: $0, logger: logger) }, operations: Setup.sourceOperations,
-                ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger
-            )
+            let parts = try HomeMQTTApp.build(
+                config: config, source: made.source, database: database,
+                options: .init(pairing: made.pairing, operations: Setup.sourceOperations), logger: logger)
             // Every phase, from loading the files to serving, is a service of this one group:
             // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
-            var services = gateway.services
-            if config[HomieConfig.self].enabled {
-                // A second connection: a Homie root device's will is its own `$state`.
-                let homieMQTT = MQTTClient(
-                    configuration: HomieOutput.configuration(gateway: config.mqtt, homie: config[HomieConfig.self]),
-                    logger: logger)
-                let homie = HomieOutput(
-                    gateway: gateway, mqtt: homieMQTT, config: config[HomieConfig.self], clientID: config.mqtt.clientID,
-                    qos: config.qos, logger: logger)
-                // Stopped before its client, so its `disconnected` goes out on the open connection.
-                services += [.init(service: homieMQTT), .init(service: homie)]
-            }
-            if let web = WebSetup.service(gateway: gateway, config: config, logger: logger) {
-                services.append(web)
-            }
             var group = ServiceGroupConfiguration(
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                services: parts.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             group.maximumGracefulShutdownDuration = .seconds(4)
             try await ServiceGroup(configuration: group).run()
         } catch is CancellationError {

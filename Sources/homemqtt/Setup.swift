@@ -5,10 +5,9 @@ import HomeMQTTApp
 import HAP
 import HomeModel
 import Logging
-import Simulator
 
-/// Turns a config into the running parts. The only place that knows which sources exist;
-/// the gateway sees them as one `AccessorySource`.
+/// Turns a config into what the commands need: the config, the source, the database, the
+/// logger, and one way of reporting a failure.
 enum Setup {
     static func loadConfig(_ options: ConfigOptions) throws -> GatewayConfig {
         do {
@@ -27,7 +26,7 @@ enum Setup {
         switch error {
         case let code as ExitCode: return code // already reported
         case let error as CLIError: exit = ExitCode(error.code.rawValue)
-        case is ConfigError: exit = ExitCode(CLIError.Code.config.rawValue)
+        case is ConfigError, is SourceFilesError: exit = ExitCode(CLIError.Code.config.rawValue)
         default: exit = ExitCode(CLIError.Code.failure.rawValue)
         }
         let message = MaskedURL.maskingPasswords(in: "\(error)").split(whereSeparator: \.isNewline)
@@ -36,65 +35,25 @@ enum Setup {
         return exit
     }
 
-    /// - Parameter deferred: load the simulator's files when its service runs (for `run`,
-    ///   where SIGTERM must stop the load too) rather than now.
-    static func makeSources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws
-        -> [any AccessorySource]
-    {
-        var sources: [any AccessorySource] = []
-        for source in config.sources {
-            switch source {
-            case .simulator(let directory):
-                let url = URL(fileURLWithPath: directory)
-                guard deferred else {
-                    do {
-                        sources.append(try SimulatedHome.load(directory: url))
-                    } catch {
-                        throw CLIError("\(error)", code: .config)
-                    }
-                    continue
-                }
-                sources.append(
-                    DeferredSource(name: "simulator") { hub in
-                        logger.info("loading accessory files", metadata: ["directory": "\(directory)"])
-                        do {
-                            return try SimulatedHome.load(directory: url, hub: hub) { warning in
-                                logger.warning("accessory file", metadata: ["problem": "\(warning)"])
-                            }
-                        } catch {
-                            throw CLIError("\(error)", code: .config)
-                        }
-                    })
-            case .hap(let pollInterval):
-                sources.append(
-                    HAPSource(
-                        store: pairingStore(config), logger: logger, pollInterval: pollInterval ?? config.pollInterval))
-            }
-        }
-        return sources
-    }
-
     static func source(_ config: GatewayConfig, logger: Logger) throws -> any AccessorySource {
         try sources(config, logger: logger).source
     }
 
-    /// The gateway's source, and the HAP source among its parts (for pairing while running).
-    static func sources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws -> (
-        source: any AccessorySource, hap: HAPSource?
-    ) {
-        let sources = try makeSources(config, logger: logger, deferred: deferred)
-        let hap = sources.lazy.compactMap { $0 as? HAPSource }.first
-        return (sources.count == 1 ? sources[0] : CompositeSource(sources), hap)
+    /// The gateway's source (`HomeMQTTApp.makeSource`), and what pairs with it while running.
+    /// - Parameter deferred: load the simulator's files when its service runs (for `run`,
+    ///   where SIGTERM must stop the load too) rather than now.
+    static func sources(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws -> MadeSource {
+        try HomeMQTTApp.makeSource(config, logger: logger, deferred: deferred)
     }
 
     /// The management operations the sources add to the gateway's own: HAP's pairing, answered
     /// `no-pairing-source` by a gateway without a HAP source. The running gateway and the CLI
     /// without it both list these.
-    static let sourceOperations: [any ManagementOperation.Type] = HAPPairingOperations.all
+    static let sourceOperations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations
 
     /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
     static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {
-        HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent("pairings"))
+        HAPFactory.pairingStore(config)
     }
 
     static func openDatabase(_ config: GatewayConfig, exclusive: Bool) throws -> HomeDatabase {

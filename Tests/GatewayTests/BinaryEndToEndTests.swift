@@ -9,35 +9,10 @@ import XCTest
 final class BinaryEndToEndTests: XCTestCase {
     let door = "home/garage/garage-door-opener/garage-door"
 
-    /// `homemqtt` beside the test bundle (both are in the build's products directory).
-    static var binary: String { (try? builtProduct("homemqtt")) ?? "homemqtt (not built)" }
+    static var binary: String { BinaryGateway.binary }
 
-    /// A config for the test broker and the shipped simulated home, with its own state directory.
-    final class E2EConfig: Sendable {
-        let directory: TemporaryDirectory
-        let configPath: String
-        var statePath: String { directory.file("state") }
-
-        init(brokerURL: String, extra: String = "") throws {
-            directory = try TemporaryDirectory(prefix: "homemqtt-e2e")
-            configPath = directory.file("gateway.yml")
-            let yaml = """
-                broker:
-                  url: \(brokerURL)
-                  client-id: homemqtt-e2e
-                state-directory: state
-                poll-interval: 0
-                sources:
-                  - type: simulator
-                    directory: \(repositoryRoot.appendingPathComponent("Config/accessories").path)
-                homeassistant:
-                  enabled: false
-                log-level: warning
-                \(extra)
-                """
-            try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
-        }
-    }
+    /// The config the binary's tests start it on (`TestSupport`).
+    typealias E2EConfig = TestSupport.E2EConfig
 
     func homemqtt(_ arguments: [String], _ setup: E2EConfig, timeout: Double = 20) async throws -> ProcessResult {
         try await Self.homemqtt(arguments, setup, timeout: timeout)
@@ -54,23 +29,7 @@ final class BinaryEndToEndTests: XCTestCase {
 
     /// `homemqtt run` on `setup`, once it has published `online`.
     static func startGateway(_ setup: E2EConfig, broker: MosquittoBroker) async throws -> ChildProcess {
-        let watcher = try await MQTTTestSubscriber.start(
-            broker: broker, filter: "home/$gateway/status", clientID: "status-\(UUID().uuidString.prefix(6))")
-        let gateway = try ChildProcess(binary, ["run", "--config", setup.configPath])
-        do {
-            try await watcher.waitForMessage("the gateway online", timeout: 20) { message in
-                if !gateway.isRunning { return true }
-                return !message.retain && message.string == "online"
-            }
-        } catch {
-            XCTFail("no online status; stderr: \(gateway.standardError)")
-            throw error
-        }
-        await watcher.stop()
-        guard gateway.isRunning else {
-            throw ProcessError("homemqtt run exited (\(gateway.exitStatus ?? -1)): \(gateway.standardError)")
-        }
-        return gateway
+        try await BinaryGateway.start(setup, broker: broker)
     }
 
     /// A person starting the gateway, or reading the journal, sees each phase once, with its

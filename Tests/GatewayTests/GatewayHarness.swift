@@ -43,9 +43,6 @@ final class GatewayHarness: @unchecked Sendable {
             directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
         config.mqtt = broker.clientConfiguration(clientID: "gateway-under-test")
-        GatewayConfig.applyGatewayOptions(&config.mqtt)
-        config.mqtt.will = MQTTWill(
-            topic: "home/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
         config.requestTimeout = 2
@@ -53,20 +50,18 @@ final class GatewayHarness: @unchecked Sendable {
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
         var logger = Logger(label: "test.gateway")
         logger.logLevel = .warning
-        let mqtt = MQTTClient(configuration: config.mqtt, logger: logger)
-        let gateway = try Gateway(
-            config: config, source: home, database: database, mqtt: mqtt,
-            scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)), operations: operations,
-            // Far below the shipped home's few hundred retained topics, so
-            // that every test starts through the paced first publication.
-            publicationBacklog: 16, ownedTopics: OwnedTopicsStore(config: config),
-            outputs: HomeMQTTApp.outputs(for: config), logger: logger)
+        // Far below the shipped home's few hundred retained topics, so
+        // that every test starts through the paced first publication.
+        let parts = try HomeMQTTApp.build(
+            config: config, source: home, database: database,
+            options: .init(operations: operations, publicationBacklog: 16), logger: logger)
+        let gateway = parts.gateway
         let publisher = MQTTClient(configuration: broker.clientConfiguration(clientID: "test-publisher"))
         try await publisher.connect()
         try await before(broker, publisher)
         let observer = try await MQTTTestSubscriber.start(
             broker: broker, filter: "\(config.baseTopic)/#", clientID: "test-observer")
-        let group = ServiceGroup(configuration: .init(services: gateway.services, logger: logger))
+        let group = ServiceGroup(configuration: .init(services: parts.services, logger: logger))
         let runner = Task { try await group.run() }
         let harness = GatewayHarness(
             broker: broker, home: home, database: database, gateway: gateway, group: group,

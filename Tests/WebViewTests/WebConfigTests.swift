@@ -2,6 +2,7 @@ import HomeMQTTApp
 import Foundation
 import Gateway
 import TestSupport
+import WebView
 import XCTest
 
 /// The config file's `web:` section, read strictly: defaults, the listen address, the token and

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HomeModel
 import TestSupport
+import WebView
 import XCTest
 
 /// HTTP must never starve the gateway: connections are capped below the descriptor limit, a

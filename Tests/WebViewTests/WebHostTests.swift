@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HomeModel
 import TestSupport
+import WebView
 import XCTest
 
 /// DNS rebinding: a name of the attacker's (`127.evil.example`) resolved to 127.0.0.1 makes the

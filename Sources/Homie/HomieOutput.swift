@@ -1,4 +1,5 @@
 import Foundation
+public import Gateway
 public import HomeModel
 public import Logging
 public import MQTT
@@ -11,7 +12,7 @@ public import ServiceLifecycle
 /// checked and answered as one; a refused one is logged on the device's `$log/warn`.
 public actor HomieOutput: Service {
     let gateway: Gateway
-    let mqtt: MQTTClient
+    let mqtt: any MQTTTransport
     let domain: String
     let rootID: String
     let logger: Logger
@@ -35,7 +36,7 @@ public actor HomieOutput: Service {
 
     /// `mqtt` is the Homie connection, whose will `configuration(for:)` sets.
     public init(
-        gateway: Gateway, mqtt: MQTTClient, config: HomieConfig, clientID: String, qos: MQTTQoS, logger: Logger
+        gateway: Gateway, mqtt: any MQTTTransport, config: HomieConfig, clientID: String, qos: MQTTQoS, logger: Logger
     ) {
         self.gateway = gateway
         self.qos = qos
@@ -244,8 +245,7 @@ public actor HomieOutput: Service {
             if !message.payload.isEmpty { await log(deviceID, "a retained set is not applied: \(message.topic)") }
             return
         }
-        let answer = await gateway.request(
-            topic: property.node.topic + "/set", payload: HomieDevices.setPayload(message.payload))
+        let answer = await gateway.perform(.set(property.node, payload: HomieDevices.setPayload(message.payload)))
         guard answer.objectValue?["status"] != "ok" else { return }
         let code = answer.objectValue?["code"]?.stringValue ?? "error"
         let text = answer.objectValue?["message"]?.stringValue ?? ""

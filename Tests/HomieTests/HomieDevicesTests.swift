@@ -1,9 +1,11 @@
-import HomeMQTTApp
 import Foundation
+import HomeMQTTApp
 import HomeModel
 import Testing
 
+// Gateway testably too: the tests make topic-tree nodes by their memberwise initialiser.
 @testable import Gateway
+@testable import Homie
 
 /// The Homie mapping of characteristics, value by value, where the end-to-end test meets only
 /// the simulated home's: formats, enums, empty strings, events and read-only scope.

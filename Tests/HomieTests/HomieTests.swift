@@ -8,7 +8,7 @@ import XCTest
 /// description and value checked point by point, sets, structural changes, and the root
 /// device's `disconnected` and `lost`.
 final class HomieTests: XCTestCase {
-    static let consumer = repositoryRoot.appendingPathComponent("Tests/GatewayTests/homie/homie_consumer.py").path
+    static let consumer = HAPPeer.repositoryRoot.appendingPathComponent("Tests/HomieTests/homie/homie_consumer.py").path
     let root = "homemqtt-e2e"
 
     func consume(_ broker: MosquittoBroker, _ arguments: [String]) async throws -> JSONValue {
@@ -26,10 +26,10 @@ final class HomieTests: XCTestCase {
         return (report["devices"]?.objectValue ?? [:], violations)
     }
 
-    func startGateway(_ broker: MosquittoBroker) async throws -> (BinaryEndToEndTests.E2EConfig, ChildProcess) {
-        let setup = try BinaryEndToEndTests.E2EConfig(
+    func startGateway(_ broker: MosquittoBroker) async throws -> (E2EConfig, ChildProcess) {
+        let setup = try E2EConfig(
             brokerURL: "mqtt://127.0.0.1:\(broker.port)", extra: "homie:\n  enabled: true")
-        let gateway = try await BinaryEndToEndTests.startGateway(setup, broker: broker)
+        let gateway = try await BinaryGateway.start(setup, broker: broker)
         return (setup, gateway)
     }
 

@@ -1,9 +1,8 @@
 import Foundation
-public import HomeModel
-import Yams
+public import Gateway
 
 // The config file's `web:` section: whether the gateway serves its web view, where, and the
-// token that guards it. Read here, with the rest of the file; served by the WebView module.
+// token that guards it. A `ConfigSection`, read by the module that serves it.
 
 /// The web view's settings. Off by default: a gateway that nobody looks at in a browser opens
 /// no port.

@@ -1,0 +1,45 @@
+public import Foundation
+public import Gateway
+public import HAP
+public import HomeModel
+
+// Here rather than in HAP: HAP imports HomeModel and MDNS only, and a source below the gateway
+// stays below it; this adapter between the config file and `HAPSource` belongs to the
+// composition root, which imports both.
+
+/// `type: hap`: accessories paired over HAP, from the pairings in the state directory, and
+/// pairing while the gateway runs (`HAPPairingManager`).
+public struct HAPFactory: SourceFactory, CustomStringConvertible {
+    public static let type = "hap"
+    /// Seconds between reads of what cannot notify; nil: the config's `poll-interval`.
+    public var pollInterval: Double?
+
+    public init(pollInterval: Double? = nil) {
+        self.pollInterval = pollInterval
+    }
+
+    public static func read(_ entry: ConfigReader, _ context: ConfigContext) throws(ConfigError) -> Self {
+        Self(pollInterval: try entry.double("poll-interval"))
+    }
+
+    public func make(_ context: SourceContext) throws -> MadeSource {
+        let source = HAPSource(
+            store: Self.pairingStore(context.config), logger: context.logger,
+            pollInterval: pollInterval ?? context.config.pollInterval)
+        return MadeSource(source: source, pairing: HAPPairingManager(source: source, logger: context.logger))
+    }
+
+    /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
+    public static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {
+        HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent("pairings"))
+    }
+
+    public var description: String { "hap(pollInterval: \(pollInterval.map { "\($0)" } ?? "nil"))" }
+}
+
+extension SourceConfig {
+    /// A `type: hap` entry.
+    public static func hap(pollInterval: Double? = nil) -> Self {
+        Self(HAPFactory(pollInterval: pollInterval))
+    }
+}
