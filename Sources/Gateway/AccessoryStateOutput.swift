@@ -1,6 +1,6 @@
 import Foundation
 import HomeModel
-public import MQTT
+import MQTT
 
 /// One JSON document per accessory, as Node-RED flows and zigbee2mqtt users expect:
 /// `<accessory>/$state` (retained, every readable value by service and characteristic, one
@@ -117,7 +117,7 @@ public final class AccessoryStateOutput: GatewayOutput {
             fail(GatewayFailure(code: .invalidJSON, message: #"expected {"<service>": {"<characteristic>": value}}"#))
             return
         }
-        var writes: [WriteMany.Write] = []
+        var writes: [CharacteristicWrite] = []
         for (serviceKey, fields) in document.sorted(by: { $0.key < $1.key }) where serviceKey != "id" {
             guard case .object(let values) = fields else {
                 fail(GatewayFailure(code: .invalidField, message: "\(serviceKey) must be an object of characteristics"))
@@ -142,10 +142,6 @@ public final class AccessoryStateOutput: GatewayOutput {
                         value: Gateway.checkedValue(raw, node)))
             }
         }
-        guard !writes.isEmpty else {
-            fail(GatewayFailure(code: .empty, message: "the $set names no characteristic"))
-            return
-        }
-        gateway.write(writes, accessoryID: accessory.id, id: id, resultTopic: resultTopic, reply: reply)
+        gateway.perform(.writeMany(accessory, writes), message)
     }
 }

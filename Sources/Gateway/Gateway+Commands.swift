@@ -1,5 +1,5 @@
 public import HomeModel
-public import MQTT
+import MQTT
 
 // The gateway's requests, whoever asks: an MQTT message on a request topic, a Homie controller's
 // set, a page of the web view. Each is taken as an `IncomingMessage` by `handle(_:)`
@@ -7,27 +7,32 @@ public import MQTT
 // `response/<op>`) and to whoever waits for it (`Reply`): an MQTT 5 Response Topic, or a caller
 // in this process awaiting `perform` or `request(topic:payload:)`.
 
-/// What the gateway can be asked, typed, for a caller in this process that knows what it asks.
+/// What the gateway can be asked: the MQTT front end makes one of a request topic
+/// (`Gateway+Messages`); an output or a view in this process asks it directly (`perform`).
 public enum GatewayCommand: Sendable {
     /// A characteristic's `set`, the payload in the `set` topic's words (a value, or
     /// `{"value": …, "id": …}`).
     case set(TopicTree.CharacteristicNode, payload: [UInt8])
     /// A characteristic's `get`.
     case get(TopicTree.CharacteristicNode)
-    /// A service's `$toggle`.
-    case toggle(TopicTree.ServiceNode)
+    /// A service's `$toggle`: its primary control flipped.
+    case toggle(TopicTree.AccessoryNode, TopicTree.ServiceNode)
     /// An accessory's `$identify`.
     case identify(TopicTree.AccessoryNode)
+    /// Several characteristics of one accessory written at once, answered as one on its
+    /// `$result` with an entry each.
+    case writeMany(TopicTree.AccessoryNode, [CharacteristicWrite])
     /// A gateway request, `$gateway/request/<op>`, with its JSON fields.
     case manage(op: String, payload: [UInt8])
 
-    /// The topic an MQTT client would send it to.
+    /// Where an MQTT client would send it, for the logs and the events page.
     func topic(base: String) -> String {
         switch self {
         case .set(let node, _): node.topic + "/set"
         case .get(let node): node.topic + "/get"
-        case .toggle(let service): service.topic + "/$toggle"
+        case .toggle(_, let service): service.topic + "/$toggle"
         case .identify(let accessory): accessory.topic + "/$identify"
+        case .writeMany(let accessory, _): accessory.topic + "/$set"
         case .manage(let op, _): "\(base)/$gateway/request/\(op)"
         }
     }
@@ -35,8 +40,24 @@ public enum GatewayCommand: Sendable {
     var payload: [UInt8] {
         switch self {
         case .set(_, let payload), .manage(_, let payload): payload
-        case .get, .toggle, .identify: []
+        case .get, .toggle, .identify, .writeMany: []
         }
+    }
+}
+
+/// One characteristic of a `writeMany`: the names its answer is filed under, and its node and
+/// value as checked (or why not).
+public struct CharacteristicWrite: Sendable {
+    public var service: String
+    public var characteristic: String
+    public var node: TopicTree.CharacteristicNode?
+    public var value: Result<CharacteristicValue, GatewayFailure>
+
+    public init(
+        service: String, characteristic: String, node: TopicTree.CharacteristicNode?,
+        value: Result<CharacteristicValue, GatewayFailure>
+    ) {
+        (self.service, self.characteristic, self.node, self.value) = (service, characteristic, node, value)
     }
 }
 
@@ -130,13 +151,22 @@ extension Gateway {
     /// Performs `command` as its MQTT message would be, and returns the answer published on its
     /// topic.
     public func perform(_ command: GatewayCommand) async -> JSONValue {
-        await request(topic: command.topic(base: base), payload: command.payload)
+        await local(payload: command.payload) { reply in
+            perform(command, IncomingMessage(topic: command.topic(base: base), payload: command.payload, reply: reply))
+        }
     }
 
     /// A request from inside the process on `topic` (`set`, `get`, `$toggle`, `$identify`,
     /// `$set`, `$gateway/request/<op>`), handled as an MQTT message there: the same validation,
     /// the same workers, the same answer on the same topics, returned here as well.
     public func request(topic: String, payload: [UInt8]) async -> JSONValue {
+        await local(payload: payload) { reply in
+            handle(IncomingMessage(topic: topic, payload: payload, reply: reply))
+        }
+    }
+
+    /// Runs `body` with a reply to this caller, and waits for the answer.
+    private func local(payload: [UInt8], _ body: (Reply) -> Void) async -> JSONValue {
         guard isStarted else {
             return .object(Self.localError(.unavailable, "the gateway is not online", id: payload))
         }
@@ -144,7 +174,7 @@ extension Gateway {
         // Every request is answered by the path that takes it, or by its deadline; this is the
         // last resort for one that none answers, kept by the deadline watchdog.
         work.deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
-        await handle(IncomingMessage(topic: topic, payload: payload, reply: Reply(.local(number))))
+        body(Reply(.local(number)))
         if let answer = local.takeEarlyAnswer(number) { return answer }
         return await withCheckedContinuation { continuation in local.wait(number, continuation) }
     }

@@ -104,7 +104,7 @@ extension Gateway {
             metadata: [
                 "broker": "\(config.brokerDisplay)", "base": "\(base)", "retained-topics": "\(retainedCount)",
             ])
-        await handleHeldMessages()
+        handleHeldMessages()
     }
 
     /// Takes source events, home events, MQTT messages, requests and connection changes until

@@ -2,13 +2,13 @@ import Foundation
 import HomeModel
 import MQTT
 
-/// Incoming MQTT messages: `set`, `get`, `$toggle`, gateway requests, and everything else
-/// under the base topic.
+/// The MQTT front end: a message's topic made into the command it asks (`GatewayCommand`), or
+/// reported as a topic the gateway does not serve; then `perform`ed (`Gateway+Perform`).
 extension Gateway {
     /// Topic levels the gateway publishes itself; a message on one is never a request.
     static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
 
-    func handle(_ message: IncomingMessage) async {
+    func handle(_ message: IncomingMessage) {
         guard message.topic.hasPrefix(base + "/") else {
             _ = outputsHandle(message)
             refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
@@ -16,7 +16,8 @@ extension Gateway {
         }
         let rest = message.topic.dropFirst(base.count + 1)
         if rest.hasPrefix("$gateway/") {
-            await handleGatewayTopic(String(rest.dropFirst("$gateway/".count)), message)
+            guard let op = gatewayRequest(String(rest.dropFirst("$gateway/".count)), message) else { return }
+            perform(.manage(op: op, payload: message.payload), message)
             return
         }
         guard let slash = message.topic.lastIndex(of: "/") else { return }
@@ -27,6 +28,7 @@ extension Gateway {
             refuseLocal(message, code: .unknownTopic, "'\(kind)' is published by the gateway, not a request")
             return
         }
+        let command: GatewayCommand
         switch kind {
         case "set", "get":
             guard let node = tree.characteristic(topic: path) else {
@@ -35,29 +37,26 @@ extension Gateway {
                     result: (path + "/result", kind))
                 return
             }
-            await request(kind, node: node, message: message)
+            command = kind == "set" ? .set(node, payload: message.payload) : .get(node)
         case "$toggle":
             guard let (accessory, service) = tree.service(topic: path) else {
                 reportUnknown(message, "no service at '\(path)'", result: (path + "/$result", "toggle"))
                 return
             }
-            await toggle(accessory: accessory, service: service, message: message)
+            command = .toggle(accessory, service)
         case "$identify":
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
                 reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "identify"))
                 return
             }
-            let id = Self.requestID(message.payload)
-            if refuseRetained(message, resultTopic: accessory.topic + "/$result", op: "identify", id: id) { return }
-            dispatch(
-                Job(
-                    kind: .identify, op: "identify", id: id, node: nil, accessoryID: accessory.id,
-                    resultTopic: accessory.topic + "/$result", reply: Reply(message)))
+            command = .identify(accessory)
         default:
             if outputsHandle(message) { return }
             reportUnknown(
                 message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
+            return
         }
+        perform(command, message)
     }
 
     /// Reports a message on a topic the gateway does not serve on `$gateway/error`. `result` is
@@ -109,28 +108,6 @@ extension Gateway {
             case .object(let object) = json
         else { return .null }
         return object["id"] ?? .null
-    }
-
-    private func request(_ kind: String, node: TopicTree.CharacteristicNode, message: IncomingMessage) async {
-        let resultTopic = node.topic + "/result"
-        let id = Self.requestID(message.payload)
-        if refuseRetained(message, resultTopic: resultTopic, op: kind, id: id) { return }
-        if kind == "get" {
-            dispatch(
-                Job(
-                    kind: .get, op: "get", id: id, node: node, accessoryID: node.address.accessoryID,
-                    resultTopic: resultTopic, reply: Reply(message)))
-            return
-        }
-        switch Self.parseSet(message.payload, node: node) {
-        case .success(let (value, id)):
-            dispatch(
-                Job(
-                    kind: .set(value), op: "set", id: id, node: node, accessoryID: node.address.accessoryID,
-                    resultTopic: resultTopic, reply: Reply(message)))
-        case .failure(let failure):
-            sendResult(resultTopic, op: "set", id: id, .failure(failure), reply: Reply(message))
-        }
     }
 
     /// Validates a `set` payload: a plain value in the codec's words, or `{"value": …, "id": …}`.
@@ -193,44 +170,5 @@ extension Gateway {
         case .tlv8, .data: return "base64 data"
         default: return "'\(Int(metadata.minValue ?? 0))'"
         }
-    }
-
-    private func toggle(accessory: TopicTree.AccessoryNode, service: TopicTree.ServiceNode, message: IncomingMessage)
-        async
-    {
-        let resultTopic = service.topic + "/$result"
-        let id = Self.requestID(message.payload)
-        if refuseRetained(message, resultTopic: resultTopic, op: "toggle", id: id) { return }
-        guard let node = PrimaryControl.characteristic(in: service) else {
-            sendResult(
-                resultTopic, op: "toggle", id: id,
-                .failure(
-                    GatewayFailure(
-                        code: .notToggleable,
-                        message: "a \(service.typeName) service has no primary control in scope to toggle")),
-                reply: Reply(message))
-            return
-        }
-        if node.isReadOnlyScope {
-            sendResult(
-                resultTopic, op: "toggle", id: id,
-                .failure(
-                    GatewayFailure(
-                        code: .readOnlyScope,
-                        message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration")
-                ), reply: Reply(message))
-            return
-        }
-        guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
-            sendResult(
-                resultTopic, op: "toggle", id: id,
-                .failure(GatewayFailure(code: .notToggleable, message: "no value to flip to")), reply: Reply(message))
-            return
-        }
-        dispatch(
-            Job(
-                kind: .set(value), op: "toggle", id: id, node: node, accessoryID: accessory.id,
-                resultTopic: resultTopic,
-                reply: Reply(message)))
     }
 }

@@ -60,18 +60,18 @@ extension Gateway {
                 ownership.held.append(message)
                 continue
             }
-            await handle(IncomingMessage(message))
+            handle(IncomingMessage(message))
         }
     }
 
     /// The requests that came before `online`, in order (and any that come meanwhile). While
     /// the whole base was read, other clients' live messages came too: only requests are taken.
-    func handleHeldMessages() async {
+    func handleHeldMessages() {
         let filters = requestFilters.map(\.0)
         while !ownership.held.isEmpty {
             let message = ownership.held.removeFirst()
             guard filters.contains(where: { Self.topic(message.topic, matches: $0) }) else { continue }
-            await handle(IncomingMessage(message))
+            handle(IncomingMessage(message))
         }
     }
 

@@ -6,20 +6,26 @@ import MQTT
 extension Gateway {
     static let gatewayOutputs: Set<String> = ["status", "tree", "event", "error"]
 
-    func handleGatewayTopic(_ rest: String, _ message: IncomingMessage) async {
+    /// The op of a message on `<base>/$gateway/<rest>`, if it is a request; anything else is
+    /// answered or reported here.
+    func gatewayRequest(_ rest: String, _ message: IncomingMessage) -> String? {
         if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") {
             refuseLocal(message, code: .unknownTopic, "'\(rest)' is published by the gateway, not a request")
-            return
+            return nil
         }
         guard rest.hasPrefix("request/") else {
             reportUnknown(
                 message,
                 "'\(base)/$gateway/\(rest)' is not a gateway topic; requests go to \(base)/$gateway/request/<op>")
-            return
+            return nil
         }
-        let op = String(rest.dropFirst("request/".count))
+        return String(rest.dropFirst("request/".count))
+    }
+
+    /// A gateway request's fields, read, then queued for the request loop: a `pair` takes
+    /// seconds, and `set`/`get` must not wait behind it.
+    func manage(op: String, _ message: IncomingMessage) {
         let responseTopic = "\(base)/$gateway/response/\(op)"
-        var id: JSONValue = .null
         if message.retain {
             if !message.payload.isEmpty {
                 sendResponse(
@@ -53,9 +59,9 @@ extension Gateway {
                 return
             }
         }
-        id = fields["id"] ?? .null
         work.requestQueue.yield(
-            GatewayRequest(op: op, fields: fields, responseTopic: responseTopic, id: id, reply: Reply(message)))
+            GatewayRequest(
+                op: op, fields: fields, responseTopic: responseTopic, id: fields["id"] ?? .null, reply: Reply(message)))
     }
 
     func sendResponse(

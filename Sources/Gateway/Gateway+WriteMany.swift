@@ -13,15 +13,6 @@ struct WriteMany: Sendable {
         var characteristic: String
     }
 
-    /// One characteristic of the write: the names its answer is filed under, and its node and
-    /// value as checked (or why not).
-    struct Write: Sendable {
-        var service: String
-        var characteristic: String
-        var node: TopicTree.CharacteristicNode?
-        var value: Result<CharacteristicValue, GatewayFailure>
-    }
-
     /// A write in flight: its characteristics' answers, gathered until the last one.
     struct Pending: Sendable {
         var id: JSONValue
@@ -38,7 +29,8 @@ struct WriteMany: Sendable {
 extension Gateway {
     /// Writes `writes` to the accessory, answered as one on `resultTopic` (and the reply's
     /// topic) once every part has its answer.
-    func write(_ writes: [WriteMany.Write], accessoryID: String, id: JSONValue, resultTopic: String, reply: Reply?) {
+    func write(_ writes: [CharacteristicWrite], accessoryID: String, id: JSONValue, resultTopic: String, reply: Reply?)
+    {
         let token = writeMany.next
         writeMany.next += 1
         writeMany.pending[token] = WriteMany.Pending(id: id, topic: resultTopic, reply: reply, remaining: writes.count)

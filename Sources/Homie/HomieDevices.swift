@@ -1,5 +1,5 @@
 import Gateway
-public import HomeModel
+import HomeModel
 
 /// The published home as Homie v5 devices: the gateway is the root device and each accessory a
 /// child device (`root` names the gateway), each service a node, each characteristic a

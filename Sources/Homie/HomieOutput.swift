@@ -1,6 +1,6 @@
 import Foundation
 public import Gateway
-public import HomeModel
+import HomeModel
 public import Logging
 public import MQTT
 public import ServiceLifecycle

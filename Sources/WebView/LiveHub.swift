@@ -57,7 +57,7 @@ actor LiveHub {
             for await change in changes {
                 if case .snapshot = change, tree == nil {
                     // Changes of the connection come as they happen; where it stands now, from the client.
-                    isConnected = await gateway.mqtt.connectionState.isConnected
+                    isConnected = gateway.mqtt.connectionState.isConnected
                 }
                 apply(change)
             }

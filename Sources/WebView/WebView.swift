@@ -1,5 +1,5 @@
 public import Gateway
-public import HomeModel
+import HomeModel
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket

@@ -25,8 +25,10 @@ struct InProcessGateway: Sendable {
 
     /// Runs a gateway until `body` returns (or throws), then stops it as SIGTERM would, and
     /// returns when it has stopped.
+    /// `outputs`: the gateway's outputs, the composition root's by default.
     static func run(
         configure: (inout GatewayConfig) -> Void = { _ in },
+        outputs: (GatewayConfig) -> [any GatewayOutput] = HomeMQTTApp.outputs(for:),
         _ body: (InProcessGateway) async throws -> Void
     ) async throws {
         let state = try TemporaryDirectory(prefix: "homemqtt-inprocess")
@@ -48,7 +50,7 @@ struct InProcessGateway: Sendable {
         let gateway = try Gateway(
             config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
             mqtt: transport, scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
-            ownedTopics: OwnedTopicsStore(config: config), outputs: HomeMQTTApp.outputs(for: config), logger: logger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: outputs(config), logger: logger)
         let observer = broker.transport()
         let seen = MessageCollector(observer.messages())
         observer.connect()

@@ -92,7 +92,6 @@ final class HomeAssistantCommandsTests: XCTestCase {
             return try XCTUnwrap(all.first { $0["name"] == .null }, id)
         }
         // What the gateway refused in the issue, it still refuses: the check is the gateway's.
-        let root = "home/default-room"
         func refusal(_ payload: String, _ path: String) -> String {
             Self.refusal(payload, topic: "home/default-room/\(path)/set", tree: tree) ?? "ok"
         }
