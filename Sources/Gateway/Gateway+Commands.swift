@@ -1,8 +1,8 @@
 public import HomeModel
 import MQTT
 
-// The gateway's requests, whoever asks: an MQTT message on a request topic, a Homie controller's
-// set, a page of the web view. Each is taken as an `IncomingMessage` by `handle(_:)`
+// The gateway's requests, whoever asks: an MQTT message on a request topic, an output, a page of
+// the web view. Each is taken as an `IncomingMessage` by `handle(_:)`
 // (`Gateway+Messages`) and answered once, on its topic (`result`, `$result`,
 // `response/<op>`) and to whoever waits for it (`Reply`): an MQTT 5 Response Topic, or a caller
 // in this process awaiting `perform` or `request(topic:payload:)`.

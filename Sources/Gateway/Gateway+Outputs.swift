@@ -38,7 +38,7 @@ extension Gateway {
     }
 
     /// Publishes the output's documents of every published accessory again, behind what is
-    /// queued (a consumer that lost them asked, such as Home Assistant starting).
+    /// queued (a consumer that lost them asked for them again).
     public func republish(_ output: any GatewayOutput) {
         enqueue(.output(ObjectIdentifier(output)))
     }

@@ -36,7 +36,7 @@ struct RetainedSnapshot {
     var readsTree: Bool
     var complete = false
     /// The topics a retained `$gateway/tree` (or its pages) says an earlier run published, and
-    /// the Home Assistant configs that name this gateway's status topic.
+    /// the outputs' topics elsewhere that they know as this gateway's (`isOwnEarlierTopic`).
     var fromTree = OwnedTopics()
     /// Retained topics of other clients where this gateway is about to publish (a few kept to
     /// name in the log; every one counted).
@@ -78,9 +78,9 @@ extension Gateway {
     // MARK: The record
 
     /// The topics the current tree publishes, before they are published: the gateway's own,
-    /// each accessory's documents and its characteristics. Discovery configs and any other
-    /// ledger topic join the record when it settles (a discovery config of ours that a crash
-    /// leaves unrecorded is still recognised by its content at the next start).
+    /// each accessory's documents and its characteristics. An output's topics elsewhere and any
+    /// other ledger topic join the record when it settles (one that a crash leaves unrecorded is
+    /// still recognised by its output at the next start, `isOwnEarlierTopic`).
     func ownership(of tree: TopicTree) -> OwnedTopics {
         var record = OwnedTopics()
         record.topics = [statusTopic, treeTopic]
@@ -230,7 +230,7 @@ extension Gateway {
     }
 
     /// What the look at the broker reads: the whole base, and where the outputs published
-    /// elsewhere (Home Assistant's device configs, whose content tells this gateway's).
+    /// elsewhere (whose content tells this gateway's, `isOwnEarlierTopic`).
     var snapshotFilters: [(String, MQTTQoS)] {
         var filters = ["\(base)/#"]
         for output in outputs { filters += output.snapshotFilters(self) }

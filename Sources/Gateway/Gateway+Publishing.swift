@@ -3,7 +3,7 @@ import HomeModel
 import MQTT
 
 /// Everything the gateway publishes goes through here to the outbox: plain and retained
-/// messages, `$gateway/event`, and republications after a reconnect or Home Assistant's birth.
+/// messages, `$gateway/event`, and republications after a reconnect or when an output asks.
 extension Gateway {
     func enqueue(
         _ topic: String, _ payload: [UInt8], retain: Bool, qos: MQTTQoS? = nil, properties: MQTTPublishProperties? = nil

@@ -3,7 +3,8 @@ public import HomeModel
 import MQTT
 import Synchronization
 
-/// What a view of the home sees (Homie, the web page), in the order it happened.
+/// What a view of the home sees (an output on a connection of its own, the web page), in the
+/// order it happened.
 public enum GatewayChange: Sendable {
     /// The whole published home: first to every observer once the gateway is online, then
     /// after every structural change (accessories, services, names, rooms, reachability, scope).
@@ -23,7 +24,7 @@ public struct GatewaySnapshot: Sendable {
     public var values: [CharacteristicAddress: CharacteristicValue]
 }
 
-/// Views beside the MQTT topics (Homie, the web page) observe the published home; they ask
+/// Views beside the MQTT topics (outputs on their own connection, the web page) observe the published home; they ask
 /// through `perform` and `request(topic:payload:)` (`Gateway+Commands`).
 extension Gateway {
     /// Changes from now on, starting with a snapshot once the gateway is online; finishes when

@@ -37,7 +37,8 @@ public actor Gateway: Service {
     var writeMany = WriteMany()
     /// In-process requests waiting for their answer.
     var local = LocalRequests()
-    /// Views of the home beside its MQTT topics (Homie, the web page): `Gateway+Views`. Outside
+    /// Views of the home beside its MQTT topics (outputs on their own connections, the web page):
+    /// `Gateway+Views`. Outside
     /// the actor's isolation so that a stream's `onTermination` removes its observer
     /// synchronously, without a task of its own.
     let observers = Observers()

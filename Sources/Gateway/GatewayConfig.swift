@@ -3,7 +3,7 @@ public import MQTT
 public import HomeModel
 public import Yams
 
-// The gateway's configuration: the YAML file's broker, sources, scope, Home Assistant and
+// The gateway's configuration: the YAML file's broker, sources, scope, outputs' sections and
 // state-directory settings, loaded and validated.
 
 /// What a scope list allows: everything but `deny` when `allow` is nil, else only `allow`.
@@ -92,7 +92,7 @@ public struct GatewayConfig: Sendable {
     /// `sources:`, each entry read by its kind's factory (`SourceFactory`).
     public var sources: [SourceConfig] = []
     public var logLevel = "info"
-    /// The parts of the file other modules read (`ConfigSection`): `config[HomieConfig.self]`.
+    /// The parts of the file other modules read (`ConfigSection`): `config[SomeSection.self]`.
     public var sections = ConfigSections()
 
     /// The built-in default: a local broker; the sources are those a file without `sources:`

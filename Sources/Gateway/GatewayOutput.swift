@@ -1,11 +1,11 @@
 public import MQTT
 
-// The seam every dialect beside the base topic tree plugs into: Home Assistant discovery, each
-// accessory's `$state` document. The core calls an output's hooks synchronously on the
+// The seam every dialect beside the base topic tree plugs into (a document per accessory, another
+// program's configs). The core calls an output's hooks synchronously on the
 // gateway's actor, where it publishes its own topics — no stream, no task, no hop per message —
 // so an output's retained topics share the gateway's ordered outbox, its retained ledger, its
 // record of what it published and its last will. An output that keeps its own connection and
-// reads the home as a view (Homie, the web page) needs none of this: it observes the gateway.
+// reads the home as a view (as the web page does) needs none of this: it observes the gateway.
 
 /// A dialect published on the gateway's connection, beside the base topic tree.
 ///
@@ -13,7 +13,7 @@ public import MQTT
 /// hook runs isolated to that gateway, so an output keeps its state in plain stored properties.
 /// Every hook has a default that does nothing; an output implements those it needs.
 public protocol GatewayOutput: AnyObject {
-    /// Topic levels it publishes under each accessory's topic (`$state`): recorded as the
+    /// Topic levels it publishes under each accessory's topic: recorded as the
     /// gateway's own and never taken as requests.
     var accessoryDocuments: [String] { get }
 
