@@ -5,19 +5,23 @@ public import MQTT
 public import ServiceLifecycle
 import Synchronization
 
-/// The bridge between a source of accessories and the broker: the actor's state, in one place.
+/// The bridge between a source of accessories and the broker: the actor's components, in one
+/// place, each with its own state and the methods that change it.
 ///
-/// Data flows one way in each direction: source events → scope → topic tree → outbox → MQTT;
-/// MQTT `set`/`get`/`$toggle` → validation → a worker → source → result (and the source's
-/// event → state). Where each part lives:
+/// Data flows one way in each direction: source events → scope → topic tree → outbox → MQTT
+/// (and each output's documents); a request topic → `GatewayCommand` → a worker → source →
+/// result (and the source's event → state). Where each part lives:
 /// - `Gateway+Lifecycle`: start-up phases, serving, and `stop` (where `offline` is published);
-/// - `Gateway+Messages`: incoming topics, `set` validation; `Gateway+Workers`: requests to
-///   accessories and their results; `Gateway+Requests`: `$gateway/request/<op>`;
+/// - `Gateway+Messages`: the MQTT front end, a request topic made into a `GatewayCommand`;
+///   `Gateway+Perform`: commands checked and performed; `Gateway+Commands`: the commands, who
+///   waits for an answer, in-process callers; `Gateway+Workers`, `Gateway+WriteMany`: requests
+///   to accessories; `Gateway+Requests`: `$gateway/request/<op>` (`ManagementOperation`s);
 /// - `Gateway+SourceEvents`: values, reachability and structure from the source and the home
 ///   database, notifications and polling;
-/// - `Gateway+RetainedTopics`: the tree's retained topics, published, changed and cleared;
-///   `Gateway+Publishing`: queueing, events and republication; `Outbox`, `RetainedLedger`;
-/// - `Gateway+Connection`: the broker connection and health.
+/// - `Gateway+RetainedTopics`, `Gateway+Publishing`: the tree's retained topics, published,
+///   changed, cleared and republished; `Gateway+Outputs`: the outputs' hooks;
+///   `Gateway+Ownership`: the record of what it published and the look at the broker;
+/// - `Gateway+Connection`, `Gateway+BrokerLimits`: the broker connection, its limits, health.
 public actor Gateway: Service {
     public let config: GatewayConfig
     /// What it works with, fixed at start: the source, the database, the broker connection.

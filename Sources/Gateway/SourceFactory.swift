@@ -16,10 +16,14 @@ public protocol SourceFactory: Sendable, Hashable {
     static func byDefault(_ context: ConfigContext) -> Self?
     /// Makes the source these settings describe.
     func make(_ context: SourceContext) throws -> MadeSource
+    /// The management operations this kind of source adds to the gateway's (`pair` for HAP),
+    /// answered live and offline alike.
+    static var operations: [any ManagementOperation.Type] { get }
 }
 
 extension SourceFactory {
     public static func byDefault(_ context: ConfigContext) -> Self? { nil }
+    public static var operations: [any ManagementOperation.Type] { [] }
 
     // Through an existential metatype (`any SourceFactory.Type`) the settings are reached as a
     // `SourceConfig`, which names no `Self`.

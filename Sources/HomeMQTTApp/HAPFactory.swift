@@ -11,6 +11,8 @@ public import HomeModel
 /// pairing while the gateway runs (`HAPPairingManager`).
 public struct HAPFactory: SourceFactory, CustomStringConvertible {
     public static let type = "hap"
+    /// `pair`, `pairings`, `unpair` and `discover`.
+    public static var operations: [any ManagementOperation.Type] { HAPPairingOperations.all }
     /// Seconds between reads of what cannot notify; nil: the config's `poll-interval`.
     public var pollInterval: Double?
 

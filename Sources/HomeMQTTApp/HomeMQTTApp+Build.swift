@@ -34,16 +34,28 @@ extension HomeMQTTApp {
         public var publicationBacklog: Int
         /// Told the web view's port once it listens (`web.port` 0 picks a free one).
         public var webListening: @Sendable (Int) async -> Void
+        /// The gateway's broker connection, made from its configuration: an `MQTTClient`, or a
+        /// transport held in memory for the in-process tests.
+        public var transport: @Sendable (MQTTConfiguration, Logger) -> any MQTTTransport
+        /// The outputs on the gateway's connection; the config's (`outputs(for:)`) by default.
+        public var outputs: @Sendable (GatewayConfig) -> [any GatewayOutput]
 
         public init(
-            pairing: (any PairingManager)? = nil, operations: [any ManagementOperation.Type] = [],
+            pairing: (any PairingManager)? = nil,
+            operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
             publicationBacklog: Int = 20_000,
-            webListening: @escaping @Sendable (Int) async -> Void = { _ in }
+            webListening: @escaping @Sendable (Int) async -> Void = { _ in },
+            transport: @escaping @Sendable (MQTTConfiguration, Logger) -> any MQTTTransport = { configuration, logger in
+                MQTTClient(configuration: configuration, logger: logger)
+            },
+            outputs: @escaping @Sendable (GatewayConfig) -> [any GatewayOutput] = HomeMQTTApp.outputs(for:)
         ) {
             self.pairing = pairing
             self.operations = operations
             self.publicationBacklog = publicationBacklog
             self.webListening = webListening
+            self.transport = transport
+            self.outputs = outputs
         }
     }
 
@@ -58,9 +70,9 @@ extension HomeMQTTApp {
         let state = URL(fileURLWithPath: config.stateDirectory)
         let gateway = try Gateway(
             config: config, source: source, database: database,
-            mqtt: MQTTClient(configuration: config.mqtt, logger: logger), scopeStore: ScopeStore(directory: state),
+            mqtt: options.transport(config.mqtt, logger), scopeStore: ScopeStore(directory: state),
             pairing: options.pairing, operations: options.operations, publicationBacklog: options.publicationBacklog,
-            ownedTopics: OwnedTopicsStore(config: config), outputs: outputs(for: config), logger: logger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: options.outputs(config), logger: logger)
         let context = OutputContext(gateway: gateway, config: config, options: options, logger: logger)
         return Parts(gateway: gateway, services: gateway.services + serviceOutputs.flatMap { $0.services(context) })
     }

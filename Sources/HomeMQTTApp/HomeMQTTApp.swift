@@ -69,6 +69,9 @@ extension HomeMQTTApp {
 
 extension HomeMQTTApp {
     /// The sources' own management operations (HAP's `pair`, `pairings`, `unpair`, `discover`),
-    /// answered after the core ones, live and offline alike.
-    public static let sourceOperations: [any ManagementOperation.Type] = HAPPairingOperations.all
+    /// answered after the core ones, live and offline alike: every kind's, whether the config
+    /// has a source of that kind or not (then they answer that it has none).
+    public static let sourceOperations: [any ManagementOperation.Type] = sourceFactories.flatMap { factory in
+        factory.operations
+    }
 }

@@ -8,7 +8,7 @@ public import ServiceLifecycle
 /// The Homie v5 output: the gateway's published home as Homie devices, on a connection of its
 /// own (a Homie root device's last will is its `$state` = `lost`, and a connection has one
 /// will; the gateway's is its status). Values and structure come from `Gateway.observe()`;
-/// a property's `set` goes through `Gateway.request` as the characteristic's `set`, so it is
+/// a property's `set` is performed as the characteristic's `set` (`Gateway.perform`), so it is
 /// checked and answered as one; a refused one is logged on the device's `$log/warn`.
 public actor HomieOutput: Service {
     let gateway: Gateway

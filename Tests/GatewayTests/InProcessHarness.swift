@@ -28,7 +28,7 @@ struct InProcessGateway: Sendable {
     /// `outputs`: the gateway's outputs, the composition root's by default.
     static func run(
         configure: (inout GatewayConfig) -> Void = { _ in },
-        outputs: (GatewayConfig) -> [any GatewayOutput] = HomeMQTTApp.outputs(for:),
+        outputs: @escaping @Sendable (GatewayConfig) -> [any GatewayOutput] = HomeMQTTApp.outputs(for:),
         _ body: (InProcessGateway) async throws -> Void
     ) async throws {
         let state = try TemporaryDirectory(prefix: "homemqtt-inprocess")
@@ -36,8 +36,6 @@ struct InProcessGateway: Sendable {
             directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
         config.mqtt.clientID = "gateway-under-test"
-        config.mqtt.will = MQTTWill(
-            topic: "home/$gateway/status", payload: Array("offline".utf8), qos: .atLeastOnce, retain: true)
         config.stateDirectory = state.path
         config.pollInterval = 0
         config.requestTimeout = 2
@@ -46,11 +44,12 @@ struct InProcessGateway: Sendable {
         logger.logLevel = .warning
 
         let broker = MemoryBroker()
-        let transport = broker.transport(configuration: config.mqtt)
-        let gateway = try Gateway(
+        // The composition root's gateway, as `homemqtt run` makes it, on a connection in memory.
+        let transport = broker.transport(configuration: HomeMQTTApp.gatewayConnection(config))
+        let parts = try HomeMQTTApp.build(
             config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
-            mqtt: transport, scopeStore: ScopeStore(directory: URL(fileURLWithPath: state.path)),
-            ownedTopics: OwnedTopicsStore(config: config), outputs: outputs(config), logger: logger)
+            options: .init(transport: { _, _ in transport }, outputs: outputs), logger: logger)
+        let gateway = parts.gateway
         let observer = broker.transport()
         let seen = MessageCollector(observer.messages())
         observer.connect()
@@ -62,7 +61,7 @@ struct InProcessGateway: Sendable {
             publisher: publisher)
 
         let statusTopic = "\(config.baseTopic)/$gateway/status"
-        let group = ServiceGroup(configuration: .init(services: gateway.services, logger: logger))
+        let group = ServiceGroup(configuration: .init(services: parts.services, logger: logger))
         try await withThrowingDiscardingTaskGroup { tasks in
             tasks.addTask { try await group.run() }
             do {
