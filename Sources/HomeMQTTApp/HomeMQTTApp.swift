@@ -59,7 +59,8 @@ extension HomeMQTTApp {
     public static func outputs(for config: GatewayConfig) -> [any GatewayOutput] {
         var outputs: [any GatewayOutput] = []
         let accessoryState = config[AccessoryStateConfig.self].enabled
-        if accessoryState { outputs.append(AccessoryStateOutput()) }
+        // Off, it still names `$state` as the gateway's, so an earlier run's are cleared.
+        outputs.append(AccessoryStateOutput(enabled: accessoryState))
         if config[HomeAssistantConfig.self].enabled {
             outputs.append(HomeAssistantOutput(config[HomeAssistantConfig.self], accessoryTopics: accessoryState))
         }

@@ -111,6 +111,62 @@ final class InProcessGatewayTests: XCTestCase {
         }
     }
 
+    /// A known accessory described again (a HAP accessory read after a reconnect, a simulated
+    /// one replaced) may carry a value no event reported: it is published like any update.
+    func testANewDescriptionsValuesArePublishedOnState() async throws {
+        try await InProcessGateway.run { gw in
+            let tree = await gw.gateway.tree
+            let node = try XCTUnwrap(tree.characteristic(topic: "\(light)/brightness"))
+            let accessories = await gw.home.accessories()
+            var accessory = try XCTUnwrap(accessories.first { $0.id == node.address.accessoryID })
+            for si in accessory.services.indices {
+                for ci in accessory.services[si].characteristics.indices
+                where accessory.services[si].characteristics[ci].iid == node.address.iid {
+                    accessory.services[si].characteristics[ci].value = .int(33)
+                }
+            }
+            gw.seen.clear()
+            await gw.home.add(accessory)
+            try await gw.next("\(light)/brightness/state") { $0 == "33" }
+            try await gw.next("home/garage/garage-door-opener/$state") { $0.contains("\"brightness\":33") }
+            XCTAssertEqual(gw.broker.retainedText(under: "\(light)/brightness/state").values.first, "33")
+        }
+    }
+
+    /// A caller's node from a tree that has changed since (a Homie controller's, a page's) is
+    /// looked up again: a characteristic the scope made read-only is refused, as over MQTT.
+    func testAPerformedCommandUsesTheCurrentTree() async throws {
+        try await InProcessGateway.run { gw in
+            let before = await gw.gateway.tree
+            let stale = try XCTUnwrap(before.characteristic(topic: "\(light)/brightness"))
+            let answer = try await gw.request(
+                "home/$gateway/request/scope/set", #"{"scope": {"read-only": ["Garage Door Opener"]}}"#,
+                answer: "home/$gateway/response/scope/set")
+            XCTAssertEqual(answer["status"], "ok", "\(answer)")
+            let refused = await gw.gateway.perform(.set(stale, payload: Array("10".utf8)))
+            XCTAssertEqual(refused["code"], "read-only-scope", "\(refused)")
+            let read = await gw.gateway.perform(.get(stale))
+            XCTAssertEqual(read["status"], "ok", "\(read)")
+        }
+    }
+
+    /// A state directory lost (no record of what was published) and `accessory-state` turned
+    /// off: the earlier run's `$state` documents, read from its retained tree, are still the
+    /// gateway's, and cleared.
+    func testAnEarlierRunsStateDocumentsAreClearedWhenTurnedOffWithoutARecord() async throws {
+        let broker = MemoryBroker()
+        let document = "home/garage/garage-door-opener/$state"
+        try await InProcessGateway.run(broker: broker) { gw in
+            XCTAssertNotNil(gw.broker.retainedText()[document])
+        }
+        XCTAssertNotNil(broker.retainedText()[document], "left retained by the first run")
+        try await InProcessGateway.run(configure: { $0[AccessoryStateConfig.self].enabled = false }, broker: broker) {
+            gw in
+            XCTAssertNil(gw.broker.retainedText()[document])
+            XCTAssertNotNil(gw.broker.retainedText()["home/garage/garage-door-opener/$info"])
+        }
+    }
+
     /// Runs a gateway through `body` and returns it stopped, to look at what the stop left.
     private func withGateway(_ body: (InProcessGateway) async throws -> Void) async throws -> InProcessGateway {
         var stopped: InProcessGateway?

@@ -29,6 +29,7 @@ struct InProcessGateway: Sendable {
     static func run(
         configure: (inout GatewayConfig) -> Void = { _ in },
         outputs: @escaping @Sendable (GatewayConfig) -> [any GatewayOutput] = HomeMQTTApp.outputs(for:),
+        broker: MemoryBroker = MemoryBroker(),
         _ body: (InProcessGateway) async throws -> Void
     ) async throws {
         let state = try TemporaryDirectory(prefix: "homemqtt-inprocess")
@@ -43,7 +44,6 @@ struct InProcessGateway: Sendable {
         var logger = Logger(label: "test.inprocess")
         logger.logLevel = .warning
 
-        let broker = MemoryBroker()
         // The composition root's gateway, as `homemqtt run` makes it, on a connection in memory.
         let transport = broker.transport(configuration: HomeMQTTApp.gatewayConnection(config))
         let parts = try HomeMQTTApp.build(

@@ -150,10 +150,61 @@ extension Gateway {
 
     /// Performs `command` as its MQTT message would be, and returns the answer published on its
     /// topic.
+    /// The nodes it names are looked up again in the current tree: a caller's may be from a
+    /// tree that a scope change or a removal has replaced since.
     public func perform(_ command: GatewayCommand) async -> JSONValue {
         await local(payload: command.payload) { reply in
-            perform(command, IncomingMessage(topic: command.topic(base: base), payload: command.payload, reply: reply))
+            let message = IncomingMessage(topic: command.topic(base: base), payload: command.payload, reply: reply)
+            guard let current = current(command) else {
+                refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is no longer in the tree")
+                return
+            }
+            perform(current, message)
         }
+    }
+
+    /// `command` with its nodes as the current tree has them; nil when one is gone.
+    func current(_ command: GatewayCommand) -> GatewayCommand? {
+        func accessory(_ node: TopicTree.AccessoryNode) -> TopicTree.AccessoryNode? { tree.accessory(id: node.id) }
+        switch command {
+        case .set(let node, let payload): return tree.characteristic(node.address).map { .set($0, payload: payload) }
+        case .get(let node): return tree.characteristic(node.address).map { .get($0) }
+        case .toggle(let node, let service):
+            guard let found = accessory(node),
+                let current = found.services.first(where: { $0.service.iid == service.service.iid })
+            else { return nil }
+            return .toggle(found, current)
+        case .identify(let node): return accessory(node).map { .identify($0) }
+        case .writeMany(let node, let writes):
+            guard let found = accessory(node) else { return nil }
+            var current: [CharacteristicWrite] = []
+            for var write in writes {
+                if let node = write.node {
+                    guard node.address.accessoryID == found.id, let now = tree.characteristic(node.address) else {
+                        return nil
+                    }
+                    write.node = now
+                    if now.isReadOnlyScope, case .success = write.value {
+                        write.value = .failure(
+                            GatewayFailure(
+                                code: .readOnlyScope, message: "\(now.typeName) is read-only by the gateway's scope"))
+                    }
+                }
+                current.append(write)
+            }
+            return .writeMany(found, current)
+        case .manage: return command
+        }
+    }
+
+    /// Performs `command`, asked by `message`, for an output in another module that serves
+    /// requests of its own: answered on the command's topic and to `message`'s `Reply`.
+    public func perform(_ command: GatewayCommand, answering message: IncomingMessage) {
+        guard let current = current(command) else {
+            reportUnknown(message, "'\(message.topic)' is no longer in the tree")
+            return
+        }
+        perform(current, message)
     }
 
     /// A request from inside the process on `topic` (`set`, `get`, `$toggle`, `$identify`,

@@ -272,7 +272,8 @@ extension Gateway {
         if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
             snapshot.fromTree.topics.insert(message.topic)
             if snapshot.readsTree, let document = try? JSONValue(parsing: message.payload) {
-                snapshot.fromTree.addTreeDocument(document, documents: accessoryDocuments)
+                snapshot.fromTree.addTreeDocument(
+                    document, documents: ["$info", "$availability"] + outputs.flatMap(\.earlierDocuments))
             }
             return true
         }

@@ -7,7 +7,8 @@ import MQTT
 /// that cannot.
 extension Gateway {
     func remember(_ accessory: Accessory) {
-        for (address, value) in served.remember(accessory) { update(address, value) }
+        for (address, value) in served.values(describedIn: accessory) { update(address, value) }
+        served.describe(accessory)
     }
 
     func refreshHome() async {

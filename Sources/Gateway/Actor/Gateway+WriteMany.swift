@@ -22,8 +22,28 @@ struct WriteMany: Sendable {
         var results: [String: [String: JSONValue]] = [:]
     }
 
-    var pending: [Int: Pending] = [:]
-    var next = 0
+    private var pending: [Int: Pending] = [:]
+    private var next = 0
+
+    /// A new write of `count` parts; its token.
+    mutating func begin(id: JSONValue, topic: String, reply: Gateway.Reply?, count: Int) -> Int {
+        next += 1
+        pending[next] = Pending(id: id, topic: topic, reply: reply, remaining: count)
+        return next
+    }
+
+    /// Files one part's answer; returns the whole write when it was the last.
+    mutating func file(_ part: Part, _ entry: [String: JSONValue]) -> Pending? {
+        guard var write = pending[part.token] else { return nil }
+        write.results[part.service, default: [:]][part.characteristic] = .object(entry)
+        write.remaining -= 1
+        guard write.remaining == 0 else {
+            pending[part.token] = write
+            return nil
+        }
+        pending[part.token] = nil
+        return write
+    }
 }
 
 extension Gateway {
@@ -31,9 +51,7 @@ extension Gateway {
     /// topic) once every part has its answer.
     func write(_ writes: [CharacteristicWrite], accessoryID: String, id: JSONValue, resultTopic: String, reply: Reply?)
     {
-        let token = writeMany.next
-        writeMany.next += 1
-        writeMany.pending[token] = WriteMany.Pending(id: id, topic: resultTopic, reply: reply, remaining: writes.count)
+        let token = writeMany.begin(id: id, topic: resultTopic, reply: reply, count: writes.count)
         for write in writes {
             let part = WriteMany.Part(token: token, service: write.service, characteristic: write.characteristic)
             guard let node = write.node, case .success(let value) = write.value else {
@@ -66,7 +84,6 @@ extension Gateway {
 
     /// One characteristic's answer; the last one sends the whole.
     func record(_ part: WriteMany.Part, _ outcome: Result<CharacteristicValue?, GatewayFailure>) {
-        guard var set = writeMany.pending[part.token] else { return }
         let entry: JSONValue =
             switch outcome {
             case .success(let value): Payloads.result(id: .null, op: "set", value: value)
@@ -75,13 +92,7 @@ extension Gateway {
         var fields = entry.objectValue ?? [:]
         fields["id"] = nil
         fields["op"] = nil
-        set.results[part.service, default: [:]][part.characteristic] = .object(fields)
-        set.remaining -= 1
-        guard set.remaining == 0 else {
-            writeMany.pending[part.token] = set
-            return
-        }
-        writeMany.pending[part.token] = nil
+        guard let set = writeMany.file(part, fields) else { return }
         let allOK = set.results.values.allSatisfy { $0.values.allSatisfy { $0["status"] == "ok" } }
         if !allOK { activity.failed() }
         answer(

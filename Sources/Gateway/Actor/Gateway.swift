@@ -122,7 +122,7 @@ public actor Gateway: Service {
             operations: ManagementOperations.all(adding: operations),
             outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger))
         self.outputs = Outputs(
-            all: outputs, publishedKinds: Self.outputKinds.union(outputs.flatMap(\.accessoryDocuments)))
+            all: outputs, publishedKinds: Self.outputKinds.union(outputs.flatMap(\.earlierDocuments)))
         ownership = Ownership(store: ownedTopics)
         served = ServedHome(
             scope: try ScopeFilter(scopeStore?.load() ?? config.scope, file: config.file), base: config.baseTopic)

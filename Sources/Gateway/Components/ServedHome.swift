@@ -35,16 +35,12 @@ struct ServedHome {
         return nil
     }
 
-    /// Keeps an accessory's description. A new description of a known accessory (a HAP
-    /// accessory read again after a reconnect) can carry values that no event reported: they
-    /// are returned, to be taken as updates like any other. A button's last press is no such
-    /// value: only an event is a press.
-    mutating func remember(_ accessory: Accessory) -> [(CharacteristicAddress, CharacteristicValue)] {
-        defer { accessories[accessory.id] = accessory }
-        guard accessories[accessory.id] != nil else {
-            order.append(accessory.id)
-            return []
-        }
+    /// The values a new description of a known accessory (a HAP accessory read again after a
+    /// reconnect) carries, which no event may have reported: to be taken as updates like any
+    /// other, while the old description still says what was there (`describe` after them). A
+    /// button's last press is no such value: only an event is a press.
+    func values(describedIn accessory: Accessory) -> [(CharacteristicAddress, CharacteristicValue)] {
+        guard accessories[accessory.id] != nil else { return [] }
         var updates: [(CharacteristicAddress, CharacteristicValue)] = []
         for service in accessory.services {
             for characteristic in service.characteristics {
@@ -53,6 +49,12 @@ struct ServedHome {
             }
         }
         return updates
+    }
+
+    /// Keeps an accessory's description; a new accessory comes after those known.
+    mutating func describe(_ accessory: Accessory) {
+        if accessories[accessory.id] == nil { order.append(accessory.id) }
+        accessories[accessory.id] = accessory
     }
 
     mutating func forget(_ id: String) {

@@ -5,7 +5,9 @@ import MQTT
 /// One JSON document per accessory, as Node-RED flows and zigbee2mqtt users expect:
 /// `<accessory>/$state` (retained, every readable value by service and characteristic, one
 /// message per burst of changes) and `<accessory>/$set` (several characteristics at once,
-/// answered on `$result` with one entry each).
+/// answered on `$result` with one entry each). Turned off (`accessory-state: false`) it publishes
+/// and serves nothing, but `$state` stays a level of the gateway's: never a request, and an
+/// earlier run's documents are cleared.
 public final class AccessoryStateOutput: GatewayOutput {
     /// A burst ends when no change came for this long; its `$state` documents then go out.
     static let quiet = Duration.milliseconds(10)
@@ -21,22 +23,32 @@ public final class AccessoryStateOutput: GatewayOutput {
     private let bursts: AsyncStream<Void>.Continuation
     private let burstStream: AsyncStream<Void>
 
-    public init() {
+    /// Whether it publishes `$state` and serves `$set`.
+    let enabled: Bool
+
+    public init(enabled: Bool = true) {
+        self.enabled = enabled
         (burstStream, bursts) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    public var accessoryDocuments: [String] { ["$state"] }
+    public var accessoryDocuments: [String] { enabled ? ["$state"] : [] }
 
-    public func requestFilters(_ gateway: isolated Gateway) -> [String] { ["\(gateway.base)/+/+/$set"] }
+    public var earlierDocuments: [String] { ["$state"] }
+
+    public func requestFilters(_ gateway: isolated Gateway) -> [String] {
+        enabled ? ["\(gateway.base)/+/+/$set"] : []
+    }
 
     public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] {
+        guard enabled else { return [] }
         let topic = node.topic + "/$state"
         gateway.setRetained(topic, Array(document(node, gateway).encoded().utf8))
         return [topic]
     }
 
     public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
-        [(node.topic + "/$state", Array(document(node, gateway).encoded().utf8))]
+        guard enabled else { return [] }
+        return [(node.topic + "/$state", Array(document(node, gateway).encoded().utf8))]
     }
 
     /// `{"<service>": {"<characteristic>": value, …}, …}` of every in-scope characteristic
@@ -57,6 +69,7 @@ public final class AccessoryStateOutput: GatewayOutput {
 
     /// A value of the accessory changed: its `$state` goes out with the others of the burst.
     public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {
+        guard enabled else { return }
         dirty.insert(accessoryID)
         let now = ContinuousClock.now
         guard let burst else {
@@ -95,7 +108,9 @@ public final class AccessoryStateOutput: GatewayOutput {
 
     /// `{"<service>": {"<characteristic>": value}}` on `<accessory>/$set`, written as one.
     public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
-        guard message.topic.hasSuffix("/$set"), message.topic.hasPrefix(gateway.base + "/") else { return false }
+        guard enabled, message.topic.hasSuffix("/$set"), message.topic.hasPrefix(gateway.base + "/") else {
+            return false
+        }
         let path = String(message.topic.dropLast("/$set".count))
         guard let accessory = gateway.tree.accessories.first(where: { $0.topic == path }) else {
             gateway.reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "set"))

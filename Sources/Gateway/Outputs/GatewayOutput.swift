@@ -17,6 +17,12 @@ public protocol GatewayOutput: AnyObject {
     /// gateway's own and never taken as requests.
     var accessoryDocuments: [String] { get }
 
+    /// Topic levels it may have published under accessories in an earlier run, even if it
+    /// publishes them no more (its setting turned off): read as the gateway's own when the
+    /// record of published topics is rebuilt from a retained tree, so they are cleared, and
+    /// never taken as requests. `accessoryDocuments` by default.
+    var earlierDocuments: [String] { get }
+
     /// Topic filters of the requests it serves, subscribed with the gateway's own once the tree
     /// is published: under the base (`<base>/+/+/$set`) or elsewhere (a birth message).
     func requestFilters(_ gateway: isolated Gateway) -> [String]
@@ -56,6 +62,7 @@ public protocol GatewayOutput: AnyObject {
 
 extension GatewayOutput {
     public var accessoryDocuments: [String] { [] }
+    public var earlierDocuments: [String] { accessoryDocuments }
     public func requestFilters(_ gateway: isolated Gateway) -> [String] { [] }
     public func snapshotFilters(_ gateway: isolated Gateway) -> [String] { [] }
     public func isOwnEarlierTopic(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool { false }
