@@ -4,11 +4,13 @@ import Gateway
 import HomeMQTTApp
 import HomeModel
 import Logging
+import MQTT
 import ServiceLifecycle
 import Simulator
 
 // homemqtt-bench's commands: `run` (the scenarios and their table, at small or full scale) and
-// `gateway-child` (a gateway process of its own for the start-up scenario).
+// `gateway-child` (a gateway process of its own for the start-up and idle scenarios), and
+// `bare-subscriber` (the idle scenario's baseline process).
 
 enum Scale: String, ExpressibleByArgument, Sendable {
     /// Every scenario at a tiny size: seconds, for the smoke test.
@@ -22,7 +24,7 @@ struct HomeMQTTBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "homemqtt-bench",
         abstract: "Benchmarks HomeMQTT against baselines measured in the same run, on a broker of its own.",
-        subcommands: [RunBenchmarks.self, GatewayChild.self],
+        subcommands: [RunBenchmarks.self, GatewayChild.self, BareSubscriber.self],
         defaultSubcommand: RunBenchmarks.self
     )
 }
@@ -36,7 +38,7 @@ struct RunBenchmarks: AsyncParsableCommand {
     @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes Docs/performance.md reports.")
     var scale: Scale = .full
 
-    @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view).")
+    @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view, 6 idle).")
     var only: Int?
 
     @Flag(help: "The gateway without each accessory's $state document and $set (accessory-state: false).")
@@ -46,8 +48,8 @@ struct RunBenchmarks: AsyncParsableCommand {
     var web = false
 
     func validate() throws {
-        if let only, !(1...5).contains(only) {
-            throw ValidationError("--only must be 1, 2, 3, 4 or 5, got \(only)")
+        if let only, !(1...6).contains(only) {
+            throw ValidationError("--only must be 1, 2, 3, 4, 5 or 6, got \(only)")
         }
     }
 
@@ -61,6 +63,7 @@ struct RunBenchmarks: AsyncParsableCommand {
             (3, StartupScenario.name, StartupScenario.run),
             (4, HAPScenario.name, HAPScenario.run),
             (5, WebScenario.name, WebScenario.run),
+            (6, IdleScenario.name, IdleScenario.run),
         ]
         let variant = (noAccessoryState ? " --no-accessory-state" : "") + (web ? " --web" : "")
         print("homemqtt-bench --scale \(scale.rawValue)\(variant) on \(Report.machine())")
@@ -116,6 +119,32 @@ struct GatewayChild: AsyncParsableCommand {
         } catch is CancellationError {
             return
         }
+    }
+}
+
+/// The idle scenario's baseline: our MQTT module connected with a gateway config's connection
+/// settings (another client id), subscribed to one topic, printing each topic that arrives, and
+/// nothing else; SIGTERM ends it.
+struct BareSubscriber: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bare-subscriber",
+        abstract: "Connect to a gateway config's broker and subscribe to one topic (used by the idle scenario).",
+        shouldDisplay: false
+    )
+
+    @Option var config: String
+    @Option var topic: String
+
+    func run() async throws {
+        bootstrapLogging(level: .warning)
+        var mqtt = try HomeMQTTApp.loadConfig(file: config).mqtt
+        mqtt.clientID = "homemqtt-bench-bare-subscriber"
+        let client = MQTTClient(configuration: mqtt, logger: Logger(label: "homemqtt.bench.bare"))
+        let messages = client.messages()
+        try await client.connect()
+        try await client.subscribe([(topic, .atLeastOnce)])
+        // Unbuffered, line by line: the bench reads the file while this process runs.
+        for await message in messages { FileHandle.standardOutput.write(Data((message.topic + "\n").utf8)) }
     }
 }
 

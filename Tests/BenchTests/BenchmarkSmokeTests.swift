@@ -6,7 +6,9 @@ import XCTest
 /// scenario must run to its end and print its rows. Timings are not checked (they are the
 /// benchmark's business, not the test suite's).
 final class BenchmarkSmokeTests: XCTestCase {
-    static let scenarios = ["1 notification throughput", "2 write round trip", "3 start-up", "4 HAP", "5 web view"]
+    static let scenarios = [
+        "1 notification throughput", "2 write round trip", "3 start-up", "4 HAP", "5 web view", "6 idle",
+    ]
 
     func testSmallScaleRunsEveryScenarioAndPrintsTheTable() async throws {
         let result = try await runProcess(builtProductPath("homemqtt-bench"), ["--scale", "small"], timeout: 600)
@@ -32,12 +34,30 @@ final class BenchmarkSmokeTests: XCTestCase {
         XCTAssertTrue(rows.contains { $0.first == "1 notification throughput" && $0[3].hasPrefix("bare publisher") })
         XCTAssertTrue(rows.contains { $0.first == "2 write round trip" && $0[3].hasPrefix("echo client") })
         XCTAssertTrue(rows.contains { $0.first == "3 start-up" && $0[1].contains("peak RSS") })
+        // The idle rows: a CPU share and RSS figures, each beside its baseline, all plausible.
+        let idle = rows.filter { $0.first == "6 idle" }
+        let cpu = try XCTUnwrap(idle.first { $0[1].contains("CPU over") }, "no idle CPU row in: \(idle)")
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(number(cpu[2], unit: "%"), "\(cpu)"), 0)
+        XCTAssertTrue(cpu[3].hasPrefix("bare subscriber"), "\(cpu)")
+        XCTAssertEqual(cpu[5], "≤ 0.1 % of a core")
+        for metric in ["peak RSS (VmHWM)", "RSS (VmRSS)"] {
+            let row = try XCTUnwrap(idle.first { $0[1].contains("default home") && $0[1].hasSuffix(metric) }, metric)
+            XCTAssertGreaterThan(try XCTUnwrap(number(row[2], unit: "MB"), "\(row)"), 0)
+            XCTAssertTrue(row[3].hasPrefix("bare subscriber"), "\(row)")
+            XCTAssertEqual(row[5], "≤ 30 MB")
+        }
     }
 
     func testAnUnknownScenarioIsRefusedByName() async throws {
         let result = try await runProcess(builtProductPath("homemqtt-bench"), ["--only", "7"], timeout: 60)
         XCTAssertNotEqual(result.status, 0)
-        XCTAssertTrue(result.standardError.contains("--only must be 1, 2, 3, 4 or 5"), result.standardError)
+        XCTAssertTrue(result.standardError.contains("--only must be 1, 2, 3, 4, 5 or 6"), result.standardError)
+    }
+
+    /// "0.033 %" → 0.033 when the cell is a number in `unit`.
+    private func number(_ cell: String, unit: String) -> Double? {
+        guard cell.hasSuffix(" " + unit) else { return nil }
+        return Double(cell.dropLast(unit.count + 1))
     }
 
     private func cells(_ line: String) -> [String] {
