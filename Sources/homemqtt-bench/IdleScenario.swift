@@ -77,6 +77,10 @@ enum IdleScenario {
                 ours: percent(unpolledCPU), baseline: "bare subscriber " + percent(unpolledBareCPU),
                 ratio: ratio(unpolledCPU, unpolledBareCPU), target: "≤ 0.1 % of a core",
                 met: full ? Format.met(unpolledCPU <= 0.1) : "—"),
+            Row(
+                name, "\(what): RSS (VmRSS) after the window", ours: megabytes(idle.gateway.end.currentKB),
+                baseline: "bare subscriber " + megabytes(idle.bare.end.currentKB),
+                ratio: ratio(Double(idle.gateway.end.currentKB), Double(idle.bare.end.currentKB))),
         ]
         let homeName = "default home (Config/, \(home.accessories) acc), `online`"
         for (metric, ours, bare) in [
