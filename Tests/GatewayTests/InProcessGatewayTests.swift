@@ -167,6 +167,24 @@ final class InProcessGatewayTests: XCTestCase {
         }
     }
 
+    /// With nothing to watch for a while the deadline watchdog waits instead of waking ten times
+    /// a second; the next request wakes it, and an accessory that never answers still gets its
+    /// `timeout` on time (`request-timeout` is 2 s here).
+    func testATimeoutIsAnsweredAfterTheWatchdogWentIdle() async throws {
+        try await InProcessGateway.run { gw in
+            try await Task.sleep(for: .milliseconds(1_600))
+            await gw.home.setWriteDelay(.seconds(5))
+            gw.seen.clear()
+            let started = ContinuousClock.now
+            try await gw.publish("\(light)/power-state/set", "true")
+            let message = try await gw.next("\(light)/power-state/result", timeout: 6)
+            let answer = try XCTUnwrap(JSONValue(parsing: message.payload).objectValue)
+            XCTAssertEqual(answer["code"], .string("timeout"), "\(answer)")
+            XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(3_000))
+            await gw.home.setWriteDelay(.zero)
+        }
+    }
+
     /// Runs a gateway through `body` and returns it stopped, to look at what the stop left.
     private func withGateway(_ body: (InProcessGateway) async throws -> Void) async throws -> InProcessGateway {
         var stopped: InProcessGateway?

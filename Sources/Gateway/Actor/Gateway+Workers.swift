@@ -67,9 +67,24 @@ extension Gateway {
     }
 
     /// Answers every request that overstays its deadline; runs until cancelled.
+    /// Every 100 ms while requests come; after a second with none, it waits for the next one
+    /// (`RequestDeadlines.waitForWork`), so an idle gateway does not wake for it.
     nonisolated func watchDeadlines() async {
         let timeout = config.requestTimeout
+        var wakes = work.deadlines.wakes.makeAsyncIterator()
+        var quietSince: ContinuousClock.Instant?
         while !Task.isCancelled {
+            if work.deadlines.isEmpty {
+                let now = ContinuousClock.now
+                if let since = quietSince, now - since >= .seconds(1) {
+                    await work.deadlines.waitForWork(&wakes)
+                    quietSince = nil
+                } else if quietSince == nil {
+                    quietSince = now
+                }
+            } else {
+                quietSince = nil
+            }
             try? await Task.sleep(for: .milliseconds(100))
             for job in work.deadlines.takeExpired() {
                 await sendResult(

@@ -14,10 +14,39 @@ final class RequestDeadlines: Sendable {
     /// In-process requests' last-resort deadlines (`Gateway.request(topic:payload:)`), by
     /// their local number: the same watchdog answers them, with no timer task each.
     private let local = Mutex<[Int: ContinuousClock.Instant]>([:])
+    /// Whether the watchdog waits for a first deadline (nothing to watch for a while): the
+    /// next one registered wakes it. While requests come, it is never set, and registering one
+    /// costs no wake-up.
+    private let idle = Atomic<Bool>(false)
+    private let wake: AsyncStream<Void>.Continuation
+    /// The watchdog's wake-ups; one is kept when nobody waits yet, so none is lost.
+    let wakes: AsyncStream<Void>
+
+    init() {
+        (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Whether no deadline is registered.
+    var isEmpty: Bool { state.withLock { $0.entries.isEmpty } && local.withLock { $0.isEmpty } }
+
+    /// Returns once a deadline is registered (at once if one is), or when the task is cancelled.
+    /// A gateway with nothing to watch then sleeps instead of waking ten times a second.
+    func waitForWork(_ wakes: inout AsyncStream<Void>.Iterator) async {
+        idle.store(true, ordering: .sequentiallyConsistent)
+        defer { idle.store(false, ordering: .sequentiallyConsistent) }
+        // Registered between the caller's check and `idle`: seen here. After it: woken.
+        guard isEmpty else { return }
+        _ = await wakes.next()
+    }
+
+    private func registered() {
+        if idle.load(ordering: .sequentiallyConsistent) { wake.yield() }
+    }
 
     /// Registers a request that starts now; returns its token.
     func start(_ job: Gateway.Job, timeout: Double) -> UInt64 {
         let deadline = ContinuousClock.now + .seconds(timeout)
+        defer { registered() }
         return state.withLock { state in
             state.next += 1
             state.entries[state.next] = Entry(deadline: deadline, job: job)
@@ -43,6 +72,7 @@ final class RequestDeadlines: Sendable {
     func startLocal(_ number: Int, timeout: Double) {
         let deadline = ContinuousClock.now + .seconds(timeout)
         local.withLock { $0[number] = deadline }
+        registered()
     }
 
     func finishLocal(_ number: Int) { _ = local.withLock { $0.removeValue(forKey: number) } }
