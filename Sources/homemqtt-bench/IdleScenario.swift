@@ -113,24 +113,8 @@ enum IdleScenario {
             // The shipped settings (Home Assistant discovery on, polling every 60 s, accessory
             // state): only the broker, the state and the web view's port differ, and polling
             // when `pollInterval` says.
-            let config = files.file("gateway.yml")
-            try """
-            broker:
-              url: mqtt://\(broker.host):\(broker.port)
-              client-id: homemqtt-bench-gateway
-            base-topic: home
-            state-directory: \(files.file("state"))
-            accessory-state: \(BenchSettings.accessoryState.withLock { $0 })
-            web:
-              enabled: \(BenchSettings.web.withLock { $0 })
-              listen: 127.0.0.1:\(try freePort())
-            sources:
-              - type: simulator
-                directory: \(directory.path)
-            log-level: warning
-            \(pollInterval.map { "poll-interval: \($0)" } ?? "")
-
-            """.write(toFile: config, atomically: false, encoding: .utf8)
+            let config = try StartupScenario.writeGatewayConfig(
+                in: files, broker: broker, accessories: directory, pollInterval: pollInterval.map(String.init))
             let keepAlive = try HomeMQTTApp.loadConfig(file: config).mqtt.keepAlive
             try await markReady(broker: broker)
             return try await CountingSubscriber.with(

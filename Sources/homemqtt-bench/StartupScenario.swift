@@ -84,6 +84,32 @@ enum StartupScenario {
         return Format.met(large <= small * 1.5) + String(format: " (%.1f → %.1f µs/char)", small * 1e6, large * 1e6)
     }
 
+    /// The bench gateway's config file in `files`: the shipped settings but for the broker, the
+    /// state, the web view's port and `poll-interval` (the default when nil); returns its path.
+    static func writeGatewayConfig(
+        in files: TemporaryDirectory, broker: MosquittoBroker, accessories directory: URL, pollInterval: String?
+    ) throws -> String {
+        let config = files.file("gateway.yml")
+        try """
+        broker:
+          url: mqtt://\(broker.host):\(broker.port)
+          client-id: homemqtt-bench-gateway
+        base-topic: home
+        state-directory: \(files.file("state"))
+        accessory-state: \(BenchSettings.accessoryState.withLock { $0 })
+        web:
+          enabled: \(BenchSettings.web.withLock { $0 })
+          listen: 127.0.0.1:\(try freePort())
+        sources:
+          - type: simulator
+            directory: \(directory.path)
+        log-level: warning
+        \(pollInterval.map { "poll-interval: \($0)" } ?? "")
+
+        """.write(toFile: config, atomically: false, encoding: .utf8)
+        return config
+    }
+
     static func measure(accessories: Int) async throws -> Measurement {
         let files = try TemporaryDirectory(prefix: "homemqtt-bench-startup")
         let directory = URL(fileURLWithPath: files.path).appendingPathComponent("accessories")
@@ -91,24 +117,8 @@ enum StartupScenario {
         let expected = accessories * servicesPerAccessory * shape.characteristicsPerService
 
         let (seconds, peak, messages, kinds) = try await withBroker { broker in
-            let config = files.file("gateway.yml")
-            try """
-            broker:
-              url: mqtt://\(broker.host):\(broker.port)
-              client-id: homemqtt-bench-gateway
-            base-topic: home
-            state-directory: \(files.file("state"))
-            poll-interval: 0
-            accessory-state: \(BenchSettings.accessoryState.withLock { $0 })
-            web:
-              enabled: \(BenchSettings.web.withLock { $0 })
-              listen: 127.0.0.1:\(try freePort())
-            sources:
-              - type: simulator
-                directory: \(directory.path)
-            log-level: warning
-
-            """.write(toFile: config, atomically: false, encoding: .utf8)
+            let config = try writeGatewayConfig(
+                in: files, broker: broker, accessories: directory, pollInterval: "0")
             return try await CountingSubscriber.with(
                 broker: broker, filter: "home/#", statusTopic: "home/$gateway/status",
                 matches: { $0.topic != "home/$gateway/status" }
