@@ -11,6 +11,7 @@ extension SimulatedHome {
         guard seconds > 0 else { return }
         offset += seconds
         catchUp()
+        wakeRunner()
     }
 
     /// Seconds of simulated time since the home was created.

@@ -35,6 +35,9 @@ public actor SimulatedHome: AccessorySource {
     var pending: [PendingStep] = []
     /// The number of the last step scheduled: steps due at the same time run in this order.
     private var nextSequence = 0
+    /// `run()`'s sleep until the next step is due (no deadline: until a step is scheduled), and
+    /// that due time: a step scheduled earlier ends the sleep. An idle home never wakes.
+    private var sleep: (task: Task<Void, Never>, until: Double?)?
     /// Addresses whose notifications a controller turned on: only their changes are reported.
     var notifying: Set<CharacteristicAddress> = []
     /// Accessory ids in the order identify requests arrived.
@@ -133,17 +136,48 @@ public actor SimulatedHome: AccessorySource {
         return [ServiceBehaviour.automatic(forServiceType: service.type)] + mine
     }
 
-    /// Drives behaviours in real time until cancellation or graceful shutdown. With the manual
-    /// clock it only waits: time moves by `advance(by:)`.
+    /// Drives behaviours in real time until cancellation or graceful shutdown: it sleeps until
+    /// the next step is due — never more often than `clock.tick` — so a home with nothing
+    /// scheduled costs no wake-ups. With the manual clock it only waits: time moves by
+    /// `advance(by:)`.
     public func run() async throws {
-        let tick = clock.tick
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: tick)
-                await self.catchUp()
-            }
-        }
+        try? await cancelWhenGracefulShutdown { await self.runSteps() }
         hub.finish()
+    }
+
+    private func runSteps() async {
+        let tick = clock.tick
+        var last = ContinuousClock.now
+        while !Task.isCancelled {
+            let due = clock.isManual ? nil : nextDue()
+            let wake = due.map { max(instant(of: $0), last + tick) }
+            let task = Task {
+                // Without a deadline: until cancelled by a step scheduled or by shutdown.
+                _ = try? await Task.sleep(until: wake ?? .now + .seconds(86_400 * 365), clock: .continuous)
+            }
+            sleep = (task, due)
+            await withTaskCancellationHandler {
+                await task.value
+            } onCancel: {
+                task.cancel()
+            }
+            sleep = nil
+            last = .now
+            catchUp()
+        }
+    }
+
+    /// Ends `run()`'s sleep, to look again at when the next step is due.
+    func wakeRunner() {
+        if !clock.isManual { sleep?.task.cancel() }
+    }
+
+    /// The earliest pending step's simulated time.
+    private func nextDue() -> Double? { pending.lazy.map(\.due).min() }
+
+    /// The wall-clock instant at which simulated time reaches `seconds`.
+    private func instant(of seconds: Double) -> ContinuousClock.Instant {
+        epoch + .seconds(max(0, seconds - offset))
     }
 
     public func setWriteDelay(_ delay: Duration) { writeDelay = delay }
@@ -205,6 +239,7 @@ public actor SimulatedHome: AccessorySource {
             case .schedule(let tag, let after):
                 nextSequence += 1
                 pending.append(PendingStep(due: now + after, sequence: nextSequence, key: key, tag: tag))
+                if sleep?.until.map({ now + after < $0 }) ?? true { wakeRunner() }
             case .cancel(let tag):
                 pending.removeAll { $0.key == key && $0.tag == tag }
             }
