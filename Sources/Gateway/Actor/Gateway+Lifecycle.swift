@@ -9,6 +9,12 @@ extension Gateway {
     /// Loads the home, waits for the broker, publishes the tree, then serves until graceful
     /// shutdown or cancellation; either stops every phase at once, and `stop` ends in order.
     public func run() async throws {
+        // Every task below, and every actor it calls that has no executor of its own, runs on
+        // the gateway's thread.
+        try await withTaskExecutorPreference(parts.thread) { try await runOnThread() }
+    }
+
+    private func runOnThread() async throws {
         // Subscribed before anything happens, so that nothing is missed meanwhile.
         let sourceEvents = source.events()
         let homeEvents = database.events()

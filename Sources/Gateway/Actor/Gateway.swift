@@ -68,6 +68,8 @@ public actor Gateway: Service {
         var startedAt = ContinuousClock.now
         /// Counts for `/metrics` and health, and the last errors, for the web view.
         var activity = GatewayActivity()
+        /// Where `run()` runs everything it does (see `GatewayThread`).
+        var thread = GatewayThread()
     }
 
     /// Where a gateway's life is: each phase follows the one before; `stopped` is the last.
