@@ -64,7 +64,7 @@ final class BenchmarkSmokeTests: XCTestCase {
             ),
             result.standardOutput)
         let summary = try String(contentsOfFile: profile.file("set-round-trip.md"), encoding: .utf8)
-        XCTAssertTrue(summary.contains("| instr per round trip | function |"), summary)
+        XCTAssertTrue(summary.contains("| instr per round trip | share | function [object] |"), summary)
     }
 
     func testAnUnknownScenarioIsRefusedByName() async throws {
