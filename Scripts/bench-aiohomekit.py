@@ -2,10 +2,12 @@
 """aiohomekit's side of homemqtt-bench scenario 4 (HAP): the same pair-verify, read and write
 loops as HomeMQTT's controller, against the same accessory, with the same pairing.
 
-Usage: bench-aiohomekit.py PAIRING.json --aid A --iid I --verifies N --reads N --writes N
+Usage: bench-aiohomekit.py PAIRING.json --aid A --iid I --verifies N --reads N --writes N [--warmup N]
 PAIRING.json is aiohomekit pairing data (AccessoryPairingID, AccessoryLTPK, iOSPairingId,
 iOSDeviceLTSK, iOSDeviceLTPK, AccessoryIP, AccessoryPort, Connection). Prints one JSON object:
 {"version": ..., "verify": [s, ...], "read": [s, ...], "write": [s, ...]}.
+--warmup reads that many times, untimed, before the timed reads (scenario 7 runs the script under
+callgrind, N reads against none, and keeps first-time costs out of the difference).
 
 aiohomekit finds accessories with zeroconf; the peer has no mDNS, so the pairing is opened
 directly: IpPairing's connection takes AccessoryIP/AccessoryPort from the pairing data and only
@@ -39,6 +41,7 @@ async def main():
     parser.add_argument("--verifies", type=int, default=20)
     parser.add_argument("--reads", type=int, default=200)
     parser.add_argument("--writes", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=0)
     args = parser.parse_args()
     with open(args.pairing) as f:
         data = json.load(f)
@@ -61,6 +64,8 @@ async def main():
     pairing = IpPairing(controller, data)
     await pairing._ensure_connected()
     key = (args.aid, args.iid)
+    for _ in range(args.warmup):
+        await pairing.get_characteristics([key])
     reads = []
     # Process CPU time over the loops: the client's own work per request, whatever the peer spends.
     cpu = time.process_time()

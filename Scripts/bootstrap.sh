@@ -3,7 +3,8 @@
 # libmosquitto (build), mosquitto and its clients (tests, local broker), openssl (TLS tests),
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
 # tests run the gateway against), chromium and chromium-driver (the web view's browser test),
-# nodejs and node-mqtt (MQTT.js, the client Node-RED uses, for the Node-RED test), and a
+# nodejs and node-mqtt (MQTT.js, the client Node-RED uses, for the Node-RED test), valgrind
+# (homemqtt-bench's instruction counts, run by its smoke test), and a
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium).
 set -euo pipefail
@@ -28,6 +29,9 @@ command -v node >/dev/null || need+=(nodejs)
 [ -f /usr/share/nodejs/mqtt/package.json ] || need+=(node-mqtt)
 # pgrep: the example scripts' test checks that no subscriber outlives a script.
 command -v pgrep >/dev/null || need+=(procps)
+# valgrind (callgrind and callgrind_annotate, a Perl script): homemqtt-bench's instruction counts,
+# which the bench's smoke test runs.
+{ command -v valgrind && command -v callgrind_annotate && command -v perl; } >/dev/null || need+=(valgrind perl)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then

@@ -8,9 +8,10 @@ import MQTT
 import ServiceLifecycle
 import Simulator
 
-// homemqtt-bench's commands: `run` (the scenarios and their table, at small or full scale) and
-// `gateway-child` (a gateway process of its own for the start-up and idle scenarios), and
-// `bare-subscriber` (the idle scenario's baseline process).
+// homemqtt-bench's commands: `run` (the scenarios and their table, at small or full scale),
+// `gateway-child` (a gateway process of its own for the start-up, idle and instructions
+// scenarios), `bare-subscriber` (the idle scenario's baseline process), and `echo-child` and
+// `hap-reads-child` (the instructions scenario's processes under callgrind).
 
 enum Scale: String, ExpressibleByArgument, Sendable {
     /// Every scenario at a tiny size: seconds, for the smoke test.
@@ -19,12 +20,30 @@ enum Scale: String, ExpressibleByArgument, Sendable {
     case full
 }
 
+/// The entry point: `HomeMQTTBench.main()` on the main actor, as an async `@main` runs it. The
+/// main thread parks in `dispatchMain()`, or in Foundation's run loop (which drains the main queue
+/// as well) when `runLoopVariable` is set: Callgrind.start sets it, because valgrind 3.19 (Debian
+/// 12's) crashes on the `sigsuspend` that parks `dispatchMain()`'s thread (its wrapper writes to the
+/// signal mask, which libdispatch keeps in read-only memory).
 @main
+enum BenchEntry {
+    static let runLoopVariable = "HOMEMQTT_BENCH_MAIN_RUN_LOOP"
+
+    static func main() {
+        Task { @MainActor in
+            await HomeMQTTBench.main()
+            exit(0)
+        }
+        if ProcessInfo.processInfo.environment[runLoopVariable] != nil { RunLoop.main.run() }
+        dispatchMain()
+    }
+}
+
 struct HomeMQTTBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "homemqtt-bench",
         abstract: "Benchmarks HomeMQTT against baselines measured in the same run, on a broker of its own.",
-        subcommands: [RunBenchmarks.self, GatewayChild.self, BareSubscriber.self],
+        subcommands: [RunBenchmarks.self, GatewayChild.self, BareSubscriber.self, EchoChild.self, HAPReadsChild.self],
         defaultSubcommand: RunBenchmarks.self
     )
 }
@@ -38,7 +57,10 @@ struct RunBenchmarks: AsyncParsableCommand {
     @Option(help: "small: every scenario at a tiny size (seconds); full: the sizes Docs/performance.md reports.")
     var scale: Scale = .full
 
-    @Option(help: "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view, 6 idle).")
+    @Option(
+        help:
+            "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view, 6 idle, 7 instructions)."
+    )
     var only: Int?
 
     @Flag(help: "The gateway without each accessory's $state document and $set (accessory-state: false).")
@@ -47,9 +69,15 @@ struct RunBenchmarks: AsyncParsableCommand {
     @Flag(help: "Every scenario's gateway with its web view on (web.enabled), to measure what it costs.")
     var web = false
 
+    @Option(
+        help:
+            "Where scenario 7 writes the set round trip's callgrind profile (default: homemqtt-bench-profile in the temp dir)."
+    )
+    var profileDir: String?
+
     func validate() throws {
-        if let only, !(1...6).contains(only) {
-            throw ValidationError("--only must be 1, 2, 3, 4, 5 or 6, got \(only)")
+        if let only, !(1...7).contains(only) {
+            throw ValidationError("--only must be 1, 2, 3, 4, 5, 6 or 7, got \(only)")
         }
     }
 
@@ -57,6 +85,7 @@ struct RunBenchmarks: AsyncParsableCommand {
         bootstrapLogging(level: .warning)
         BenchSettings.accessoryState.withLock { $0 = !noAccessoryState }
         BenchSettings.web.withLock { $0 = web }
+        if let profileDir { BenchSettings.profileDirectory.withLock { $0 = profileDir } }
         let scenarios: [(Int, String, @Sendable (Scale) async throws -> [Row])] = [
             (1, ThroughputScenario.name, ThroughputScenario.run),
             (2, RoundTripScenario.name, RoundTripScenario.run),
@@ -64,6 +93,7 @@ struct RunBenchmarks: AsyncParsableCommand {
             (4, HAPScenario.name, HAPScenario.run),
             (5, WebScenario.name, WebScenario.run),
             (6, IdleScenario.name, IdleScenario.run),
+            (7, InstructionsScenario.name, InstructionsScenario.run),
         ]
         let variant = (noAccessoryState ? " --no-accessory-state" : "") + (web ? " --web" : "")
         print("homemqtt-bench --scale \(scale.rawValue)\(variant) on \(Report.machine())")
@@ -81,6 +111,7 @@ struct RunBenchmarks: AsyncParsableCommand {
             log("scenario \(name) took \(Format.seconds(elapsed(start)))")
         }
         print(Report.table(rows))
+        for note in BenchSettings.notes.withLock({ $0 }) { print(note) }
         if failed { throw ExitCode(1) }
     }
 

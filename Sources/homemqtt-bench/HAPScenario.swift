@@ -53,18 +53,7 @@ enum HAPScenario {
         let controller = HAPController(
             store: HAPPairingStore(directory: URL(fileURLWithPath: state.file("pairings"))), logger: quietLogger)
         let pairing = try await HAPPeer.pair(controller, port: peer.port, name: "Bench Peer")
-        let brightness = Catalog.characteristicType(named: "brightness").map {
-            StandardUUID.longForm($0.uuid).lowercased()
-        }
-        var target: HAPCharacteristicID?
-        for accessory in try await controller.accessories(of: pairing) {
-            for service in accessory.services {
-                for c in service.characteristics where StandardUUID.longForm(c.type).lowercased() == brightness {
-                    target = HAPCharacteristicID(aid: accessory.aid, iid: c.iid)
-                }
-            }
-        }
-        guard let target else { throw BenchError("the peer's lightbulb has no brightness characteristic") }
+        let target = try await brightness(controller, pairing)
 
         var ours = Samples()
         _ = try await peerHandling(peer)
@@ -205,6 +194,23 @@ enum HAPScenario {
         return rows
     }
 
+    /// The lightbulb's brightness: the characteristic every loop reads and writes.
+    static func brightness(_ controller: HAPController, _ pairing: HAPPairing) async throws -> HAPCharacteristicID {
+        let brightness = Catalog.characteristicType(named: "brightness").map {
+            StandardUUID.longForm($0.uuid).lowercased()
+        }
+        var target: HAPCharacteristicID?
+        for accessory in try await controller.accessories(of: pairing) {
+            for service in accessory.services {
+                for c in service.characteristics where StandardUUID.longForm(c.type).lowercased() == brightness {
+                    target = HAPCharacteristicID(aid: accessory.aid, iid: c.iid)
+                }
+            }
+        }
+        guard let target else { throw BenchError("the peer's lightbulb has no brightness characteristic") }
+        return target
+    }
+
     /// The peer's own time per request since the last call (its `timings` command): median, in
     /// seconds, and how many requests.
     static func peerHandling(_ peer: HAPPeer) async throws -> (count: Int, median: Double, total: Double) {
@@ -229,14 +235,7 @@ enum HAPScenario {
                 "no aiohomekit venv at \(aiohomekitPython.path) (python3 -m venv .venv-bench && .venv-bench/bin/pip install aiohomekit==4.0.1)"
             )
         }
-        let data: [String: Any] = [
-            "AccessoryPairingID": pairing.accessoryPairingID, "AccessoryLTPK": pairing.accessoryLTPK,
-            "iOSPairingId": pairing.controllerPairingID, "iOSDeviceLTSK": pairing.controllerLTSK,
-            "iOSDeviceLTPK": pairing.controllerLTPK, "AccessoryIP": "127.0.0.1", "AccessoryPort": port,
-            "Connection": "IP",
-        ]
-        let file = state.file("aiohomekit-pairing.json")
-        try JSONSerialization.data(withJSONObject: data).write(to: URL(fileURLWithPath: file))
+        let file = try aiohomekitPairing(pairing, port: port, state: state)
         let result = try await runProcess(
             aiohomekitPython.path,
             [
@@ -254,6 +253,21 @@ enum HAPScenario {
         samples.readCPU = object["read_cpu"] as? Double ?? .nan
         samples.writeCPU = object["write_cpu"] as? Double ?? .nan
         return .success((samples, object["version"] as? String ?? "?"))
+    }
+}
+
+extension HAPScenario {
+    /// Our pairing in aiohomekit's format, written to a file in `state`; returns its path.
+    static func aiohomekitPairing(_ pairing: HAPPairing, port: Int, state: TemporaryDirectory) throws -> String {
+        let data: [String: Any] = [
+            "AccessoryPairingID": pairing.accessoryPairingID, "AccessoryLTPK": pairing.accessoryLTPK,
+            "iOSPairingId": pairing.controllerPairingID, "iOSDeviceLTSK": pairing.controllerLTSK,
+            "iOSDeviceLTPK": pairing.controllerLTPK, "AccessoryIP": "127.0.0.1", "AccessoryPort": port,
+            "Connection": "IP",
+        ]
+        let file = state.file("aiohomekit-pairing.json")
+        try JSONSerialization.data(withJSONObject: data).write(to: URL(fileURLWithPath: file))
+        return file
     }
 }
 

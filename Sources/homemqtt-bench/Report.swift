@@ -87,6 +87,15 @@ enum Format {
 
     static func ratio(_ value: Double) -> String { String(format: "%.2f×", value) }
 
+    /// Instructions (callgrind's Ir): "412 k instr", "3.25 M instr".
+    static func instructions(_ count: Double) -> String {
+        switch count {
+        case ..<10_000: String(format: "%.0f instr", count)
+        case ..<1_000_000: String(format: "%.0f k instr", count / 1000)
+        default: String(format: "%.2f M instr", count / 1_000_000)
+        }
+    }
+
     static func met(_ ok: Bool) -> String { ok ? "yes" : "NO" }
 }
 

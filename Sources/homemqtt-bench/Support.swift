@@ -290,4 +290,8 @@ enum BenchSettings {
     static let accessoryState = Mutex(true)
     /// Every scenario's gateway with its web view on (`--web`), to measure what it costs.
     static let web = Mutex(false)
+    /// Where scenario 7 writes its profile of the set round trip (`--profile-dir`).
+    static let profileDirectory = Mutex(NSTemporaryDirectory() + "homemqtt-bench-profile")
+    /// Lines printed after the table: where the scenarios wrote files.
+    static let notes = Mutex<[String]>([])
 }

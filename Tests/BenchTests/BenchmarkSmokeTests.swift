@@ -8,10 +8,13 @@ import XCTest
 final class BenchmarkSmokeTests: XCTestCase {
     static let scenarios = [
         "1 notification throughput", "2 write round trip", "3 start-up", "4 HAP", "5 web view", "6 idle",
+        "7 instructions",
     ]
 
     func testSmallScaleRunsEveryScenarioAndPrintsTheTable() async throws {
-        let result = try await runProcess(builtProductPath("homemqtt-bench"), ["--scale", "small"], timeout: 600)
+        let profile = try TemporaryDirectory(prefix: "homemqtt-bench-smoke-profile")
+        let result = try await runProcess(
+            builtProductPath("homemqtt-bench"), ["--scale", "small", "--profile-dir", profile.path], timeout: 600)
         XCTAssertEqual(result.status, 0, "stdout:\n\(result.standardOutput)\nstderr:\n\(result.standardError)")
 
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
@@ -46,12 +49,28 @@ final class BenchmarkSmokeTests: XCTestCase {
             XCTAssertTrue(row[3].hasPrefix("bare subscriber"), "\(row)")
             XCTAssertEqual(row[5], "≤ 30 MB")
         }
+        // The instruction counts: the gateway's per round trip beside the echo client's, and the
+        // HAP controller's per read (blocked only without the HAP peer).
+        let instructions = rows.filter { $0.first == "7 instructions" }
+        let roundTrip = try XCTUnwrap(
+            instructions.first { $0[1].hasPrefix("set → state round trip") }, "\(instructions)")
+        XCTAssertTrue(roundTrip[2].hasSuffix(" instr"), "\(roundTrip)")
+        XCTAssertTrue(roundTrip[3].hasPrefix("echo client ") && roundTrip[3].hasSuffix(" instr"), "\(roundTrip)")
+        let read = try XCTUnwrap(instructions.first { $0[1].hasPrefix("HAP read") }, "\(instructions)")
+        XCTAssertTrue(read[2].hasSuffix(" instr") || read[2] == "blocked", "\(read)")
+        XCTAssertTrue(
+            result.standardOutput.contains(
+                "scenario 7: the set round trip's top functions per round trip (callgrind): \(profile.path)/set-round-trip.md"
+            ),
+            result.standardOutput)
+        let summary = try String(contentsOfFile: profile.file("set-round-trip.md"), encoding: .utf8)
+        XCTAssertTrue(summary.contains("| instr per round trip | share | function [object] |"), summary)
     }
 
     func testAnUnknownScenarioIsRefusedByName() async throws {
-        let result = try await runProcess(builtProductPath("homemqtt-bench"), ["--only", "7"], timeout: 60)
+        let result = try await runProcess(builtProductPath("homemqtt-bench"), ["--only", "8"], timeout: 60)
         XCTAssertNotEqual(result.status, 0)
-        XCTAssertTrue(result.standardError.contains("--only must be 1, 2, 3, 4, 5 or 6"), result.standardError)
+        XCTAssertTrue(result.standardError.contains("--only must be 1, 2, 3, 4, 5, 6 or 7"), result.standardError)
     }
 
     /// "0.033 %" → 0.033 when the cell is a number in `unit`.
