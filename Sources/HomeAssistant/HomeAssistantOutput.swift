@@ -57,7 +57,7 @@ public final class HomeAssistantOutput: GatewayOutput {
     /// again from the published tree it was made from).
     public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] {
         guard let (topic, document) = pass?.config(node) else { return [] }
-        let payload = Array(document.encoded().utf8)
+        let payload = document.encodedUTF8()
         let (changed, replaced) = gateway.recordRetained(topic, payload)
         guard changed else { return [topic] }
         guard replaced, let old = gateway.publishedTopicTree.accessory(id: node.id) else {
@@ -70,13 +70,13 @@ public final class HomeAssistantOutput: GatewayOutput {
             return [topic]
         }
         let merged = HomeAssistantDiscovery.withRemovedComponents(previous: before, next: document)
-        gateway.publish(topic, Array(merged.encoded().utf8), retain: true)
+        gateway.publish(topic, merged.encodedUTF8(), retain: true)
         return [topic]
     }
 
     public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
         guard let (topic, document) = republishing?.config(node) else { return [] }
-        return [(topic, Array(document.encoded().utf8))]
+        return [(topic, document.encodedUTF8())]
     }
 
     /// Home Assistant's birth message: every config again.

@@ -109,7 +109,7 @@ public struct Home: Sendable, Hashable, Codable, Identifiable {
     }
 
     static func nameKey(_ name: String) -> String {
-        name.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        name.trimmingWhitespace().lowercased()
     }
 }
 

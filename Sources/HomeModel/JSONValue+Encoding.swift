@@ -5,7 +5,14 @@ extension JSONValue {
     /// JSON text with sorted keys and unescaped slashes. Non-finite doubles, which JSON cannot
     /// hold, are written as `null`.
     public func encoded(pretty: Bool = false) -> String {
-        var out = ""
+        String(decoding: encodedUTF8(pretty: pretty), as: UTF8.self)
+    }
+
+    /// The bytes of `encoded(pretty:)`, written straight into the payload an MQTT message
+    /// carries (no String in between).
+    public func encodedUTF8(pretty: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
         write(to: &out, pretty: pretty, indent: 0, wholeDoublesAsIntegers: false)
         return out
     }
@@ -15,54 +22,74 @@ extension JSONValue {
     /// request bodies use this, the form Foundation-based controllers send (`21`);
     /// MQTT payloads keep `encoded()`, where `21.0` tells a float from an integer.
     public func encoded(wholeDoublesAsIntegers: Bool) -> String {
-        var out = ""
+        var out: [UInt8] = []
         write(to: &out, pretty: false, indent: 0, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: Writing
 
-    private func write(to out: inout String, pretty: Bool, indent: Int, wholeDoublesAsIntegers: Bool) {
+    private func write(to out: inout [UInt8], pretty: Bool, indent: Int, wholeDoublesAsIntegers: Bool) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .uint(let u): out += String(u)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: b ? "true".utf8 : "false".utf8)
+        case .int(let i): Self.appendDecimal(i.magnitude, negative: i < 0, to: &out)
+        case .uint(let u): Self.appendDecimal(u, negative: false, to: &out)
         case .double(let d):
-            guard d.isFinite else { out += "null"; return }
+            guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
             let text = "\(d)"
-            out += wholeDoublesAsIntegers && text.hasSuffix(".0") ? String(text.dropLast(2)) : text
-        case .string(let s): Self.writeString(s, to: &out)
+            if wholeDoublesAsIntegers && text.hasSuffix(".0") {
+                out.append(contentsOf: text.utf8.dropLast(2))
+            } else {
+                out.append(contentsOf: text.utf8)
+            }
+        case .string(let s): Self.appendString(s, to: &out)
         case .array(let a):
-            if a.isEmpty { out += "[]"; return }
-            out += "["
+            if a.isEmpty { out.append(contentsOf: "[]".utf8); return }
+            out.append(UInt8(ascii: "["))
             for (n, element) in a.enumerated() {
-                if n > 0 { out += "," }
+                if n > 0 { out.append(UInt8(ascii: ",")) }
                 if pretty { Self.newline(&out, indent + 1) }
                 element.write(
                     to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
             }
             if pretty { Self.newline(&out, indent) }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let o):
-            if o.isEmpty { out += "{}"; return }
-            out += "{"
+            if o.isEmpty { out.append(contentsOf: "{}".utf8); return }
+            out.append(UInt8(ascii: "{"))
             for (n, key) in o.keys.sorted().enumerated() {
-                if n > 0 { out += "," }
+                if n > 0 { out.append(UInt8(ascii: ",")) }
                 if pretty { Self.newline(&out, indent + 1) }
-                Self.writeString(key, to: &out)
-                out += pretty ? ": " : ":"
+                Self.appendString(key, to: &out)
+                out.append(contentsOf: pretty ? ": ".utf8 : ":".utf8)
                 o[key]?.write(
                     to: &out, pretty: pretty, indent: indent + 1, wholeDoublesAsIntegers: wholeDoublesAsIntegers)
             }
             if pretty { Self.newline(&out, indent) }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func newline(_ out: inout String, _ indent: Int) {
-        out += "\n"
-        out += String(repeating: "  ", count: indent)
+    /// An integer's decimal digits, without the String that `String(i)` would make.
+    private static func appendDecimal(_ magnitude: UInt64, negative: Bool, to out: inout [UInt8]) {
+        if negative { out.append(UInt8(ascii: "-")) }
+        if magnitude < 10 {
+            out.append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
+        let start = out.count
+        var rest = magnitude
+        while rest > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        }
+        out[start...].reverse()
+    }
+
+    private static func newline(_ out: inout [UInt8], _ indent: Int) {
+        out.append(UInt8(ascii: "\n"))
+        out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * indent))
     }
 
     /// The letter of a byte's two-character escape (`\n`), if JSON writes it that way; other
@@ -92,8 +119,14 @@ extension JSONValue {
     /// Appends `s` as a JSON string literal to UTF-8 bytes, escaped as `encoded()` escapes it:
     /// for writers that stream a large document instead of building a `JSONValue` first.
     public static func appendString(_ s: String, to out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
+        // Most strings (topics, names, types) need no escape: appended whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || shortEscape($0) != nil }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
+        func hex(_ digit: UInt8) -> UInt8 { digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10 }
         for byte in s.utf8 {
             if let letter = shortEscape(byte) {
                 out.append(UInt8(ascii: "\\"))
@@ -101,25 +134,12 @@ extension JSONValue {
             } else if byte < 0x20 {
                 out.append(contentsOf: [
                     UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                    hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                    hex(byte >> 4), hex(byte & 0xF),
                 ])
             } else {
                 out.append(byte)
             }
         }
         out.append(UInt8(ascii: "\""))
-    }
-
-    private static func writeString(_ s: String, to out: inout String) {
-        // Most strings (topics, names, types) need no escape: append them whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || shortEscape($0) != nil }) {
-            out += "\""
-            out += s
-            out += "\""
-            return
-        }
-        var bytes: [UInt8] = []
-        appendString(s, to: &bytes)
-        out += String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -26,7 +26,7 @@ public enum ValueCodec {
         if metadata.format == .string {
             return try validate(.string(text), metadata: metadata, label: label)
         }
-        let word = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let word = text.trimmingWhitespace()
         if word.isEmpty {
             throw ModelError(
                 code: .empty, message: "\(label) needs a value, got an empty payload; \(allowed(metadata))")

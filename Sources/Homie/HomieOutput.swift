@@ -176,7 +176,7 @@ public actor HomieOutput: Service {
         var description = device.description
         description["version"] = .int(Int64(nextVersion))
         nextVersion += 1
-        await send(topic + "/$description", Array(JSONValue.object(description).encoded().utf8), json: true)
+        await send(topic + "/$description", JSONValue.object(description).encodedUTF8(), json: true)
         let now = Set(device.propertyTopics)
         for stale in clearing where !now.contains(stale) { await send(stale, []) }
         for propertyTopic in device.propertyTopics {

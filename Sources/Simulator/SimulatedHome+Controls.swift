@@ -112,6 +112,7 @@ extension SimulatedHome {
                 guard let engine = makeEngine(kind) else { continue }
                 let key = EngineKey(accessoryID: accessory.id, serviceIID: service.iid, index: index)
                 engines[key] = engine
+                engineIndexLimit = max(engineIndexLimit, key.index + 1)
                 runEngine(key) { engine, ctx in engine.start(&ctx) }
             }
         }

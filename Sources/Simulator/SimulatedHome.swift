@@ -31,6 +31,9 @@ public actor SimulatedHome: AccessorySource {
     var positions: [String: Int]?
     /// The running behaviour engines: one per behaviour of a service.
     var engines: [EngineKey: any BehaviourEngine] = [:]
+    /// One more than the highest behaviour index of any service: a service's engines are
+    /// found by looking up each index below it, not by filtering every engine of the home.
+    var engineIndexLimit = 0
     /// Behaviour steps scheduled and not yet run.
     var pending: [PendingStep] = []
     /// The number of the last step scheduled: steps due at the same time run in this order.
@@ -83,6 +86,9 @@ public actor SimulatedHome: AccessorySource {
         // Engines are installed here rather than by calling an isolated method, which an
         // initializer may not do before all stored properties are set.
         var engines: [EngineKey: any BehaviourEngine] = [:]
+        /// One more than the highest behaviour index of any service: a service's engines are
+        /// found by looking up each index below it, not by filtering every engine of the home.
+        var engineIndexLimit = 0
         var steps: [PendingStep] = []
         var sequence = 0
         var values = accessories
@@ -119,6 +125,7 @@ public actor SimulatedHome: AccessorySource {
         }
         self.accessoryList = values
         self.engines = engines
+        self.engineIndexLimit = (engines.keys.lazy.map(\.index).max() ?? -1) + 1
         self.pending = steps
         self.nextSequence = sequence
     }
@@ -216,8 +223,10 @@ public actor SimulatedHome: AccessorySource {
         (a.accessoryID, a.serviceIID, a.index) < (b.accessoryID, b.serviceIID, b.index)
     }
 
+    /// A service's engines, in index order.
     func engineKeys(_ accessoryID: String, _ serviceIID: UInt64) -> [EngineKey] {
-        engines.keys.filter { $0.accessoryID == accessoryID && $0.serviceIID == serviceIID }.sorted(by: Self.keyOrder)
+        (0..<engineIndexLimit).lazy.map { EngineKey(accessoryID: accessoryID, serviceIID: serviceIID, index: $0) }
+            .filter { self.engines[$0] != nil }
     }
 
     func runEngine(_ key: EngineKey, _ body: (inout any BehaviourEngine, inout BehaviourContext) -> Void) {

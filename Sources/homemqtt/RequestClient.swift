@@ -71,7 +71,7 @@ struct RequestClient {
         payload["id"] = .string(id)
         let responses = client.messages()
         try await client.publish(
-            requestTopic, payload: Array(JSONValue.object(payload).encoded().utf8), qos: .atLeastOnce, retain: false)
+            requestTopic, payload: JSONValue.object(payload).encodedUTF8(), qos: .atLeastOnce, retain: false)
         let answer = await Self.first(in: responses, timeout: timeout) { message in
             guard message.topic == responseTopic, !message.retain,
                 let json = try? JSONValue(parsing: message.payload)

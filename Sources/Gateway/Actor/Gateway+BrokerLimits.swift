@@ -101,7 +101,7 @@ extension Gateway {
             ),
         ]
         if let op = json["op"] { object["op"] = op }
-        return Array(JSONValue.object(object).encoded().utf8)
+        return JSONValue.object(object).encodedUTF8()
     }
 
     /// The start-up line that says what the broker takes and what the gateway does less

@@ -129,7 +129,7 @@ extension Gateway {
             guard let text = String(validating: payload, as: UTF8.self) else {
                 return .failure(GatewayFailure(code: .invalidPayload, message: "the payload is not UTF-8 text"))
             }
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = text.trimmingWhitespace()
             if trimmed.isEmpty {
                 return .failure(
                     GatewayFailure(

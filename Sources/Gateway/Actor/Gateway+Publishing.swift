@@ -17,7 +17,7 @@ extension Gateway {
     /// request that named a response topic, there too with its correlation data.
     /// One that does not fit the broker's maximum packet size becomes a `too-large` error.
     func answer(_ topic: String, json: JSONValue, reply: Reply?) {
-        let payload = Array(json.encoded().utf8)
+        let payload = json.encodedUTF8()
         enqueue(topic, fitting(topic, payload, json: json, properties: Outbox.json), retain: false)
         switch reply?.target {
         case .mqtt(let replyTopic, let correlationData)?:
@@ -34,7 +34,7 @@ extension Gateway {
     }
 
     func enqueue(_ topic: String, json: JSONValue, retain: Bool = false) {
-        enqueue(topic, Array(json.encoded().utf8), retain: retain)
+        enqueue(topic, json.encodedUTF8(), retain: retain)
     }
 
     func enqueue(_ list: [CharacteristicTopics]) {
@@ -89,7 +89,7 @@ extension Gateway {
         guard let node = publishedTree.accessory(id: id) else { return [] }
         var out: [(String, [UInt8])] = []
         if output == nil {
-            out.append((node.topic + "/$info", Array(Payloads.info(node).encoded().utf8)))
+            out.append((node.topic + "/$info", Payloads.info(node).encodedUTF8()))
             out.append((node.topic + "/$availability", availabilityPayload(node)))
         }
         return out + outputRepublication(of: node, only: output)

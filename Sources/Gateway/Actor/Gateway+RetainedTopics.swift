@@ -14,7 +14,7 @@ extension Gateway {
     @discardableResult
     func applyDocuments(_ node: TopicTree.AccessoryNode) -> [String] {
         let info = node.topic + "/$info", availability = node.topic + "/$availability"
-        setRetained(info, Array(Payloads.info(node).encoded().utf8))
+        setRetained(info, Payloads.info(node).encodedUTF8())
         setRetained(availability, availabilityPayload(node))
         return [info, availability] + outputDocuments(of: node)
     }

@@ -176,7 +176,7 @@ public struct OwnedTopicsStore: Sendable {
         object["version"] = .int(Int64(Self.version))
         object["broker"] = .string(broker)
         object["base"] = .string(base)
-        try AtomicFileWriter().write(Array(JSONValue.object(object).encoded().utf8), to: file)
+        try AtomicFileWriter().write(JSONValue.object(object).encodedUTF8(), to: file)
     }
 
     static let version = 1

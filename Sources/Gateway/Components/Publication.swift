@@ -39,7 +39,7 @@ struct Publication {
     mutating func metaPayload(_ c: TopicTree.CharacteristicNode) -> [UInt8] {
         let key = MetaKey(c)
         if let shared = metaPayloads[key] { return shared }
-        let payload = Array(Payloads.meta(c).encoded().utf8)
+        let payload = Payloads.meta(c).encodedUTF8()
         metaPayloads[key] = payload
         return payload
     }

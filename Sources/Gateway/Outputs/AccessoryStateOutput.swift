@@ -42,13 +42,13 @@ public final class AccessoryStateOutput: GatewayOutput {
     public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] {
         guard enabled else { return [] }
         let topic = node.topic + "/$state"
-        gateway.setRetained(topic, Array(document(node, gateway).encoded().utf8))
+        gateway.setRetained(topic, document(node, gateway).encodedUTF8())
         return [topic]
     }
 
     public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
         guard enabled else { return [] }
-        return [(node.topic + "/$state", Array(document(node, gateway).encoded().utf8))]
+        return [(node.topic + "/$state", document(node, gateway).encodedUTF8())]
     }
 
     /// `{"<service>": {"<characteristic>": value, …}, …}` of every in-scope characteristic
@@ -102,7 +102,7 @@ public final class AccessoryStateOutput: GatewayOutput {
         dirty = []
         for id in ids {
             guard let node = gateway.publishedTree.accessory(id: id) else { continue }
-            gateway.setRetained(node.topic + "/$state", Array(document(node, gateway).encoded().utf8))
+            gateway.setRetained(node.topic + "/$state", document(node, gateway).encodedUTF8())
         }
     }
 
