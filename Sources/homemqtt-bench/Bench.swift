@@ -10,8 +10,9 @@ import Simulator
 
 // homemqtt-bench's commands: `run` (the scenarios and their table, at small or full scale),
 // `gateway-child` (a gateway process of its own for the start-up, idle and instructions
-// scenarios), `bare-subscriber` (the idle scenario's baseline process), and `echo-child` and
-// `hap-reads-child` (the instructions scenario's processes under callgrind).
+// scenarios), `bare-subscriber` (the idle scenario's baseline process), `echo-child` and
+// `hap-reads-child` (the instructions scenario's processes under callgrind), and `hap-profile`
+// (scenario 4's HAP loops alone, for profilers).
 
 enum Scale: String, ExpressibleByArgument, Sendable {
     /// Every scenario at a tiny size: seconds, for the smoke test.
@@ -43,7 +44,10 @@ struct HomeMQTTBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "homemqtt-bench",
         abstract: "Benchmarks HomeMQTT against baselines measured in the same run, on a broker of its own.",
-        subcommands: [RunBenchmarks.self, GatewayChild.self, BareSubscriber.self, EchoChild.self, HAPReadsChild.self],
+        subcommands: [
+            RunBenchmarks.self, GatewayChild.self, BareSubscriber.self, EchoChild.self, HAPReadsChild.self,
+            HAPProfile.self,
+        ],
         defaultSubcommand: RunBenchmarks.self
     )
 }
