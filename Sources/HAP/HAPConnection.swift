@@ -12,7 +12,7 @@ private final class InboundBridge: ChannelInboundHandler, @unchecked Sendable {
     // Touched only on the channel's event loop (handler callbacks and `attach`).
     typealias InboundIn = ByteBuffer
     private var connection: HAPConnection?
-    private var early: [[UInt8]] = []
+    private var early: [ByteBuffer] = []
     private var closedEarly = false
 
     /// On the event loop: from now on bytes go to `connection` (those that came first as well).
@@ -26,13 +26,14 @@ private final class InboundBridge: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var buffer = unwrapInboundIn(data)
-        guard let bytes = buffer.readBytes(length: buffer.readableBytes) else { return }
+        // The buffer itself, not a copy: the connection decrypts or parses straight from it, and
+        // NIO reuses its storage for the next read once it is released.
+        let buffer = unwrapInboundIn(data)
         guard let connection else {
-            early.append(bytes)
+            early.append(buffer)
             return
         }
-        connection.assumeIsolated { $0.receive(bytes) }
+        connection.assumeIsolated { $0.receive(buffer) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -49,42 +50,19 @@ private final class InboundBridge: ChannelInboundHandler, @unchecked Sendable {
     }
 }
 
-/// A one-time slot for a response, resumable from the reader, a timer or cancellation.
-private final class ResponseSlot: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<HAPHTTPMessage, HAPError>?
-    private var continuation: CheckedContinuation<HAPHTTPMessage, any Error>?
+/// An event loop as a task executor: the jobs of a task that prefers it run on the loop, as
+/// the loop's serial executor (the connection's) runs them. A waiting requester prefers it, so
+/// that the response resumes it on the loop that read it, not on a thread of the global pool.
+private final class LoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
 
-    func resolve(_ r: Result<HAPHTTPMessage, HAPError>) {
-        lock.lock()
-        guard result == nil else { lock.unlock(); return }
-        result = r
-        let c = continuation
-        continuation = nil
-        lock.unlock()
-        c?.resume(with: r.mapError { $0 as any Error })
-    }
+    init(_ loop: any EventLoop) { self.loop = loop }
 
-    func wait() async throws(HAPError) -> HAPHTTPMessage {
-        do {
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (c: CheckedContinuation<HAPHTTPMessage, any Error>) in
-                    lock.lock()
-                    if let r = result {
-                        lock.unlock()
-                        c.resume(with: r.mapError { $0 as any Error })
-                    } else {
-                        continuation = c
-                        lock.unlock()
-                    }
-                }
-            } onCancel: {
-                resolve(.failure(HAPError(code: .cancelled, message: "the request was cancelled")))
-            }
-        } catch let e as HAPError {
-            throw e
-        } catch {
-            throw HAPError(code: .io, message: "\(error)")
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute {
+            job.runSynchronously(
+                isolatedTo: self.loop.executor.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
         }
     }
 }
@@ -94,7 +72,10 @@ private final class ResponseSlot: @unchecked Sendable {
 ///
 /// The actor runs on its channel's event loop: a request is written, and its response read,
 /// decrypted and parsed, on the thread that does the socket's I/O, and the requester is resumed
-/// from there. Only the caller's own hop onto the actor and back remains.
+/// from there. The requester waits on a continuation kept in the actor (not on an object of its
+/// own, whose nonisolated `wait` would run on the global executor: two more thread switches per
+/// request), so only the caller's own hop onto the actor and back remains. Per request there is
+/// no timer (one watchdog per connection checks the deadline), no future and no lock.
 public actor HAPConnection {
     public nonisolated let host: String
     public nonisolated let port: Int
@@ -102,13 +83,32 @@ public actor HAPConnection {
     public nonisolated let events: AsyncStream<HAPHTTPMessage>
     public static let requestTimeout: TimeAmount = .seconds(10)
 
+    /// The request on the wire: who waits for its answer, and until when.
+    private struct Pending {
+        var number: UInt64
+        var deadline: NIODeadline
+        var method: String
+        var path: String
+        var waiter: UnsafeContinuation<Result<HAPHTTPMessage, HAPError>, Never>
+    }
+
     private let channel: any Channel
+    /// The loop as a task executor, for the tasks waiting on a response.
+    private nonisolated let loopExecutor: LoopTaskExecutor
     private let eventContinuation: AsyncStream<HAPHTTPMessage>.Continuation
     private var cipher: HAPSessionCipher?
     private var parser = HTTPResponseParser()
-    private var pending: ResponseSlot?
+    private var pending: Pending?
+    private var requestCount: UInt64 = 0
     private var requestInFlight = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
+    /// Fires at the pending request's deadline; armed while requests are made, left unarmed
+    /// when the connection is idle.
+    private var watchdog: Scheduled<Void>?
+    /// The request being written, before encryption, and on the wire; both keep their storage
+    /// from one request to the next (the socket write has released `outbound` by then).
+    private var plain: [UInt8] = []
+    private var outbound: ByteBuffer
     public private(set) var closeReason: HAPError?
     let logger: Logger
 
@@ -128,6 +128,8 @@ public actor HAPConnection {
         self.port = port
         self.channel = channel
         self.logger = logger
+        outbound = channel.allocator.buffer(capacity: 512)
+        loopExecutor = LoopTaskExecutor(channel.eventLoop)
         (events, eventContinuation) = AsyncStream.makeStream(of: HAPHTTPMessage.self)
     }
 
@@ -162,34 +164,49 @@ public actor HAPConnection {
 
     fileprivate func receiveClose() { fail(.closed()) }
 
-    fileprivate func receive(_ chunk: [UInt8]) {
+    fileprivate func receive(_ buffer: ByteBuffer) {
         guard closeReason == nil else { return }
-        do {
-            var plain = chunk
-            if cipher != nil { plain = try cipher!.decrypt(chunk) }
-            parser.feed(plain)
+        do throws(HAPError) {
+            if cipher != nil {
+                try decrypt(buffer)
+            } else {
+                buffer.withUnsafeReadableBytes { parser.feed($0) }
+            }
             while let message = try parser.next() {
                 if message.isEvent {
                     eventContinuation.yield(message)
-                } else if let slot = pending {
-                    pending = nil
-                    slot.resolve(.success(message))
+                } else if pending != nil {
+                    resolve(.success(message))
                 } else {
                     throw HAPError.proto("the accessory sent a response nobody asked for (status \(message.status))")
                 }
             }
-        } catch let error as HAPError {
+        } catch {
             logger.warning("closing connection to \(host):\(port): \(error.message)")
             fail(error)
-        } catch {
-            fail(.proto("\(error)"))
         }
+    }
+
+    /// Decrypts what `buffer` completes into the parser's bytes (ByteBuffer's closure rethrows
+    /// untyped errors; a Result carries the typed one out).
+    private func decrypt(_ buffer: ByteBuffer) throws(HAPError) {
+        try buffer.withUnsafeReadableBytes { raw in
+            Result { () throws(HAPError) in try cipher!.decrypt(raw, appendingTo: &parser.buffer) }
+        }.get()
+    }
+
+    /// Hands the pending request its outcome.
+    private func resolve(_ result: Result<HAPHTTPMessage, HAPError>) {
+        guard let request = pending else { return }
+        pending = nil
+        request.waiter.resume(returning: result)
     }
 
     private func fail(_ error: HAPError) {
         if closeReason == nil { closeReason = error }
-        pending?.resolve(.failure(closeReason ?? error))
-        pending = nil
+        resolve(.failure(closeReason ?? error))
+        watchdog?.cancel()
+        watchdog = nil
         eventContinuation.finish()
         channel.close(promise: nil)
     }
@@ -216,32 +233,106 @@ public actor HAPConnection {
         await acquire()
         defer { release() }
         if let reason = closeReason { throw reason }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
-        if let contentType { head += "Content-Type: \(contentType)\r\n" }
-        if !body.isEmpty || method != "GET" { head += "Content-Length: \(body.count)\r\n" }
-        head += "\r\n"
-        var bytes = Array(head.utf8) + body
-        if cipher != nil { bytes = try cipher!.encrypt(bytes) }
-        let slot = ResponseSlot()
-        pending = slot
-        var buffer = channel.allocator.buffer(capacity: bytes.count)
-        buffer.writeBytes(bytes)
-        channel.writeAndFlush(buffer).whenFailure { error in
-            slot.resolve(.failure(HAPError(code: .io, message: "sending to the accessory failed: \(error)")))
+        try send(method, path, body: body, contentType: contentType)
+        requestCount += 1
+        let number = requestCount
+        let result: Result<HAPHTTPMessage, HAPError>
+        if #available(macOS 15.0, *) {
+            // A continuation resumes its task on the global executor, and the actor would then
+            // hop back onto the loop: two thread switches for nothing. Preferring the loop as
+            // the task's executor while it waits resumes it where the response was read.
+            result = await withTaskExecutorPreference(loopExecutor) { await response(to: number, method, path) }
+        } else {
+            result = await response(to: number, method, path)
         }
-        let timer = channel.eventLoop.scheduleTask(in: Self.requestTimeout) {
-            slot.resolve(
-                .failure(
-                    HAPError(code: .timeout, message: "the accessory did not answer \(method) \(path) within 10 s")))
-        }
-        defer { timer.cancel() }
-        do {
-            return try await slot.wait()
-        } catch {
-            if pending === slot { pending = nil }
+        switch result {
+        case .success(let response):
+            return response
+        case .failure(let error):
             // A late answer would be taken for the next request's: the connection is unusable.
             if error.code == .timeout || error.code == .cancelled || error.code == .io { fail(error) }
             throw error
         }
+    }
+
+    /// Waits for the answer to request `number`; a cancelled task gives up waiting.
+    private func response(to number: UInt64, _ method: String, _ path: String) async -> Result<
+        HAPHTTPMessage, HAPError
+    > {
+        let deadline = NIODeadline.now() + Self.requestTimeout
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { waiter in
+                pending = Pending(number: number, deadline: deadline, method: method, path: path, waiter: waiter)
+                armWatchdog()
+            }
+        } onCancel: {
+            // Any thread: the cancellation reaches the request on the connection's loop.
+            eventLoop.execute { self.assumeIsolated { $0.cancel(number) } }
+        }
+    }
+
+    /// Writes the request: the head and body assembled in `plain`, sealed into `outbound` when
+    /// the session is encrypted, one write and flush. A write that fails closes the channel.
+    private func send(_ method: String, _ path: String, body: [UInt8], contentType: String?) throws(HAPError) {
+        plain.removeAll(keepingCapacity: true)
+        plain.append(contentsOf: method.utf8)
+        plain.append(UInt8(ascii: " "))
+        plain.append(contentsOf: path.utf8)
+        plain.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        plain.append(contentsOf: host.utf8)
+        plain.append(contentsOf: "\r\n".utf8)
+        if let contentType {
+            plain.append(contentsOf: "Content-Type: ".utf8)
+            plain.append(contentsOf: contentType.utf8)
+            plain.append(contentsOf: "\r\n".utf8)
+        }
+        if !body.isEmpty || method != "GET" {
+            plain.append(contentsOf: "Content-Length: ".utf8)
+            plain.append(contentsOf: String(body.count).utf8)
+            plain.append(contentsOf: "\r\n".utf8)
+        }
+        plain.append(contentsOf: "\r\n".utf8)
+        plain.append(contentsOf: body)
+        outbound.clear()
+        if cipher != nil {
+            try plain.withUnsafeBytes { raw in
+                Result { () throws(HAPError) in try cipher!.encrypt(raw, into: &outbound) }
+            }.get()
+        } else {
+            outbound.writeBytes(plain)
+        }
+        channel.writeAndFlush(outbound, promise: nil)
+        // On the loop the write happens now; if it failed, the channel closed and said so.
+        if let reason = closeReason {
+            throw HAPError(code: .io, message: "sending to the accessory failed: \(reason.message)")
+        }
+    }
+
+    private func cancel(_ number: UInt64) {
+        guard pending?.number == number else { return }
+        resolve(.failure(HAPError(code: .cancelled, message: "the request was cancelled")))
+    }
+
+    /// Arms the watchdog for the pending request unless it is armed already: a stream of
+    /// requests arms it once per timeout period, not once per request.
+    private func armWatchdog() {
+        guard watchdog == nil, let deadline = pending?.deadline else { return }
+        watchdog = channel.eventLoop.scheduleTask(deadline: deadline) {
+            self.assumeIsolated { $0.watchdogFired() }
+        }
+    }
+
+    private func watchdogFired() {
+        watchdog = nil
+        guard let request = pending else { return }
+        if NIODeadline.now() < request.deadline {
+            armWatchdog()
+            return
+        }
+        resolve(
+            .failure(
+                HAPError(
+                    code: .timeout,
+                    message: "the accessory did not answer \(request.method) \(request.path) within 10 s")))
     }
 }

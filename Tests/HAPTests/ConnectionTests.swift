@@ -1,0 +1,83 @@
+import Foundation
+import NIOCore
+import TestSupport
+import XCTest
+
+@testable import HAP
+
+/// The connection's request life cycle against an accessory that accepts and never answers.
+final class ConnectionTests: XCTestCase {
+    /// A request whose task is cancelled fails at once with `cancelled`, and the connection
+    /// closes (an answer arriving later would be taken for the next request's).
+    func testACancelledRequestFailsAtOnceAndClosesTheConnection() async throws {
+        let listener = try SilentListener(dropsPackets: false)
+        defer { listener.close() }
+        let connection = try await HAPConnection.connect(host: "127.0.0.1", port: listener.port)
+        let request = Task { try await connection.request("GET", "/accessories") }
+        try await Task.sleep(for: .milliseconds(200))
+        let start = ContinuousClock.now
+        request.cancel()
+        do {
+            _ = try await request.value
+            XCTFail("a request nobody answers returned")
+        } catch let error as HAPError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(2))
+        let isOpen = await connection.isOpen
+        XCTAssertFalse(isOpen)
+        do {
+            _ = try await connection.request("GET", "/accessories")
+            XCTFail("a closed connection sent a request")
+        } catch {
+            XCTAssertEqual(error.code, .cancelled, "later requests fail with the reason the connection closed")
+        }
+    }
+
+    /// The same from a caller on the connection's own event loop, which waits for the answer
+    /// without leaving the loop.
+    func testACancelledRequestFromTheConnectionsLoopFailsAtOnce() async throws {
+        let listener = try SilentListener(dropsPackets: false)
+        defer { listener.close() }
+        let connection = try await HAPConnection.connect(host: "127.0.0.1", port: listener.port)
+        let caller = LoopCaller(connection.eventLoop)
+        let request = Task { try await caller.request(connection) }
+        try await Task.sleep(for: .milliseconds(200))
+        request.cancel()
+        do {
+            _ = try await request.value
+            XCTFail("a request nobody answers returned")
+        } catch let error as HAPError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        let isOpen = await connection.isOpen
+        XCTAssertFalse(isOpen)
+    }
+
+    /// A request waiting for its answer fails with `closed` when the connection closes.
+    func testAWaitingRequestFailsWhenTheConnectionCloses() async throws {
+        let listener = try SilentListener(dropsPackets: false)
+        let connection = try await HAPConnection.connect(host: "127.0.0.1", port: listener.port)
+        let request = Task { try await connection.request("GET", "/accessories") }
+        try await Task.sleep(for: .milliseconds(200))
+        listener.close()
+        await connection.close()
+        do {
+            _ = try await request.value
+            XCTFail("a request on a closed connection returned")
+        } catch let error as HAPError {
+            XCTAssertEqual(error.code, .closed)
+        }
+    }
+}
+
+/// An actor on a connection's event loop: its calls reach the connection without a thread switch.
+private actor LoopCaller {
+    let loop: any EventLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func request(_ connection: HAPConnection) async throws(HAPError) -> HAPHTTPMessage {
+        try await connection.request("GET", "/accessories")
+    }
+}
