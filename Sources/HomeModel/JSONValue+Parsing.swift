@@ -36,7 +36,12 @@ private struct JSONParser {
     }
 
     mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     mutating func parseValue(depth: Int) throws(ModelError) -> JSONValue {
@@ -120,6 +125,22 @@ private struct JSONParser {
 
     mutating func parseString() throws(ModelError) -> String {
         index += 1
+        // Most strings (keys above all) have no escape: made straight from the input's bytes,
+        // without the byte array the general case below collects into.
+        var end = index
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),
+            bytes[end] >= 0x20
+        {
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            let start = index
+            index = end + 1
+            guard let s = String(validating: bytes[start..<end], as: UTF8.self) else {
+                throw fail("string is not valid UTF-8")
+            }
+            return s
+        }
         var raw: [UInt8] = []
         while true {
             guard index < bytes.count else { throw fail("unterminated string") }
