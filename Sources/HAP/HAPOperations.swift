@@ -54,8 +54,14 @@ extension HAPConnection {
         Result<JSONValue, AccessoryError>]
     {
         guard !ids.isEmpty else { return [:] }
-        let list = ids.map { "\($0.aid).\($0.iid)" }.joined(separator: ",")
-        let r = try await request("GET", "/characteristics?id=\(list)")
+        var path = "/characteristics?id="
+        for (n, id) in ids.enumerated() {
+            if n > 0 { path += "," }
+            path += String(id.aid)
+            path += "."
+            path += String(id.iid)
+        }
+        let r = try await request("GET", path)
         guard r.status == 200 || r.status == 207 else {
             throw HAPError.proto("GET /characteristics answered HTTP \(r.status)")
         }
@@ -84,17 +90,11 @@ extension HAPConnection {
         async throws(HAPError) -> [HAPCharacteristicID: AccessoryError]
     {
         guard !items.isEmpty else { return [:] }
-        var body: [String: JSONValue] = [:]
-        body["characteristics"] = .array(
-            items.sorted { $0.key < $1.key }.map { id, fields in
-                var o = fields
-                o["aid"] = .uint(id.aid)
-                o["iid"] = .uint(id.iid)
-                return .object(o)
-            })
+        var pid: UInt64?
         if timed {
-            let pid = UInt64.random(in: 1...UInt64(UInt32.max))
-            let prep = JSONValue.object(["ttl": .int(5000), "pid": .uint(pid)])
+            let id = UInt64.random(in: 1...UInt64(UInt32.max))
+            pid = id
+            let prep = JSONValue.object(["ttl": .int(5000), "pid": .uint(id)])
             let r = try await request(
                 "PUT", "/prepare", body: Array(prep.encoded(wholeDoublesAsIntegers: true).utf8),
                 contentType: Self.jsonContentType)
@@ -104,11 +104,9 @@ extension HAPConnection {
                     AccessoryError.Status(hap: status), "the accessory refused the timed write (HAP status \(status))")
                 return Dictionary(uniqueKeysWithValues: items.keys.map { ($0, err) })
             }
-            body["pid"] = .uint(pid)
         }
         let r = try await request(
-            "PUT", "/characteristics", body: Array(JSONValue.object(body).encoded(wholeDoublesAsIntegers: true).utf8),
-            contentType: Self.jsonContentType)
+            "PUT", "/characteristics", body: Self.writeBody(items, pid: pid), contentType: Self.jsonContentType)
         switch r.status {
         case 204, 200:
             return [:]
@@ -131,6 +129,42 @@ extension HAPConnection {
                 "the accessory answered HTTP \(r.status) to the write")
             return Dictionary(uniqueKeysWithValues: items.keys.map { ($0, err) })
         }
+    }
+
+    /// The body of `PUT /characteristics`: `{"characteristics":[…],"pid":…}` with the items
+    /// sorted by id, each item's `aid`, `iid` and fields in sorted key order, byte for byte what
+    /// `JSONValue.encoded(wholeDoublesAsIntegers: true)` writes for that document, without
+    /// building the document and its dictionaries first.
+    nonisolated static func writeBody(_ items: [HAPCharacteristicID: [String: JSONValue]], pid: UInt64?) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(48 * items.count + 40)
+        out.append(contentsOf: #"{"characteristics":["#.utf8)
+        let sorted = items.count == 1 ? Array(items) : items.sorted { $0.key < $1.key }
+        for (n, (id, fields)) in sorted.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "{"))
+            var keys = ["aid", "iid"]
+            for key in fields.keys where key != "aid" && key != "iid" { keys.append(key) }
+            keys.sort()
+            for (k, key) in keys.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                switch key {
+                case "aid": out.append(contentsOf: String(id.aid).utf8)
+                case "iid": out.append(contentsOf: String(id.iid).utf8)
+                default: out.append(contentsOf: (fields[key] ?? .null).encoded(wholeDoublesAsIntegers: true).utf8)
+                }
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        if let pid {
+            out.append(contentsOf: #","pid":"#.utf8)
+            out.append(contentsOf: String(pid).utf8)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Turns an `EVENT/1.0` body into values.

@@ -1,4 +1,5 @@
 import Foundation
+import HomeModel
 import NIOCore
 import TestSupport
 import XCTest
@@ -67,6 +68,39 @@ final class ConnectionTests: XCTestCase {
             XCTFail("a request on a closed connection returned")
         } catch let error as HAPError {
             XCTAssertEqual(error.code, .closed)
+        }
+    }
+}
+
+/// The write body, written straight to bytes, is what the document it stands for encodes to.
+final class WriteBodyTests: XCTestCase {
+    func testWriteBodyIsTheDocumentsEncoding() {
+        let cases: [([HAPCharacteristicID: [String: JSONValue]], UInt64?)] = [
+            ([HAPCharacteristicID(aid: 1, iid: 10): ["value": .int(50)]], nil),
+            ([HAPCharacteristicID(aid: 1, iid: 10): ["value": .double(21.0)]], 77),
+            (
+                [
+                    HAPCharacteristicID(aid: 2, iid: 9): ["ev": .bool(true)],
+                    HAPCharacteristicID(aid: 1, iid: 12): ["ev": .bool(false)],
+                    HAPCharacteristicID(aid: 1, iid: 3): ["value": .string("a/b \"q\" \u{1}é"), "r": .bool(true)],
+                ], nil
+            ),
+            ([HAPCharacteristicID(aid: 3, iid: 4): ["value": .uint(UInt64.max), "aid": .int(9)]], 1),
+        ]
+        for (items, pid) in cases {
+            var body: [String: JSONValue] = [
+                "characteristics": .array(
+                    items.sorted { $0.key < $1.key }.map { id, fields in
+                        var o = fields
+                        o["aid"] = .uint(id.aid)
+                        o["iid"] = .uint(id.iid)
+                        return .object(o)
+                    })
+            ]
+            if let pid { body["pid"] = .uint(pid) }
+            XCTAssertEqual(
+                String(decoding: HAPConnection.writeBody(items, pid: pid), as: UTF8.self),
+                JSONValue.object(body).encoded(wholeDoublesAsIntegers: true))
         }
     }
 }
