@@ -53,6 +53,7 @@ private final class InboundBridge: ChannelInboundHandler, @unchecked Sendable {
 /// An event loop as a task executor: the jobs of a task that prefers it run on the loop, as
 /// the loop's serial executor (the connection's) runs them. A waiting requester prefers it, so
 /// that the response resumes it on the loop that read it, not on a thread of the global pool.
+@available(macOS 15.0, *)
 private final class LoopTaskExecutor: TaskExecutor {
     let loop: any EventLoop
 
@@ -94,7 +95,8 @@ public actor HAPConnection {
 
     private let channel: any Channel
     /// The loop as a task executor, for the tasks waiting on a response.
-    private nonisolated let loopExecutor: LoopTaskExecutor
+    /// A `LoopTaskExecutor` where task executors exist (macOS 15, Linux), else nil.
+    private nonisolated let loopExecutor: (any AnyObject & Sendable)?
     private let eventContinuation: AsyncStream<HAPHTTPMessage>.Continuation
     private var cipher: HAPSessionCipher?
     private var parser = HTTPResponseParser()
@@ -129,7 +131,11 @@ public actor HAPConnection {
         self.channel = channel
         self.logger = logger
         outbound = channel.allocator.buffer(capacity: 512)
-        loopExecutor = LoopTaskExecutor(channel.eventLoop)
+        if #available(macOS 15.0, *) {
+            loopExecutor = LoopTaskExecutor(channel.eventLoop)
+        } else {
+            loopExecutor = nil
+        }
         (events, eventContinuation) = AsyncStream.makeStream(of: HAPHTTPMessage.self)
     }
 
@@ -237,11 +243,12 @@ public actor HAPConnection {
         requestCount += 1
         let number = requestCount
         let result: Result<HAPHTTPMessage, HAPError>
-        if #available(macOS 15.0, *) {
+        if #available(macOS 15.0, *), let loopExecutor {
             // A continuation resumes its task on the global executor, and the actor would then
             // hop back onto the loop: two thread switches for nothing. Preferring the loop as
             // the task's executor while it waits resumes it where the response was read.
-            result = await withTaskExecutorPreference(loopExecutor) { await response(to: number, method, path) }
+            let executor = unsafeDowncast(loopExecutor, to: LoopTaskExecutor.self)
+            result = await withTaskExecutorPreference(executor) { await response(to: number, method, path) }
         } else {
             result = await response(to: number, method, path)
         }
