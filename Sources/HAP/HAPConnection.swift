@@ -61,6 +61,9 @@ private final class LoopTaskExecutor: TaskExecutor {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
+        // Run as the loop's serial executor and this task executor both: the resumed requester's
+        // hop back onto the connection (whose executor is the loop) is then no switch at all,
+        // where the loop's own enqueue would run it once more, a loop turn later.
         loop.execute {
             job.runSynchronously(
                 isolatedTo: self.loop.executor.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
@@ -76,7 +79,7 @@ private final class LoopTaskExecutor: TaskExecutor {
 /// from there. The requester waits on a continuation kept in the actor (not on an object of its
 /// own, whose nonisolated `wait` would run on the global executor: two more thread switches per
 /// request), so only the caller's own hop onto the actor and back remains. Per request there is
-/// no timer (one watchdog per connection checks the deadline), no future and no lock.
+/// no timer (one watchdog per connection checks the deadline), no future and no lock of ours.
 public actor HAPConnection {
     public nonisolated let host: String
     public nonisolated let port: Int
