@@ -26,6 +26,10 @@ struct HAPProfile: AsyncParsableCommand {
             "perf's control FIFO (perf record --control fifo:PATH -D -1): recording is enabled for the loops only.")
     var perfControl: String?
 
+    @Flag(
+        help: "Read from an actor on the connection's event loop (no thread switch per read) instead of the main task.")
+    var onLoop = false
+
     func run() async throws {
         bootstrapLogging(level: .warning)
         if let reason = HAPPeer.unavailableReason { throw BenchError("no HAP peer: \(reason)") }
@@ -51,11 +55,15 @@ struct HAPProfile: AsyncParsableCommand {
         control?.write(Data("enable\n".utf8))
         var cpu = HAPScenario.processCPU()
         var latencies: [Double] = []
-        for _ in 0..<reads {
-            let start = ContinuousClock.now
-            let answer = try await connection.readCharacteristics([target])
-            latencies.append(elapsed(start))
-            guard case .success = answer[target] else { throw BenchError("read of \(target) failed") }
+        if onLoop {
+            latencies = try await OnLoop(connection.eventLoop).reads(connection, target, reads)
+        } else {
+            for _ in 0..<reads {
+                let start = ContinuousClock.now
+                let answer = try await connection.readCharacteristics([target])
+                latencies.append(elapsed(start))
+                guard case .success = answer[target] else { throw BenchError("read of \(target) failed") }
+            }
         }
         let readCPU = (HAPScenario.processCPU() - cpu) / Double(max(reads, 1))
         let readMedian = Stats.median(latencies)
