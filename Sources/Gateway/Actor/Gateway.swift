@@ -68,7 +68,7 @@ public actor Gateway: Service {
         var startedAt = ContinuousClock.now
         /// Counts for `/metrics` and health, and the last errors, for the web view.
         var activity = GatewayActivity()
-        /// Where `run()` runs everything it does (see `GatewayThread`).
+        /// The thread serving runs on (see `GatewayThread` and `run()`).
         var thread = GatewayThread()
     }
 

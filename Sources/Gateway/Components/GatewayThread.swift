@@ -4,9 +4,10 @@ import Foundation
     import Glibc
 #endif
 
-/// The one thread a running gateway's work runs on: its actor, its tasks (workers, event
-/// readers, outputs), and the default actors they call — an in-process source such as the
-/// simulator, the home database — through Swift's task executor preference.
+/// The one thread a serving gateway's work runs on: the tasks that prefer it (workers, the
+/// message reader, event readers, outputs), and the actors without an executor of their own
+/// they call — the gateway's, an in-process source such as the simulator, the home database —
+/// through Swift's task executor preference. `Gateway.run()` says which tasks prefer it.
 ///
 /// Why: a notification or a `set` crosses the source, the source's event stream, the
 /// gateway's actor and a worker. On the global pool each crossing enqueues a job that wakes
@@ -19,10 +20,10 @@ import Foundation
 /// awaits, it does not block), and blocking calls (file writes of the home database) are
 /// short, as they were on a pool thread. The thread ends once the executor is released and
 /// its queue is empty.
-public final class GatewayThread: TaskExecutor, @unchecked Sendable {
+final class GatewayThread: TaskExecutor, @unchecked Sendable {
     private let queue = JobQueue()
 
-    public init(name: String = "homemqtt-gateway") {
+    init(name: String = "homemqtt-gateway") {
         let queue = self.queue
         // The thread holds the queue, not the executor: releasing the executor ends it.
         let thread = Thread { [weak self] in
@@ -34,11 +35,11 @@ public final class GatewayThread: TaskExecutor, @unchecked Sendable {
 
     deinit { queue.close() }
 
-    public func enqueue(_ job: consuming ExecutorJob) {
+    func enqueue(_ job: consuming ExecutorJob) {
         queue.append(UnownedJob(job))
     }
 
-    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+    func asUnownedTaskExecutor() -> UnownedTaskExecutor {
         UnownedTaskExecutor(ordinary: self)
     }
 
