@@ -135,10 +135,17 @@ extension Connection {
             if state.outstanding.removeValue(forKey: mid) == nil {
                 state.earlyPublishDone[mid] = state.epoch
             }
-            return state.takeCapacityWaiters(limit: configuration.maxQueuedPublishes)
+            let limit = configuration.maxQueuedPublishes
+            return state.takeCapacityWaiters(limit: limit, resumingAt: Connection.resumeLevel(limit: limit))
         }
         for waiter in resumed { waiter.resume(returning: .success(())) }
     }
+
+    /// How few messages are outstanding when a publisher that waited for room is resumed: a
+    /// quarter of the limit below it. Resumed at each acknowledgement, a publisher that keeps
+    /// the limit full would wake once per message, and the network thread with it; resumed a
+    /// quarter down, it publishes that many at once and each side wakes once per batch.
+    static func resumeLevel(limit: Int) -> Int { limit - max(1, limit / 4) }
 
     private func didReceive(_ message: mosquitto_message, properties: OpaquePointer?) {
         guard let topicPointer = message.topic else { return }

@@ -209,8 +209,13 @@ extension Connection.Control {
 
     /// Oldest capacity waiters first, as many as there are free slots.
     mutating func takeCapacityWaiters(limit: Int) -> [CheckedContinuation<Outcome, Never>] {
+        takeCapacityWaiters(limit: limit, resumingAt: limit - 1)
+    }
+
+    /// As `takeCapacityWaiters(limit:)`, once no more than `level` messages are outstanding.
+    mutating func takeCapacityWaiters(limit: Int, resumingAt level: Int) -> [CheckedContinuation<Outcome, Never>] {
         let free = limit - outstanding.count
-        guard free > 0, !waiters.isEmpty else { return [] }
+        guard outstanding.count <= level, free > 0, !waiters.isEmpty else { return [] }
         let ids = waiters.filter { $0.value.kind == .capacity }.keys.sorted().prefix(free)
         return ids.compactMap { waiters.removeValue(forKey: $0)?.continuation }
     }

@@ -29,7 +29,7 @@
 /// The client counts publishes that libmosquitto accepted but has not finished: a QoS 0 message until
 /// libmosquitto wrote it to the socket (its `on_publish` fires then), a QoS 1/2 message until the broker
 /// acknowledged it (`on_publish` after PUBACK/PUBCOMP). When `maxQueuedPublishes` are outstanding, `publish`
-/// suspends until one completes. Queued QoS 0 messages are discarded by libmosquitto when the connection
+/// suspends until a quarter of them have completed (so a fast publisher wakes once per batch). Queued QoS 0 messages are discarded by libmosquitto when the connection
 /// drops, so they are forgotten then. Memory for queued publishes is therefore bounded by
 /// `maxQueuedPublishes` times the message size, however fast the caller publishes.
 ///
