@@ -133,6 +133,37 @@ final class InProcessGatewayTests: XCTestCase {
         }
     }
 
+    /// While the broker is behind, an accessory's `$state` waits for it (up to a second) and goes
+    /// out once with the latest values, where a free broker gets one per 100 ms of changes;
+    /// every `state` message still goes out, in order.
+    func testStateDocumentsWaitForABrokerThatIsBehind() async throws {
+        try await InProcessGateway.run { gw in
+            let tree = await gw.gateway.tree
+            let address = try XCTUnwrap(tree.characteristic(topic: "\(light)/brightness")).address
+            let document = "home/garage/garage-door-opener/$state"
+            gw.seen.clear()
+            gw.transport.hold()
+            for value: Int64 in 51...65 {
+                try await gw.home.setValue(address, .int(value))
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(150))
+            gw.transport.release()
+            try await gw.next(document, timeout: 2) { $0.contains("\"brightness\":65") }
+            try await Task.sleep(for: .milliseconds(200))
+            let states = gw.seen.elements.filter { $0.topic == "\(light)/brightness/state" }.map(\.string)
+            XCTAssertEqual(states, (51...65).map { "\($0)" })
+            let documents = gw.seen.elements.filter { $0.topic == document }.map(\.string)
+            XCTAssertEqual(documents.count, 1, "\(documents)")
+
+            // With room again, a change's document follows at once.
+            let start = ContinuousClock.now
+            try await gw.home.setValue(address, .int(20))
+            try await gw.next(document, timeout: 2) { $0.contains("\"brightness\":20") }
+            XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(900), "not held back once the broker has room")
+        }
+    }
+
     /// A caller's node from a tree that has changed since (a Homie controller's, a page's) is
     /// looked up again: a characteristic the scope made read-only is refused, as over MQTT.
     func testAPerformedCommandUsesTheCurrentTree() async throws {

@@ -1,9 +1,10 @@
 public import MQTT
 import ServiceLifecycle
+import Synchronization
 
 /// A client of a `MemoryBroker`: an `MQTTTransport` for tests that run a gateway in one process,
-/// with no broker, socket or thread of its own. Publishing never waits; a message reaches every
-/// subscriber's stream before `publish` returns.
+/// with no broker, socket or thread of its own. Publishing waits only while `hold()` says the
+/// broker is behind; a message reaches every subscriber's stream before `publish` returns.
 ///
 /// Run as a service, it connects at once and disconnects at graceful shutdown, as `MQTTClient`
 /// does; `connect()`/`disconnect()` do the same outside a `ServiceGroup`. `loseConnection` and
@@ -15,6 +16,7 @@ public final class MemoryTransport: MQTTTransport {
     /// maximum packet size and the will.
     public let configuration: MQTTConfiguration
     let id: UInt64
+    private let room = Room()
 
     public init(broker: MemoryBroker, configuration: MQTTConfiguration = MQTTConfiguration()) {
         self.broker = broker
@@ -61,10 +63,25 @@ public final class MemoryTransport: MQTTTransport {
     public func publish(
         _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
     ) async throws(MQTTError) {
-        _ = try publishWithoutWaiting(topic, payload: payload, qos: qos, retain: retain, properties: properties)
+        await room.wait()
+        _ = try send(topic, payload: payload, qos: qos, retain: retain, properties: properties)
     }
 
     public func publishWithoutWaiting(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
+    ) throws(MQTTError) -> Bool {
+        guard room.isOpen else { return false }
+        return try send(topic, payload: payload, qos: qos, retain: retain, properties: properties)
+    }
+
+    /// From now until `release()` the connection has no room, as when the broker is behind:
+    /// `publishWithoutWaiting` declines and `publish` waits.
+    public func hold() { room.close() }
+
+    /// Publishing goes on; what waited is sent in order.
+    public func release() { room.open() }
+
+    private func send(
         _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
     ) throws(MQTTError) -> Bool {
         guard !topic.isEmpty, !topic.contains(where: { $0 == "+" || $0 == "#" || $0 == "\0" }) else {
@@ -133,5 +150,34 @@ public final class MemoryTransport: MQTTTransport {
             broker.stopObserving(id) { $0.stateStreams[key] = nil }
         }
         return stream
+    }
+}
+
+/// Whether a `MemoryTransport` has room to publish, and who waits for it.
+private final class Room: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((true, []))
+
+    var isOpen: Bool { state.withLock { $0.open } }
+
+    func close() { state.withLock { $0.open = false } }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 }

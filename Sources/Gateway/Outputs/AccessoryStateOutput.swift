@@ -13,6 +13,12 @@ public final class AccessoryStateOutput: GatewayOutput {
     static let quiet = Duration.milliseconds(10)
     /// A burst that never pauses is published after this long all the same.
     static let longest = Duration.milliseconds(100)
+    /// While the broker is behind (messages wait in the outbox), a burst keeps gathering until
+    /// they have gone, up to this long: a document is the latest of its values, and one sent
+    /// behind a queue would be replaced before a subscriber saw it. Under a flood of changes
+    /// each accessory's `$state` then goes out about once a second instead of ten times, and
+    /// the broker's capacity is left to the `state` messages, none of which is dropped.
+    static let longestWhileBehind = Duration.seconds(1)
 
     /// Accessories whose `$state` changed since it was last published; published together a
     /// moment after the first change, so a burst gives one message each.
@@ -80,16 +86,21 @@ public final class AccessoryStateOutput: GatewayOutput {
         self.burst = (burst.first, now)
     }
 
-    /// Each burst: waits for it to pause (or to last `longest`), then publishes it. Cancelled
-    /// (the gateway stopping), it publishes what it holds at once, before `offline`.
+    /// Each burst: waits for it to pause (or to last `longest`), and for the outbox to empty
+    /// (or the burst to last `longestWhileBehind`), then publishes it. Cancelled (the gateway
+    /// stopping), it publishes what it holds at once, before `offline`.
     public func run(_ gateway: isolated Gateway) async {
         for await _ in burstStream {
             while let burst, !Task.isCancelled {
-                let quietAt = burst.last + Self.quiet
-                let latest = burst.first + Self.longest
+                let due = min(burst.last + Self.quiet, burst.first + Self.longest)
                 let now = ContinuousClock.now
-                if now >= quietAt || now >= latest { break }
-                try? await Task.sleep(until: min(quietAt, latest))
+                if now < due {
+                    try? await Task.sleep(until: due)
+                    continue
+                }
+                guard gateway.outbox.backlog > 0, now < burst.first + Self.longestWhileBehind else { break }
+                // Only while a burst waits on a backlog: an idle gateway never wakes here.
+                try? await Task.sleep(for: Self.quiet)
             }
             burst = nil
             publishDirty(gateway)
