@@ -196,33 +196,6 @@ public enum ValueCodec {
         text(rounded(value, metadata: metadata), format: metadata.format)
     }
 
-    /// A float value at its characteristic's precision (see `text(_:metadata:)`); other values
-    /// as they are.
-    public static func rounded(_ value: CharacteristicValue, metadata: CharacteristicMetadata) -> CharacteristicValue {
-        guard case .float(let d) = value, d.isFinite, metadata.format == .float else { return value }
-        return .float(rounded(d, step: metadata.minStep, base: metadata.minValue))
-    }
-
-    /// `d` on the grid of `step` from `base`, printed with the step's decimals so that binary
-    /// noise goes (0.1 × 3 is 0.30000000000000004); without a step, 7 significant digits.
-    public static func rounded(_ d: Double, step: Double?, base: Double? = nil) -> Double {
-        guard let step, step > 0, step.isFinite else {
-            return Double(String(format: "%.7g", d)) ?? d
-        }
-        let origin = base ?? 0
-        let snapped = origin + ((d - origin) / step).rounded() * step
-        return Double(String(format: "%.*f", decimals(step) + decimals(origin), snapped)) ?? snapped
-    }
-
-    /// The decimals a number needs (0.1 → 1, 0.25 → 2, 5 → 0), at most 6.
-    public static func decimals(_ d: Double) -> Int {
-        for places in 0...6 {
-            let scaled = d * pow(10, Double(places))
-            if abs(scaled - scaled.rounded()) < 1e-6 * max(1, abs(scaled)) { return places }
-        }
-        return 6
-    }
-
     /// The value as JSON: bools, numbers, strings; data as a base64 string.
     public static func json(_ value: CharacteristicValue) -> JSONValue {
         switch value {

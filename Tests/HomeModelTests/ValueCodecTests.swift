@@ -332,3 +332,66 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
         #expect(catalog.permissions.contains(.write))
     }
 }
+
+/// The rounding of every float value change is done without printf, and must give what
+/// printing with printf and reading the text back gives (what it did before, and what a
+/// subscriber's earlier `state` texts were made by).
+@Suite struct ValueRoundingTests {
+    /// A small deterministic generator (SplitMix64), so that a failure can be run again.
+    struct Numbers {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    }
+
+    static func printed(_ d: Double, step: Double?, base: Double?) -> Double {
+        guard let step, step > 0 else { return Double(String(format: "%.7g", d)) ?? d }
+        let origin = base ?? 0
+        let snapped = origin + ((d - origin) / step).rounded() * step
+        let places = ValueCodec.decimals(step) + ValueCodec.decimals(origin)
+        return Double(String(format: "%.*f", places, snapped)) ?? snapped
+    }
+
+    @Test func withoutAStepSevenSignificantDigitsAsPrintfGives() {
+        var numbers = Numbers(state: 25)
+        var checked = 0
+        for _ in 0..<200_000 {
+            // Magnitudes from 1e-12 to 1e12, both signs; float32 values as HAP sends them.
+            let magnitude = pow(10, numbers.unit() * 24 - 12)
+            var d = (numbers.next() & 1 == 0 ? 1 : -1) * magnitude
+            if numbers.next() & 1 == 0 { d = Double(Float(d)) }
+            #expect(ValueCodec.rounded(d, step: nil) == Self.printed(d, step: nil, base: nil), "\(d)")
+            if let exponent = ValueCodec.decimalExponent(d), ValueCodec.rounded(d, places: 6 - exponent) != nil {
+                checked += 1
+            }
+        }
+        for d in [0.0, -0.0, 1, 10, 100, 1e7, 9_999_999.5, 0.1, 0.099999999999999992, 1e-5, 120.5999984741211] {
+            #expect(ValueCodec.rounded(d, step: nil) == Self.printed(d, step: nil, base: nil), "\(d)")
+        }
+        // All but those below 1e-9 (an eighth of the sample) and the rare halfway point
+        // without printf.
+        #expect(checked > 170_000, "\(checked) of 200000 rounded without printf")
+    }
+
+    @Test func onAStepTheGridAsPrintfGives() {
+        var numbers = Numbers(state: 11)
+        let grids: [(Double, Double?)] = [
+            (0.1, nil), (0.5, 10), (0.01, nil), (1, nil), (0.25, -40), (5, 0), (0.001, 0.5), (0.1, 0.05), (100, nil),
+        ]
+        for (step, base) in grids {
+            for _ in 0..<20_000 {
+                let d = (numbers.unit() - 0.5) * 2 * pow(10, numbers.unit() * 8 - 2)
+                let value = numbers.next() & 1 == 0 ? Double(Float(d)) : d
+                #expect(
+                    ValueCodec.rounded(value, step: step, base: base) == Self.printed(value, step: step, base: base),
+                    "\(value) step \(step) base \(String(describing: base))")
+            }
+        }
+    }
+}
