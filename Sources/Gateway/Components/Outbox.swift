@@ -9,7 +9,8 @@ import Synchronization
 /// MQTT client. So a clear can never overtake the publish it follows, the actor never waits for
 /// the network, and publishing never waits for the actor's other work. A message goes straight
 /// to the client when nothing is queued and the client has room: handing each one to the drain
-/// costs a thread switch, most of a notification's time in the gateway.
+/// costs a thread switch, most of a notification's time in the gateway. When the broker is
+/// behind, the drain takes what is queued a batch at a time.
 final class Outbox: Sendable {
     enum Item: Sendable {
         case publish(topic: String, payload: [UInt8], retain: Bool, qos: MQTTQoS?, properties: MQTTPublishProperties?)
@@ -31,11 +32,9 @@ final class Outbox: Sendable {
     /// The QoS of a message that names none (the config's `qos`).
     private let defaultQoS: MQTTQoS
     private let logger: Logger
-    private let stream: AsyncStream<Item>
-    private let continuation: AsyncStream<Item>.Continuation
-    /// Messages queued and not yet handed to the client (a republication counts as one): the
-    /// direct path is taken only at zero, and a producer of many waits for it to fall.
-    private let waiting = Mutex(0)
+    /// What waits for the drain, which takes it a batch at a time (one lock per batch, where a
+    /// stream takes one per item and more), and how many messages that is.
+    private let pending = Mutex(Pending())
     /// Which failures to log and how many went unlogged.
     private let failures = Mutex(PublishFailures())
 
@@ -43,10 +42,11 @@ final class Outbox: Sendable {
         self.mqtt = mqtt
         self.defaultQoS = defaultQoS
         self.logger = logger
-        (stream, continuation) = AsyncStream<Item>.makeStream()
     }
 
-    var backlog: Int { waiting.withLock { $0 } }
+    /// Messages queued and not yet handed to the client (a republication counts as one): the
+    /// direct path is taken only at zero, and a producer of many waits for it to fall.
+    var backlog: Int { pending.withLock { $0.messages } }
 
     /// Under MQTT 5 every publication says what it is, all UTF-8: JSON documents
     /// `application/json`, `$availability` and the status `text/plain`, and `state` by its text
@@ -152,12 +152,53 @@ final class Outbox: Sendable {
     }
 
     private func queue(_ item: Item, counting messages: Int) {
-        waiting.withLock { $0 += messages }
-        continuation.yield(item)
+        let drain = pending.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.items.append(item)
+            state.messages += messages
+            return state.takeDrain()
+        }
+        drain?.resume()
     }
 
     /// Nothing more will be queued; the drain ends once it has sent what is queued.
-    func finish() { continuation.finish() }
+    func finish() {
+        pending.withLock { state in
+            state.finished = true
+            return state.takeDrain()
+        }?.resume()
+    }
+
+    /// Puts everything queued, in order, in `batch` (empty, its storage handed back for the
+    /// next items) once there is something; false once finished and empty, or cancelled with
+    /// nothing queued.
+    private func takeBatch(into batch: inout [Item]) async -> Bool {
+        while true {
+            let taken = pending.withLock { state -> Bool? in
+                if !state.items.isEmpty {
+                    swap(&state.items, &batch)
+                    return true
+                }
+                return state.finished || Task.isCancelled ? false : nil
+            }
+            if let taken { return taken }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let now = pending.withLock { state in
+                        if !state.items.isEmpty || state.finished || Task.isCancelled { return true }
+                        state.drain = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            } onCancel: {
+                pending.withLock { $0.takeDrain() }?.resume()
+            }
+        }
+    }
+
+    private func sent(_ messages: Int) {
+        pending.withLock { $0.messages -= messages }
+    }
 
     /// Waits until fewer than `limit` messages wait, or until `deadline`. Polls: it is used
     /// only while the first publication of a large home is made, and at the end.
@@ -171,18 +212,23 @@ final class Outbox: Sendable {
     /// Hands every queued item to the client, in order, until `finish`; `republish` makes and
     /// sends a republication (through `send`) when its turn comes.
     func drain(republish: @Sendable (Republication) async -> Void) async {
-        for await item in stream {
-            switch item {
-            case .publish(let topic, let payload, let retain, let qos, let properties):
-                await send(topic, payload, retain: retain, qos: qos, properties: properties)
-                waiting.withLock { $0 -= 1 }
-            case .characteristics(let list):
-                await send(list)
-                waiting.withLock { $0 -= CharacteristicTopics.messages(in: list) }
-            case .republication(let republication):
-                await republish(republication)
-                waiting.withLock { $0 -= 1 }
+        var batch: [Item] = []
+        while await takeBatch(into: &batch) {
+            for item in batch {
+                switch item {
+                case .publish(let topic, let payload, let retain, let qos, let properties):
+                    await send(topic, payload, retain: retain, qos: qos, properties: properties)
+                    sent(1)
+                case .characteristics(let list):
+                    await send(list)
+                    sent(CharacteristicTopics.messages(in: list))
+                case .republication(let republication):
+                    await republish(republication)
+                    sent(1)
+                }
             }
+            // Its storage goes back to the queue: no allocation per batch once warm.
+            batch.removeAll(keepingCapacity: true)
         }
         reportUnlogged()
     }
@@ -235,6 +281,21 @@ final class Outbox: Sendable {
         for (kind, count) in failures.withLock({ $0.takeSuppressed() }) {
             logger.warning(
                 "publishes failed and not logged one by one", metadata: ["error": "\(kind)", "count": "\(count)"])
+        }
+    }
+}
+
+extension Outbox {
+    struct Pending {
+        var items: [Item] = []
+        var messages = 0
+        var finished = false
+        /// The drain, waiting for something to be queued.
+        var drain: CheckedContinuation<Void, Never>?
+
+        mutating func takeDrain() -> CheckedContinuation<Void, Never>? {
+            defer { drain = nil }
+            return drain
         }
     }
 }
