@@ -1,5 +1,5 @@
 import Foundation
-import HomeModel
+public import HomeModel
 public import Logging
 import MDNS
 public import ServiceLifecycle
@@ -44,7 +44,7 @@ public actor HAPBrowser: Service {
     }
 
     /// Events from now on; subscribe before `run()` to miss nothing. They end when `run()` does.
-    public nonisolated func events() -> AsyncStream<Event> { hub.subscribe() }
+    public nonisolated func events() -> EventStream<Event> { hub.subscribe() }
 
     /// The accessories known now.
     public func accessories() -> [HAPDiscoveredAccessory] { published.values.sorted { $0.id < $1.id } }

@@ -78,7 +78,7 @@ public actor HAPSource: AccessorySource {
         (startStream, starts) = AsyncStream.makeStream(of: (String, UUID).self)
     }
 
-    public nonisolated func events() -> AsyncStream<SourceEvent> { hub.subscribe() }
+    public nonisolated func events() -> EventStream<SourceEvent> { hub.subscribe() }
 
     public func accessories() -> [Accessory] { order.compactMap { accessoriesByID[$0] } }
 

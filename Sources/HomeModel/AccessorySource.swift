@@ -70,7 +70,7 @@ public protocol AccessorySource: ServiceLifecycle.Service, Sendable {
     /// The accessories known now, with their last known values.
     func accessories() async -> [Accessory]
 
-    func events() -> AsyncStream<SourceEvent>
+    func events() -> EventStream<SourceEvent>
 
     /// Reads a value from the accessory itself (not a cache). The value is also reported as
     /// `valueUpdated`, in order with the source's other events.

@@ -4,12 +4,12 @@ import Synchronization
 /// other producer report to any number of readers.
 ///
 /// Producers yield from any thread or actor (`AccessorySource.events()` is synchronous and
-/// nonisolated, so the subscriber list cannot live in an actor). Each stream buffers without
-/// bound: a reader that falls behind loses nothing. After `finish()` every stream ends, and a
+/// nonisolated, so the subscriber list cannot live in an actor). Each stream (`EventStream`)
+/// buffers without bound: a reader that falls behind loses nothing. After `finish()` every stream ends, and a
 /// stream subscribed later ends at once.
 public final class EventHub<Event: Sendable>: Sendable {
     private struct Subscribers {
-        var continuations: [Int: AsyncStream<Event>.Continuation] = [:]
+        var continuations: [Int: EventStream<Event>.Continuation] = [:]
         var nextID = 0
         var finished = false
     }
@@ -18,8 +18,8 @@ public final class EventHub<Event: Sendable>: Sendable {
 
     public init() {}
 
-    public func subscribe() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    public func subscribe() -> EventStream<Event> {
+        let (stream, continuation) = EventStream<Event>.makeStream()
         let id: Int? = subscribers.withLock { state in
             guard !state.finished else { return nil }
             state.nextID += 1
@@ -30,11 +30,14 @@ public final class EventHub<Event: Sendable>: Sendable {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in
+        continuation.onTermination { [weak self] in
             _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
         }
         return stream
     }
+
+    /// The streams subscribed and not yet ended.
+    var subscriberCount: Int { subscribers.withLock { $0.continuations.count } }
 
     public func yield(_ event: Event) {
         // The table itself (a reference to its storage), not an array made of it per event.

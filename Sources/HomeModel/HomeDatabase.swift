@@ -90,7 +90,7 @@ public actor HomeDatabase {
     public var homes: [Home] { document.homes }
 
     /// Each call returns a new stream that sees every change from then on.
-    public nonisolated func events() -> AsyncStream<HomeEvent> {
+    public nonisolated func events() -> EventStream<HomeEvent> {
         hub.subscribe()
     }
 

@@ -11,7 +11,7 @@ extension SimulatedHome {
         return accessoryList
     }
 
-    public nonisolated func events() -> AsyncStream<SourceEvent> { hub.subscribe() }
+    public nonisolated func events() -> EventStream<SourceEvent> { hub.subscribe() }
 
     public func read(_ address: CharacteristicAddress) async throws(AccessoryError) -> CharacteristicValue {
         catchUp()

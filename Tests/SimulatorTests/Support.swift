@@ -13,7 +13,7 @@ enum Paths {
 /// Reads a home's events in order. `drain()` returns everything emitted up to now, by
 /// emitting a marker and reading until it arrives, so "no event" can be asserted without waiting.
 final class EventLog {
-    private var iterator: AsyncStream<SourceEvent>.AsyncIterator
+    private var iterator: EventStream<SourceEvent>.AsyncIterator
     private let home: SimulatedHome
 
     init(_ home: SimulatedHome) {

@@ -12,7 +12,7 @@ public final class CompositeSource: AccessorySource {
     private let hub = EventHub<SourceEvent>()
     /// Each source's stream, taken at once so that nothing it reports before `run()` starts
     /// forwarding is lost.
-    private let streams: [(index: Int, events: AsyncStream<SourceEvent>)]
+    private let streams: [(index: Int, events: EventStream<SourceEvent>)]
 
     public init(_ sources: [any AccessorySource]) {
         self.sources = sources
@@ -31,7 +31,7 @@ public final class CompositeSource: AccessorySource {
         return all
     }
 
-    public func events() -> AsyncStream<SourceEvent> { hub.subscribe() }
+    public func events() -> EventStream<SourceEvent> { hub.subscribe() }
 
     private func source(for accessoryID: String) throws(AccessoryError) -> any AccessorySource {
         guard let index = owners.withLock({ $0[accessoryID] }) else {
@@ -90,7 +90,7 @@ public final class CompositeSource: AccessorySource {
         }
     }
 
-    private func forward(_ events: AsyncStream<SourceEvent>, from index: Int) async {
+    private func forward(_ events: EventStream<SourceEvent>, from index: Int) async {
         for await event in events {
             switch event {
             case .accessoryAdded(let accessory), .accessoryChanged(let accessory):

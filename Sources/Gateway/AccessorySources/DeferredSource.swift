@@ -31,7 +31,7 @@ public final class DeferredSource: AccessorySource {
         self.make = make
     }
 
-    public func events() -> AsyncStream<SourceEvent> { hub.subscribe() }
+    public func events() -> EventStream<SourceEvent> { hub.subscribe() }
 
     public func run() async throws {
         let source: any AccessorySource

@@ -121,7 +121,7 @@ extension Gateway {
     /// Takes source events, home events, MQTT messages, requests and connection changes until
     /// cancelled.
     func serve(
-        sourceEvents: AsyncStream<SourceEvent>, homeEvents: AsyncStream<HomeEvent>,
+        sourceEvents: EventStream<SourceEvent>, homeEvents: EventStream<HomeEvent>,
         states: AsyncStream<MQTTConnectionState>
     ) async throws {
         try await withThrowingDiscardingTaskGroup { group in
@@ -152,7 +152,7 @@ extension Gateway {
     // leaving it (`for await` asks with the actor's isolation). A loop outside the actor would
     // hop on and off it for each one, two thread switches per notification or request on a
     // machine whose cores the broker and the clients share.
-    func consume(sourceEvents: AsyncStream<SourceEvent>) async {
+    func consume(sourceEvents: EventStream<SourceEvent>) async {
         for await event in sourceEvents { await handle(sourceEvent: event) }
     }
 

@@ -29,7 +29,7 @@ extension Gateway {
         work.workers[index].yield(job)
     }
 
-    nonisolated func runWorker(_ jobs: AsyncStream<Job>) async {
+    nonisolated func runWorker(_ jobs: EventStream<Job>) async {
         for await job in jobs {
             await execute(job)
             work.pendingJobs.subtract(1, ordering: .relaxed)

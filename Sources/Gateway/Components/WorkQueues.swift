@@ -20,8 +20,8 @@ final class WorkQueues: Sendable {
     /// Requests to accessories, one worker per accessory (by hash), so each accessory gets its
     /// requests in the order sent and a slow one holds up no other.
     static let workerCount = 8
-    let workers: [AsyncStream<Gateway.Job>.Continuation]
-    let workerStreams: [AsyncStream<Gateway.Job>]
+    let workers: [EventStream<Gateway.Job>.Continuation]
+    let workerStreams: [EventStream<Gateway.Job>]
     /// The deadlines of the requests workers are running, for the one watchdog.
     let deadlines = RequestDeadlines()
     /// Requests dispatched to a worker and not yet answered; `stop` waits for them.
@@ -32,10 +32,10 @@ final class WorkQueues: Sendable {
             bufferingPolicy: .bufferingNewest(1))
         (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        var streams: [AsyncStream<Gateway.Job>] = []
-        var continuations: [AsyncStream<Gateway.Job>.Continuation] = []
+        var streams: [EventStream<Gateway.Job>] = []
+        var continuations: [EventStream<Gateway.Job>.Continuation] = []
         for _ in 0..<Self.workerCount {
-            let (stream, continuation) = AsyncStream<Gateway.Job>.makeStream()
+            let (stream, continuation) = EventStream<Gateway.Job>.makeStream()
             streams.append(stream)
             continuations.append(continuation)
         }
