@@ -52,9 +52,9 @@ public struct EventStream<Element: Sendable>: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         @usableFromInline let storage: Storage
         @usableFromInline let reader: Reader
-        /// The batch being read and the next element's place in it.
+        /// The batch being read, reversed: the next element is the last, and each is released
+        /// as it is returned.
         @usableFromInline var batch: [Element] = []
-        @usableFromInline var index = 0
 
         @usableFromInline init(storage: Storage, reader: Reader) {
             self.storage = storage
@@ -67,13 +67,11 @@ public struct EventStream<Element: Sendable>: AsyncSequence, Sendable {
 
         /// Runs on the caller's isolation: a reader in an actor does not leave it per element.
         @inlinable public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-            if index == batch.count {
-                batch.removeAll(keepingCapacity: true)
-                index = 0
+            if batch.isEmpty {
                 guard await storage.take(into: &batch, isolation: actor) else { return nil }
+                batch.reverse()
             }
-            defer { index += 1 }
-            return batch[index]
+            return batch.popLast()
         }
     }
 

@@ -214,7 +214,10 @@ final class Outbox: Sendable {
     func drain(republish: @Sendable (Republication) async -> Void) async {
         var batch: [Item] = []
         while await takeBatch(into: &batch) {
-            for item in batch {
+            // Taken from the end of the reversed batch, each item (a large home's payloads
+            // during the first publication) is released as it is sent, not with the batch.
+            batch.reverse()
+            while let item = batch.popLast() {
                 switch item {
                 case .publish(let topic, let payload, let retain, let qos, let properties):
                     await send(topic, payload, retain: retain, qos: qos, properties: properties)
@@ -227,8 +230,7 @@ final class Outbox: Sendable {
                     sent(1)
                 }
             }
-            // Its storage goes back to the queue: no allocation per batch once warm.
-            batch.removeAll(keepingCapacity: true)
+            // Its storage, empty now, goes back to the queue: no allocation per batch once warm.
         }
         reportUnlogged()
     }
