@@ -189,7 +189,7 @@ let package = Package(
         .testTarget(
             name: "HAPTests", dependencies: ["HAP", "MDNS", "HomeModel", "TestSupport", "homemqtt"],
             exclude: ["peer"]),
-        .testTarget(name: "MDNSTests", dependencies: ["MDNS"]),
+        .testTarget(name: "MDNSTests", dependencies: ["MDNS", "TestSupport"]),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

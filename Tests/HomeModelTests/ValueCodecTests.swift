@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import HomeModel
 
@@ -337,19 +338,6 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
 /// printing with printf and reading the text back gives (what it did before, and what a
 /// subscriber's earlier `state` texts were made by).
 @Suite struct ValueRoundingTests {
-    /// A small deterministic generator (SplitMix64), so that a failure can be run again.
-    struct Numbers {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    }
-
     static func printed(_ d: Double, step: Double?, base: Double?) -> Double {
         guard let step, step > 0 else { return Double(String(format: "%.7g", d)) ?? d }
         let origin = base ?? 0
@@ -359,7 +347,7 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     }
 
     @Test func withoutAStepSevenSignificantDigitsAsPrintfGives() {
-        var numbers = Numbers(state: 25)
+        var numbers = SeededGenerator(state: 25)
         var checked = 0
         for _ in 0..<200_000 {
             // Magnitudes from 1e-12 to 1e12, both signs; float32 values as HAP sends them.
@@ -380,7 +368,7 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
     }
 
     @Test func onAStepTheGridAsPrintfGives() {
-        var numbers = Numbers(state: 11)
+        var numbers = SeededGenerator(state: 11)
         let grids: [(Double, Double?)] = [
             (0.1, nil), (0.5, 10), (0.01, nil), (1, nil), (0.25, -40), (5, 0), (0.001, 0.5), (0.1, 0.05), (100, nil),
         ]

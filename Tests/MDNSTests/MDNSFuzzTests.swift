@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 @testable import MDNS
@@ -7,17 +8,7 @@ import XCTest
 /// mutated packets (truncated, compression loops, oversize labels, wrong counts) must each be
 /// read or refused quickly, never crash and never hang. Seeded, so a failure reproduces.
 final class MDNSFuzzTests: XCTestCase {
-    /// SplitMix64: a small seeded generator, the same sequence on every machine.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    typealias Seeded = SeededGenerator
 
     /// A well-formed announcement like an accessory's, with compressed names.
     static func announcement(_ rng: inout Seeded) -> [UInt8] {
