@@ -336,11 +336,16 @@ extension Connection {
 
     // MARK: Validation
 
+    /// Every publish comes here: the C string's length is the topic's length only without a NUL
+    /// inside it (`strlen` is one vectorised scan, where a loop over `utf8` cost ~1.4 k
+    /// instructions for a 60-byte topic).
     static func validatePublishTopic(_ topic: String) throws(MQTTError) {
+        let count = topic.utf8.count
         let valid =
-            !topic.isEmpty && !topic.utf8.contains(0)
-            && topic.withCString { mosquitto_pub_topic_check2($0, topic.utf8.count) } == MOSQ_ERR_SUCCESS.rawValue
-            && topic.utf8.count <= 65535
+            count > 0 && count <= 65535
+            && topic.withCString {
+                strlen($0) == count && mosquitto_pub_topic_check2($0, count) == MOSQ_ERR_SUCCESS.rawValue
+            }
         guard valid else {
             throw MQTTError(code: .invalidTopic, message: "'\(topic)' is not a valid topic to publish to")
         }

@@ -186,7 +186,8 @@ struct LoadAndErrorTests {
             #expect(idle.connectionState == .idle)
 
             let client = try await connectedClient(broker)
-            for topic in ["a/+/b", "a/#", ""] {
+            // A NUL inside the topic (a C string would end there) and one past MQTT's 65535 bytes.
+            for topic in ["a/+/b", "a/#", "", "a/\u{0}/b", "a\u{0}", String(repeating: "t", count: 65536)] {
                 let error = await expectMQTTError { try await client.publish(topic, "x") }
                 #expect(error?.code.rawValue == "invalid-topic", "\(topic)")
             }
