@@ -10,7 +10,7 @@ import Synchronization
 /// the network, and publishing never waits for the actor's other work. A message goes straight
 /// to the client when nothing is queued and the client has room: handing each one to the drain
 /// costs a thread switch, most of a notification's time in the gateway. When the broker is
-/// behind, the drain takes what is queued a batch at a time.
+/// behind, the drain takes what is queued a batch at a time (`EventStream`).
 final class Outbox: Sendable {
     enum Item: Sendable {
         case publish(topic: String, payload: [UInt8], retain: Bool, qos: MQTTQoS?, properties: MQTTPublishProperties?)
@@ -32,9 +32,13 @@ final class Outbox: Sendable {
     /// The QoS of a message that names none (the config's `qos`).
     private let defaultQoS: MQTTQoS
     private let logger: Logger
-    /// What waits for the drain, which takes it a batch at a time (one lock per batch, where a
-    /// stream takes one per item and more), and how many messages that is.
-    private let pending = Mutex(Pending())
+    /// What waits for the drain, which takes it a batch at a time (`EventStream`).
+    private let items: EventStream<Item>
+    private let queued: EventStream<Item>.Continuation
+    /// Messages queued and not yet handed to the client (a republication counts as one). The
+    /// drain lowers it after a send, releasing: a publisher that reads zero (acquiring) comes
+    /// after every queued message in the client's order.
+    private let waiting = Atomic(0)
     /// Which failures to log and how many went unlogged.
     private let failures = Mutex(PublishFailures())
 
@@ -42,11 +46,12 @@ final class Outbox: Sendable {
         self.mqtt = mqtt
         self.defaultQoS = defaultQoS
         self.logger = logger
+        (items, queued) = EventStream<Item>.makeStream()
     }
 
     /// Messages queued and not yet handed to the client (a republication counts as one): the
     /// direct path is taken only at zero, and a producer of many waits for it to fall.
-    var backlog: Int { pending.withLock { $0.messages } }
+    var backlog: Int { waiting.load(ordering: .acquiring) }
 
     /// Under MQTT 5 every publication says what it is, all UTF-8: JSON documents
     /// `application/json`, `$availability` and the status `text/plain`, and `state` by its text
@@ -152,52 +157,15 @@ final class Outbox: Sendable {
     }
 
     private func queue(_ item: Item, counting messages: Int) {
-        let drain = pending.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.items.append(item)
-            state.messages += messages
-            return state.takeDrain()
-        }
-        drain?.resume()
+        waiting.add(messages, ordering: .acquiringAndReleasing)
+        queued.yield(item)
     }
 
     /// Nothing more will be queued; the drain ends once it has sent what is queued.
-    func finish() {
-        pending.withLock { state in
-            state.finished = true
-            return state.takeDrain()
-        }?.resume()
-    }
-
-    /// Puts everything queued, in order, in `batch` (empty, its storage handed back for the
-    /// next items) once there is something; false once finished and empty, or cancelled with
-    /// nothing queued.
-    private func takeBatch(into batch: inout [Item]) async -> Bool {
-        while true {
-            let taken = pending.withLock { state -> Bool? in
-                if !state.items.isEmpty {
-                    swap(&state.items, &batch)
-                    return true
-                }
-                return state.finished || Task.isCancelled ? false : nil
-            }
-            if let taken { return taken }
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let now = pending.withLock { state in
-                        if !state.items.isEmpty || state.finished || Task.isCancelled { return true }
-                        state.drain = continuation
-                        return false
-                    }
-                    if now { continuation.resume() }
-                }
-            } onCancel: {
-                pending.withLock { $0.takeDrain() }?.resume()
-            }
-        }
-    }
+    func finish() { queued.finish() }
 
     private func sent(_ messages: Int) {
-        pending.withLock { $0.messages -= messages }
+        waiting.subtract(messages, ordering: .acquiringAndReleasing)
     }
 
     /// Waits until fewer than `limit` messages wait, or until `deadline`. Polls: it is used
@@ -212,25 +180,18 @@ final class Outbox: Sendable {
     /// Hands every queued item to the client, in order, until `finish`; `republish` makes and
     /// sends a republication (through `send`) when its turn comes.
     func drain(republish: @Sendable (Republication) async -> Void) async {
-        var batch: [Item] = []
-        while await takeBatch(into: &batch) {
-            // Taken from the end of the reversed batch, each item (a large home's payloads
-            // during the first publication) is released as it is sent, not with the batch.
-            batch.reverse()
-            while let item = batch.popLast() {
-                switch item {
-                case .publish(let topic, let payload, let retain, let qos, let properties):
-                    await send(topic, payload, retain: retain, qos: qos, properties: properties)
-                    sent(1)
-                case .characteristics(let list):
-                    await send(list)
-                    sent(CharacteristicTopics.messages(in: list))
-                case .republication(let republication):
-                    await republish(republication)
-                    sent(1)
-                }
+        for await item in items {
+            switch item {
+            case .publish(let topic, let payload, let retain, let qos, let properties):
+                await send(topic, payload, retain: retain, qos: qos, properties: properties)
+                sent(1)
+            case .characteristics(let list):
+                await send(list)
+                sent(CharacteristicTopics.messages(in: list))
+            case .republication(let republication):
+                await republish(republication)
+                sent(1)
             }
-            // Its storage, empty now, goes back to the queue: no allocation per batch once warm.
         }
         reportUnlogged()
     }
@@ -283,21 +244,6 @@ final class Outbox: Sendable {
         for (kind, count) in failures.withLock({ $0.takeSuppressed() }) {
             logger.warning(
                 "publishes failed and not logged one by one", metadata: ["error": "\(kind)", "count": "\(count)"])
-        }
-    }
-}
-
-extension Outbox {
-    struct Pending {
-        var items: [Item] = []
-        var messages = 0
-        var finished = false
-        /// The drain, waiting for something to be queued.
-        var drain: CheckedContinuation<Void, Never>?
-
-        mutating func takeDrain() -> CheckedContinuation<Void, Never>? {
-            defer { drain = nil }
-            return drain
         }
     }
 }
