@@ -86,9 +86,6 @@ public actor SimulatedHome: AccessorySource {
         // Engines are installed here rather than by calling an isolated method, which an
         // initializer may not do before all stored properties are set.
         var engines: [EngineKey: any BehaviourEngine] = [:]
-        /// One more than the highest behaviour index of any service: a service's engines are
-        /// found by looking up each index below it, not by filtering every engine of the home.
-        var engineIndexLimit = 0
         var steps: [PendingStep] = []
         var sequence = 0
         var values = accessories
