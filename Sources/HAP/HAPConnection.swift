@@ -242,18 +242,20 @@ public actor HAPConnection {
         await acquire()
         defer { release() }
         if let reason = closeReason { throw reason }
-        try send(method, path, body: body, contentType: contentType)
+        // Cancelled while it waited for its turn: nothing was sent, the connection stays usable.
+        if Task.isCancelled { throw HAPError(code: .cancelled, message: "the request was cancelled") }
         requestCount += 1
-        let number = requestCount
+        let request = Outgoing(
+            number: requestCount, method: method, path: path, body: body, contentType: contentType)
         let result: Result<HAPHTTPMessage, HAPError>
         if #available(macOS 15.0, *), let loopExecutor {
             // A continuation resumes its task on the global executor, and the actor would then
             // hop back onto the loop: two thread switches for nothing. Preferring the loop as
             // the task's executor while it waits resumes it where the response was read.
             let executor = unsafeDowncast(loopExecutor, to: LoopTaskExecutor.self)
-            result = await withTaskExecutorPreference(executor) { await response(to: number, method, path) }
+            result = await withTaskExecutorPreference(executor) { await exchange(request) }
         } else {
-            result = await response(to: number, method, path)
+            result = await exchange(request)
         }
         switch result {
         case .success(let response):
@@ -265,14 +267,30 @@ public actor HAPConnection {
         }
     }
 
-    /// Waits for the answer to request `number`; a cancelled task gives up waiting.
-    private func response(to number: UInt64, _ method: String, _ path: String) async -> Result<
-        HAPHTTPMessage, HAPError
-    > {
+    /// A request on its way: what `send` writes, and its number for the answer.
+    private struct Outgoing: Sendable {
+        var number: UInt64
+        var method: String
+        var path: String
+        var body: [UInt8]
+        var contentType: String?
+    }
+
+    /// Sends `request` and waits for its answer; a cancelled task gives up waiting. The waiter
+    /// is in `pending` before the request is written, so no answer can come before it.
+    private func exchange(_ request: Outgoing) async -> Result<HAPHTTPMessage, HAPError> {
         let deadline = NIODeadline.now() + Self.requestTimeout
+        let number = request.number
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { waiter in
-                pending = Pending(number: number, deadline: deadline, method: method, path: path, waiter: waiter)
+                pending = Pending(
+                    number: number, deadline: deadline, method: request.method, path: request.path, waiter: waiter)
+                do throws(HAPError) {
+                    try send(request.method, request.path, body: request.body, contentType: request.contentType)
+                } catch {
+                    resolve(.failure(error))
+                    return
+                }
                 armWatchdog()
             }
         } onCancel: {
