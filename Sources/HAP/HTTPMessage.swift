@@ -11,12 +11,10 @@ public struct HAPHTTPMessage: Sendable, Hashable {
 /// Incremental parser for the responses and events an accessory sends: Content-Length or
 /// chunked bodies (HAP-python's h11 chunks empty-bodied 200/401 responses), bounded sizes.
 ///
-/// It works on the bytes: a response is a handful of short ASCII lines, and going through
-/// `String` and Foundation's trimming for them cost more than the rest of a read together.
+/// It parses the bytes directly: a response is a handful of short ASCII lines.
 struct HTTPResponseParser {
-    /// Received bytes; those before `start` are consumed. Both keep their capacity.
+    /// Received bytes not yet taken as a message; the buffer keeps its capacity.
     var buffer: [UInt8] = []
-    private var start = 0
     static let maxHeaderBytes = 16 * 1024
     static let maxBodyBytes = 8 * 1024 * 1024
 
@@ -24,18 +22,15 @@ struct HTTPResponseParser {
 
     mutating func feed(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
 
-    var hasPartialData: Bool { start < buffer.count }
-
     /// The next complete message, nil if more bytes are needed.
     mutating func next() throws(HAPError) -> HAPHTTPMessage? {
-        guard let headerEnd = Self.find(Self.blankLine, in: buffer, from: start) else {
-            if buffer.count - start > Self.maxHeaderBytes {
+        guard let headerEnd = Self.find(Self.blankLine, in: buffer, from: 0) else {
+            if buffer.count > Self.maxHeaderBytes {
                 throw Self.bad("response header longer than \(Self.maxHeaderBytes) bytes")
             }
-            compact()
             return nil
         }
-        let head = try Self.head(buffer[start..<headerEnd])
+        let head = try Self.head(buffer[0..<headerEnd])
         let bodyStart = headerEnd + 4
         var body: [UInt8] = []
         let end: Int
@@ -54,21 +49,9 @@ struct HTTPResponseParser {
             // Without a length the message has no body (204, or an accessory that omits it).
             end = bodyStart
         }
-        start = end
-        compact()
+        // Usually nothing is left over, and the buffer empties without a copy.
+        if end == buffer.count { buffer.removeAll(keepingCapacity: true) } else { buffer.removeFirst(end) }
         return HAPHTTPMessage(isEvent: head.isEvent, status: head.status, headers: head.headers, body: body)
-    }
-
-    /// Drops the consumed bytes: all of them at once when nothing is left over (the usual case,
-    /// and no copy); a partial message is moved to the front only when a message completes.
-    private mutating func compact() {
-        if start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            start = 0
-        } else if start > 0 {
-            buffer.removeFirst(start)
-            start = 0
-        }
     }
 
     struct Head {
@@ -143,11 +126,14 @@ struct HTTPResponseParser {
             guard body.count + size <= Self.maxBodyBytes else { throw Self.bad("response body too large") }
             let dataStart = lineEnd + 2
             if size == 0 {
-                // Trailers end with an empty line; HAP sends none.
-                guard let end = Self.find(Self.crlf, in: buffer, from: dataStart) else { return nil }
-                return end + 2
+                // The last chunk's line, any trailer lines, then an empty line.
+                guard let end = Self.find(Self.blankLine, in: buffer, from: lineEnd) else { return nil }
+                return end + 4
             }
             guard buffer.count >= dataStart + size + 2 else { return nil }
+            guard buffer[dataStart + size] == 13, buffer[dataStart + size + 1] == 10 else {
+                throw Self.bad("chunk of \(size) bytes not followed by CRLF")
+            }
             body.append(contentsOf: buffer[dataStart..<dataStart + size])
             pos = dataStart + size + 2
         }

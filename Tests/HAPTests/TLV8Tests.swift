@@ -107,5 +107,18 @@ final class SessionCipherTests: XCTestCase {
         var bad = HTTPResponseParser()
         bad.feed(Array("SPDY/9 200 OK\r\n\r\n".utf8))
         XCTAssertThrowsError(try bad.next()) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-http") }
+
+        // Trailer lines after the last chunk are read past; the next message follows intact.
+        var trailers = HTTPResponseParser()
+        trailers.feed(
+            Array(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"
+                    .utf8))
+        XCTAssertEqual(try XCTUnwrap(try trailers.next()).body, Array("ok".utf8))
+        XCTAssertEqual(try XCTUnwrap(try trailers.next()).status, 204)
+        // A chunk size that does not match its data is an error, not a shifted parse.
+        var shifted = HTTPResponseParser()
+        shifted.feed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n".utf8))
+        XCTAssertThrowsError(try shifted.next()) { XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-http") }
     }
 }
