@@ -38,9 +38,8 @@ USER = [
     ("HTTP response parse", r"HTTPResponseParser|HTTPParse"),
     ("JSON parse/format", r"9HomeModel9JSONValue|JSONParser|JSONValue"),
     ("readCharacteristics/writeCharacteristics (ids, results)", r"readCharacteristics|writeCharacteristics|HAPCharacteristicID"),
-    ("response slot / continuation", r"ResponseSlot|PendingRequest"),
     ("inbound bridge (ByteBuffer -> bytes)", r"InboundBridge"),
-    ("HAPConnection request/receive (head, timer, bookkeeping)", r"13HAPConnection|HAPRequestWriter|HAPConnection"),
+    ("HAPConnection request/receive (head, watchdog, bookkeeping)", r"13HAPConnection|HAPConnection"),
     ("bench caller loop", r"HAPProfile|14homemqtt_bench"),
     ("NIO (event loop, pipeline, socket calls)", r"7NIOCore|8NIOPosix|NIOConcurrencyHelpers|_NIODataStructures|DequeModule"),
 ]

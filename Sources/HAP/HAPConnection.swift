@@ -76,10 +76,9 @@ private final class LoopTaskExecutor: TaskExecutor {
 ///
 /// The actor runs on its channel's event loop: a request is written, and its response read,
 /// decrypted and parsed, on the thread that does the socket's I/O, and the requester is resumed
-/// from there. The requester waits on a continuation kept in the actor (not on an object of its
-/// own, whose nonisolated `wait` would run on the global executor: two more thread switches per
-/// request), so only the caller's own hop onto the actor and back remains. Per request there is
-/// no timer (one watchdog per connection checks the deadline), no future and no lock of ours.
+/// from there. The requester waits on a continuation kept in the actor (`pending`), so only the
+/// caller's own hop onto the actor and back crosses threads; one watchdog per connection checks
+/// the deadline of whatever request is pending.
 public actor HAPConnection {
     public nonisolated let host: String
     public nonisolated let port: Int

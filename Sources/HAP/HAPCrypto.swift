@@ -21,13 +21,6 @@ public enum HAPCrypto {
         return [UInt8](repeating: 0, count: max(0, 12 - l.count)) + l.suffix(12)
     }
 
-    /// A nonce from a frame counter: four zero bytes then the counter, little-endian.
-    public static func nonce(counter: UInt64) -> [UInt8] {
-        var n = [UInt8](repeating: 0, count: 12)
-        for i in 0..<8 { n[4 + i] = UInt8((counter >> (8 * UInt64(i))) & 0xFF) }
-        return n
-    }
-
     /// ChaCha20-Poly1305: ciphertext followed by the 16-byte tag.
     public static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = []) throws(HAPError)
         -> [UInt8]

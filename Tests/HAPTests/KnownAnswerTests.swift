@@ -113,7 +113,8 @@ final class KnownAnswerTests: XCTestCase {
             XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-frame")
         }
         XCTAssertEqual(HAPCrypto.nonce(label: "PS-Msg05"), [0, 0, 0, 0] + Array("PS-Msg05".utf8))
-        XCTAssertEqual(HAPCrypto.nonce(counter: 258), [0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0])
+        XCTAssertEqual(
+            withUnsafeBytes(of: HAPSessionCipher.nonceBytes(258)) { Array($0) }, [0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0])
     }
 
     // RFC 8032 §7.1 test 1.
