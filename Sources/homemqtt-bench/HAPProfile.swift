@@ -53,29 +53,17 @@ struct HAPProfile: AsyncParsableCommand {
         let connection = try await controller.connect(pairing)
         let control = perfControl.flatMap { FileHandle(forWritingAtPath: $0) }
         control?.write(Data("enable\n".utf8))
-        var cpu = HAPScenario.processCPU()
-        var latencies: [Double] = []
+        let readCPU: Double
+        let readMedian: Double
         if onLoop {
-            latencies = try await OnLoop(connection.eventLoop).reads(connection, target, reads)
+            let cpu = HAPScenario.processCPU()
+            readMedian = Stats.median(try await OnLoop(connection.eventLoop).reads(connection, target, reads))
+            readCPU = (HAPScenario.processCPU() - cpu) / Double(max(reads, 1))
         } else {
-            for _ in 0..<reads {
-                let start = ContinuousClock.now
-                let answer = try await connection.readCharacteristics([target])
-                latencies.append(elapsed(start))
-                guard case .success = answer[target] else { throw BenchError("read of \(target) failed") }
-            }
+            let (latencies, cpu) = try await HAPScenario.timedReads(connection, target, reads)
+            (readMedian, readCPU) = (Stats.median(latencies), cpu)
         }
-        let readCPU = (HAPScenario.processCPU() - cpu) / Double(max(reads, 1))
-        let readMedian = Stats.median(latencies)
-        latencies = []
-        cpu = HAPScenario.processCPU()
-        for n in 0..<writes {
-            let start = ContinuousClock.now
-            let failures = try await connection.writeCharacteristics([target: ["value": .int(Int64(1 + n % 40))]])
-            latencies.append(elapsed(start))
-            guard failures.isEmpty else { throw BenchError("write of \(target) failed: \(failures)") }
-        }
-        let writeCPU = (HAPScenario.processCPU() - cpu) / Double(max(writes, 1))
+        let (latencies, writeCPU) = try await HAPScenario.timedWrites(connection, target, writes)
         control?.write(Data("disable\n".utf8))
         await connection.close()
         print(

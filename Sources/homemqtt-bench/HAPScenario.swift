@@ -66,30 +66,14 @@ enum HAPScenario {
         let verifyHandling = try await peerHandling(peer)
         let connection = try await controller.connect(pairing)
         _ = try await peerHandling(peer)
-        var cpu = processCPU()
-        for _ in 0..<operations {
-            let start = ContinuousClock.now
-            let answer = try await connection.readCharacteristics([target])
-            ours.read.append(elapsed(start))
-            guard case .success = answer[target] else {
-                throw BenchError("read of \(target) failed: \(String(describing: answer[target]))")
-            }
-        }
-        ours.readCPU = (processCPU() - cpu) / Double(max(operations, 1))
+        (ours.read, ours.readCPU) = try await timedReads(connection, target, operations)
         let readFloor = try await peerHandling(peer)
         // The same reads from a caller on the connection's own event loop (as the HAP source's
         // actor could be): what the two thread switches of a caller elsewhere cost.
         let onLoop = OnLoop(connection.eventLoop)
         let loopReads = try await onLoop.reads(connection, target, operations)
         _ = try await peerHandling(peer)
-        cpu = processCPU()
-        for n in 0..<operations {
-            let start = ContinuousClock.now
-            let failures = try await connection.writeCharacteristics([target: ["value": .int(Int64(1 + n % 40))]])
-            ours.write.append(elapsed(start))
-            guard failures.isEmpty else { throw BenchError("write of \(target) failed: \(failures)") }
-        }
-        ours.writeCPU = (processCPU() - cpu) / Double(max(operations, 1))
+        (ours.write, ours.writeCPU) = try await timedWrites(connection, target, operations)
         let writeFloor = try await peerHandling(peer)
         await connection.close()
         // A read request is about 130 bytes on the wire, its answer about 100.
@@ -194,6 +178,40 @@ enum HAPScenario {
     }
 
     /// The lightbulb's brightness: the characteristic every loop reads and writes.
+    /// `count` reads of `target` from this task: each one's latency, and the process's CPU
+    /// time per read.
+    static func timedReads(_ connection: HAPConnection, _ target: HAPCharacteristicID, _ count: Int) async throws
+        -> (latencies: [Double], cpu: Double)
+    {
+        var latencies: [Double] = []
+        let cpu = processCPU()
+        for _ in 0..<count {
+            let start = ContinuousClock.now
+            let answer = try await connection.readCharacteristics([target])
+            latencies.append(elapsed(start))
+            guard case .success = answer[target] else {
+                throw BenchError("read of \(target) failed: \(String(describing: answer[target]))")
+            }
+        }
+        return (latencies, (processCPU() - cpu) / Double(max(count, 1)))
+    }
+
+    /// `count` writes of brightness values to `target`: each one's latency, and the process's
+    /// CPU time per write.
+    static func timedWrites(_ connection: HAPConnection, _ target: HAPCharacteristicID, _ count: Int) async throws
+        -> (latencies: [Double], cpu: Double)
+    {
+        var latencies: [Double] = []
+        let cpu = processCPU()
+        for n in 0..<count {
+            let start = ContinuousClock.now
+            let failures = try await connection.writeCharacteristics([target: ["value": .int(Int64(1 + n % 40))]])
+            latencies.append(elapsed(start))
+            guard failures.isEmpty else { throw BenchError("write of \(target) failed: \(failures)") }
+        }
+        return (latencies, (processCPU() - cpu) / Double(max(count, 1)))
+    }
+
     static func brightness(_ controller: HAPController, _ pairing: HAPPairing) async throws -> HAPCharacteristicID {
         let brightness = Catalog.characteristicType(named: "brightness").map {
             StandardUUID.longForm($0.uuid).lowercased()
