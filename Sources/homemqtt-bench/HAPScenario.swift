@@ -183,17 +183,12 @@ enum HAPScenario {
     static func timedReads(_ connection: HAPConnection, _ target: HAPCharacteristicID, _ count: Int) async throws
         -> (latencies: [Double], cpu: Double)
     {
-        var latencies: [Double] = []
-        let cpu = processCPU()
-        for _ in 0..<count {
-            let start = ContinuousClock.now
+        try await timed(count) { _ in
             let answer = try await connection.readCharacteristics([target])
-            latencies.append(elapsed(start))
             guard case .success = answer[target] else {
                 throw BenchError("read of \(target) failed: \(String(describing: answer[target]))")
             }
         }
-        return (latencies, (processCPU() - cpu) / Double(max(count, 1)))
     }
 
     /// `count` writes of brightness values to `target`: each one's latency, and the process's
@@ -201,13 +196,22 @@ enum HAPScenario {
     static func timedWrites(_ connection: HAPConnection, _ target: HAPCharacteristicID, _ count: Int) async throws
         -> (latencies: [Double], cpu: Double)
     {
+        try await timed(count) { n in
+            let failures = try await connection.writeCharacteristics([target: ["value": .int(Int64(1 + n % 40))]])
+            guard failures.isEmpty else { throw BenchError("write of \(target) failed: \(failures)") }
+        }
+    }
+
+    /// Runs `operation` `count` times: each run's latency, and the process's CPU time per run.
+    private static func timed(_ count: Int, _ operation: (Int) async throws -> Void) async throws
+        -> (latencies: [Double], cpu: Double)
+    {
         var latencies: [Double] = []
         let cpu = processCPU()
         for n in 0..<count {
             let start = ContinuousClock.now
-            let failures = try await connection.writeCharacteristics([target: ["value": .int(Int64(1 + n % 40))]])
+            try await operation(n)
             latencies.append(elapsed(start))
-            guard failures.isEmpty else { throw BenchError("write of \(target) failed: \(failures)") }
         }
         return (latencies, (processCPU() - cpu) / Double(max(count, 1)))
     }
