@@ -16,6 +16,8 @@ final class ClientCore: Sendable {
         var fellBackToMQTT311 = false
         /// The limits of the last CONNACK, to tell when a reconnect brings others.
         var limits: MQTTBrokerLimits?
+        /// What the network thread runs beside its own work (`MQTTClient.host(_:)`).
+        var guest: (any MQTTNetworkThreadGuest)?
     }
 
     let state = Mutex(State())

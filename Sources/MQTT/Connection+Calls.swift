@@ -22,6 +22,7 @@ extension Connection {
             return (state.takeWaiters(.connect) + state.takeWaiters(.capacity), state.connected)
         }
         for waiter in released { waiter.resume(returning: .failure(.closed)) }
+        waker?.wake()
         return connected
     }
 
@@ -118,6 +119,7 @@ extension Connection {
 
     private func leave() {
         control.withLock { $0.users -= 1 }
+        wakeIfWaiting()
     }
 
     // MARK: Publish
@@ -190,6 +192,7 @@ extension Connection {
                 state.outstanding[mid] = (qos, epoch)
                 state.highWater = max(state.highWater, state.outstanding.count)
             }
+            wakeIfWaiting()
             if queued || (rc == MOSQ_ERR_NO_CONN.rawValue && qos == .atMostOnce) { return .success(()) }
             return .failure(MQTTError(mosquitto: rc, errno: savedErrno))
         }

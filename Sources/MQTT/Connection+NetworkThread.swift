@@ -14,8 +14,12 @@ extension Connection {
 
     func start() {
         mosquitto_user_data_set(h, Unmanaged.passRetained(self).toOpaque())
-        let thread = Thread { [self] in self.networkThreadMain() }
-        thread.name = "mqtt-network"
+        // Named from inside: swift-corelibs-foundation gives a name set before `start()` to the
+        // `Thread` object only, not to the system thread that `top -H` and debuggers show.
+        let thread = Thread { [self] in
+            Thread.current.name = "mqtt-network"
+            self.networkThreadMain()
+        }
         thread.start()
     }
 
@@ -84,9 +88,18 @@ extension Connection {
     /// Runs the loop until the connection drops (its error) or a stop is requested (nil error).
     private func runUntilConnectionEnds() -> (MQTTError?, wasConnected: Bool) {
         let deadline = Date().addingTimeInterval(configuration.connectTimeout)
+        var guest: (any MQTTNetworkThreadGuest)?
+        var descriptors = [pollfd](repeating: pollfd(), count: 2)
+        defer { _ = follow(nil, hosted: guest) }
         while true {
+            guest = follow(core.state.withLock { $0.guest }, hosted: guest)
             errno = 0
-            let rc = mosquitto_loop(h, 100, 1)
+            let rc: Int32
+            if let guest, let waker {
+                rc = turn(hosting: guest, waker: waker, &descriptors)
+            } else {
+                rc = mosquitto_loop(h, 100, 1)
+            }
             let savedErrno = errno
             let (stop, refusal, serverDisconnect, connected) = control.withLock { state in
                 let taken = (state.stopRequested, state.refusal, state.serverDisconnect, state.connected)

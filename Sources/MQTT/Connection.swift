@@ -60,6 +60,11 @@ final class Connection: Sendable {
     let configuration: MQTTConfiguration
     let logger: Logger
     let control: Mutex<Control>
+    /// Wakes the network thread while it hosts a guest (`NetworkThreadGuest.swift`); nil if no
+    /// pipe could be made, and then no guest is hosted.
+    let waker = LoopWaker()
+    /// The network thread waits in `poll` with a guest: a call that queues a packet wakes it.
+    let waitingInPoll = Atomic<Bool>(false)
 
     init(handle: MosquittoHandle, core: ClientCore, configuration: MQTTConfiguration, logger: Logger) {
         self.handle = handle

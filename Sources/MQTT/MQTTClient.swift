@@ -13,6 +13,10 @@
 /// before the callback returns. Shared state lives behind `Synchronization.Mutex`es that are never held
 /// while calling into libmosquitto (libmosquitto takes its own locks around callbacks).
 ///
+/// While connected, the network thread can also run another part's work between its reads and writes
+/// (`host(_:)`, `MQTTNetworkThreadGuest`): it then waits in `poll` for its socket or a wake-up pipe and runs
+/// `mosquitto_loop` without waiting.
+///
 /// `publish`, `subscribe` and `unsubscribe` are called from any task: they hand the packet to libmosquitto
 /// (which is thread-safe in threaded mode and wakes the network thread through its socket pair), so
 /// callers never wait for the network thread's loop. A use count keeps the handle alive while such a call is
@@ -305,6 +309,19 @@ public final class MQTTClient: MQTTTransport {
         core.forget([filter])
         guard let connection = core.state.withLock({ $0.connection }) else { return }
         try await connection.unsubscribe(filter).get()
+    }
+
+    // MARK: Hosting
+
+    /// Has the network thread run `guest`'s work between its reads and writes while connected
+    /// (nil: stop). Taken up at the thread's next turn; while not connected (connecting,
+    /// waiting to reconnect, stopped) the thread detaches and the guest runs its work itself.
+    public func host(_ guest: (any MQTTNetworkThreadGuest)?) {
+        let connection = core.state.withLock { state in
+            state.guest = guest
+            return state.connection
+        }
+        connection?.waker?.wake()
     }
 
     // MARK: Streams

@@ -48,9 +48,15 @@ public protocol MQTTTransport: Service {
 
     /// The current state first, then every change.
     func connectionStates() -> AsyncStream<MQTTConnectionState>
+
+    /// Runs `guest`'s work on the thread that reads and writes the connection, where there is
+    /// one (`MQTTNetworkThreadGuest`); nil stops. A transport without such a thread ignores it.
+    func host(_ guest: (any MQTTNetworkThreadGuest)?)
 }
 
 extension MQTTTransport {
+    public func host(_ guest: (any MQTTNetworkThreadGuest)?) {}
+
     public func publish(
         _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false
     ) async throws(MQTTError) {

@@ -14,8 +14,11 @@ extension Gateway {
     /// executor of their own they call (the simulator, the home database) take turns on it.
     /// The start-up stays on the shared pool: made on the gateway's thread, the first
     /// publication of 10,000 accessories peaked ~55 MB higher (homemqtt-bench scenario 3), and
-    /// its speed was the same.
+    /// its speed was the same. While connected, the MQTT client's network thread runs that
+    /// thread's work (`MQTTTransport.host`), so a request is answered where it was read.
     public func run() async throws {
+        mqtt.host(parts.thread)
+        defer { mqtt.host(nil) }
         // Subscribed before anything happens, so that nothing is missed meanwhile.
         let sourceEvents = source.events()
         let homeEvents = database.events()

@@ -1,4 +1,5 @@
 import Foundation
+import MQTT
 
 #if canImport(Glibc)
     import Glibc
@@ -16,20 +17,32 @@ import Foundation
 /// draining: a hop is a function call's worth of work, and the thread sleeps only when there
 /// is nothing to do. Isolation is unchanged: actors stay exclusive, on whichever thread.
 ///
+/// While the MQTT client is connected, its network thread runs these jobs instead
+/// (`MQTTNetworkThreadGuest`, `Gateway.run()` hosts it): a `set` is then read, performed and
+/// answered on the thread that reads and writes the socket, with no thread switch inside the
+/// process, and this thread sleeps. Work that takes the network thread longer than
+/// `borrowerBudget` at a time (a burst of requests, a large republication) comes back here
+/// until the queue is empty again: meanwhile the network thread keeps reading, so the broker
+/// is never left holding (and, past its queue limit, dropping) what the gateway is slow to
+/// work through, exactly as when this thread did all the work.
+///
 /// What holds: a job never blocks waiting for another job of this thread (the gateway's code
 /// awaits, it does not block), and blocking calls (file writes of the home database) are
-/// short, as they were on a pool thread. The thread ends once the executor is released and
-/// its queue is empty.
-final class GatewayThread: TaskExecutor, @unchecked Sendable {
+/// short, as they were on a pool thread. Jobs may run on two threads at once for the moment
+/// a batch taken before a hand-over takes to finish, as on any task executor; actors keep
+/// their own exclusion. The thread ends once the executor is released and its queue is empty.
+final class GatewayThread: TaskExecutor, MQTTNetworkThreadGuest, @unchecked Sendable {
     private let queue = JobQueue()
 
     init(name: String = "homemqtt-gateway") {
         let queue = self.queue
         // The thread holds the queue, not the executor: releasing the executor ends it.
+        // Named from inside, as the MQTT client's network thread is: a name set before
+        // `start()` stays on the `Thread` object.
         let thread = Thread { [weak self] in
+            Thread.current.name = name
             GatewayThread.drain(queue) { self }
         }
-        thread.name = name
         thread.start()
     }
 
@@ -41,6 +54,32 @@ final class GatewayThread: TaskExecutor, @unchecked Sendable {
 
     func asUnownedTaskExecutor() -> UnownedTaskExecutor {
         UnownedTaskExecutor(ordinary: self)
+    }
+
+    // MARK: MQTTNetworkThreadGuest (on the network thread)
+
+    func attach(wake: @escaping @Sendable () -> Void) { queue.lend(wake: wake) }
+
+    func detach() { queue.takeBack() }
+
+    func didWait() { queue.borrowerAwake() }
+
+    /// How long the network thread runs jobs before it hands them back to this thread: ~20
+    /// `set`s' worth in a release build.
+    static let borrowerBudget: Duration = .milliseconds(1)
+
+    /// Batches until none is left, or until the budget is spent and the rest is handed back.
+    func runWaiting() -> Bool {
+        let unowned = asUnownedTaskExecutor()
+        let start = ContinuousClock.now
+        while let batch = queue.nextForBorrower() {
+            for job in batch { job.runSynchronously(on: unowned) }
+            if ContinuousClock.now - start > Self.borrowerBudget {
+                queue.handBack()
+                break
+            }
+        }
+        return true
     }
 
     /// Runs what is queued, a batch at a time, until the queue is closed and empty.
@@ -55,12 +94,20 @@ final class GatewayThread: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// The jobs waiting for the gateway's thread, under one lock and one condition variable.
+/// The jobs waiting for the gateway's thread, under one lock and one condition variable; or,
+/// while lent, for the network thread that `borrowerWake` wakes — unless `handedBack`.
 private final class JobQueue: @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var spare: [UnownedJob] = []
     private var closed = false
     private var sleeping = false
+    private var borrowerWake: (@Sendable () -> Void)?
+    /// The borrower waits for its socket: the next job appended wakes it.
+    private var borrowerWaiting = false
+    /// Lent, but the borrower ran out of budget: the own thread drains until the queue is empty.
+    private var handedBack = false
+    /// Who takes the next job: the borrower, or the own thread.
+    private var borrowerTakes: Bool { borrowerWake != nil && !handedBack }
     private var mutex = pthread_mutex_t()
     private var condition = pthread_cond_t()
 
@@ -76,13 +123,70 @@ private final class JobQueue: @unchecked Sendable {
         pthread_mutex_destroy(&mutex)
     }
 
-    /// Wakes the thread only if it sleeps: a job appended while it drains costs no syscall.
+    /// Wakes whichever thread drains only if it waits: a job appended while it drains costs no
+    /// syscall.
     func append(_ job: UnownedJob) {
         pthread_mutex_lock(&mutex)
         jobs.append(job)
-        let wake = sleeping
+        var wakeBorrower: (@Sendable () -> Void)?
+        var signal = false
+        if borrowerTakes {
+            if borrowerWaiting {
+                borrowerWaiting = false
+                wakeBorrower = borrowerWake
+            }
+        } else {
+            signal = sleeping
+        }
         pthread_mutex_unlock(&mutex)
-        if wake { pthread_cond_signal(&condition) }
+        wakeBorrower?()
+        if signal { pthread_cond_signal(&condition) }
+    }
+
+    func lend(wake: @escaping @Sendable () -> Void) {
+        pthread_mutex_lock(&mutex)
+        borrowerWake = wake
+        borrowerWaiting = false
+        handedBack = false
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func takeBack() {
+        pthread_mutex_lock(&mutex)
+        borrowerWake = nil
+        borrowerWaiting = false
+        handedBack = false
+        let signal = sleeping
+        pthread_mutex_unlock(&mutex)
+        if signal { pthread_cond_signal(&condition) }
+    }
+
+    /// For the borrower: everything queued, or nil (nothing, or handed back), and then it is
+    /// woken for the next job it takes.
+    func nextForBorrower() -> [UnownedJob]? {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        guard borrowerTakes, !jobs.isEmpty else {
+            borrowerWaiting = true
+            return nil
+        }
+        return takeAll()
+    }
+
+    /// The borrower spent its budget: the own thread drains until the queue is empty.
+    func handBack() {
+        pthread_mutex_lock(&mutex)
+        handedBack = true
+        borrowerWaiting = true
+        let signal = sleeping && !jobs.isEmpty
+        pthread_mutex_unlock(&mutex)
+        if signal { pthread_cond_signal(&condition) }
+    }
+
+    func borrowerAwake() {
+        pthread_mutex_lock(&mutex)
+        borrowerWaiting = false
+        pthread_mutex_unlock(&mutex)
     }
 
     func close() {
@@ -93,17 +197,27 @@ private final class JobQueue: @unchecked Sendable {
         if wake { pthread_cond_signal(&condition) }
     }
 
-    /// Everything queued, waiting for it if there is none; nil once closed and empty. The two
-    /// arrays swap, so a batch reuses the storage of the one before.
+    /// For the gateway's thread: everything queued that is its to take, waiting for it if
+    /// there is none; nil once closed and empty (a lent queue is held, so never closed). Found
+    /// empty after a hand-back, the queue goes back to the borrower.
     func next() -> [UnownedJob]? {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        while jobs.isEmpty {
-            if closed { return nil }
+        while jobs.isEmpty || borrowerTakes {
+            if jobs.isEmpty {
+                if closed { return nil }
+                handedBack = false
+            }
             sleeping = true
             pthread_cond_wait(&condition, &mutex)
             sleeping = false
         }
+        return takeAll()
+    }
+
+    /// The two arrays swap, so a batch reuses the storage of the one before (once the batch
+    /// before is released; copy-on-write keeps a batch still held intact).
+    private func takeAll() -> [UnownedJob] {
         spare.removeAll(keepingCapacity: true)
         swap(&jobs, &spare)
         return spare

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+import XCTest
+
+@testable import Gateway
+
+/// The gateway's executor: its jobs run on its own thread, on a borrowing thread while lent
+/// (as the MQTT client's network thread borrows it), woken for work that comes while the
+/// borrower waits, and on its own thread again once given back.
+/// The name of the thread running the caller (`Thread.current` is for synchronous code).
+private func currentThreadName() -> String {
+    Thread.current.name ?? ""
+}
+
+final class GatewayThreadTests: XCTestCase {
+    /// The name of the thread a task preferring `executor` runs on.
+    private func threadName(on executor: GatewayThread) async -> String {
+        await withTaskExecutorPreference(executor) { currentThreadName() }
+    }
+
+    func testJobsRunOnTheBorrowerWhileLentAndOnTheirOwnThreadAfter() async throws {
+        let executor = GatewayThread(name: "gw-under-test")
+        let name = await threadName(on: executor)
+        XCTAssertEqual(name, "gw-under-test")
+
+        let wakes = Atomic<Int>(0)
+        let stop = Atomic<Bool>(false)
+        let wakeSignal = DispatchSemaphore(value: 0)
+        executor.attach(wake: {
+            wakes.add(1, ordering: .relaxed)
+            wakeSignal.signal()
+        })
+        // The borrower: runs what waits, and sleeps until woken when nothing does.
+        let borrower = Thread {
+            Thread.current.name = "borrower"
+            while !stop.load(ordering: .relaxed) {
+                if executor.runWaiting() {
+                    _ = wakeSignal.wait(timeout: .now() + 0.05)
+                    executor.didWait()
+                }
+            }
+            executor.detach()
+        }
+        borrower.start()
+
+        for _ in 0..<10 {
+            let ranOn = await threadName(on: executor)
+            XCTAssertEqual(ranOn, "borrower")
+        }
+        XCTAssertGreaterThan(wakes.load(ordering: .relaxed), 0, "work that came while the borrower waited woke it")
+
+        // Work longer than the borrower's budget comes back to the own thread (the yield puts
+        // the rest of this task behind the long part), and the queue goes back to the borrower
+        // once the own thread has emptied it.
+        let afterLongWork: String = await withTaskExecutorPreference(executor) {
+            usleep(5_000)
+            await Task.yield()
+            return currentThreadName()
+        }
+        XCTAssertEqual(afterLongWork, "gw-under-test")
+        var again = ""
+        for _ in 0..<200 where again != "borrower" {
+            again = await threadName(on: executor)
+        }
+        XCTAssertEqual(again, "borrower")
+
+        stop.store(true, ordering: .relaxed)
+        wakeSignal.signal()
+        var back = ""
+        for _ in 0..<200 where back != "gw-under-test" {
+            back = await threadName(on: executor)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTAssertEqual(back, "gw-under-test", "given back, the jobs run on the executor's own thread")
+    }
+}
