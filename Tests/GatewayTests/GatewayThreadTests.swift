@@ -51,16 +51,18 @@ final class GatewayThreadTests: XCTestCase {
 
         // Work longer than the borrower's budget comes back to the own thread (the yield puts
         // the rest of this task behind the long part), and the queue goes back to the borrower
-        // once the own thread has emptied it.
+        // once it has been empty for `keepAfterHandBack`.
         let afterLongWork: String = await withTaskExecutorPreference(executor) {
             usleep(5_000)
             await Task.yield()
             return currentThreadName()
         }
         XCTAssertEqual(afterLongWork, "gw-under-test")
+        try await Task.sleep(for: GatewayThread.keepAfterHandBack * 3)
         var again = ""
-        for _ in 0..<200 where again != "borrower" {
+        for _ in 0..<100 where again != "borrower" {
             again = await threadName(on: executor)
+            try await Task.sleep(for: .milliseconds(10))
         }
         XCTAssertEqual(again, "borrower")
 
