@@ -43,6 +43,8 @@ final class LoopWaker: Sendable {
 
     init?() {
         var ends: [Int32] = [-1, -1]
+        // Glibc's module does not export `pipe2`: close-on-exec is set just after, which a
+        // process spawned in between (the gateway spawns none) would miss.
         guard pipe(&ends) == 0 else { return nil }
         for end in ends {
             _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
@@ -86,12 +88,19 @@ extension Connection {
     /// loop without waiting, which reads, writes and keeps the connection alive.
     func turn(hosting guest: any MQTTNetworkThreadGuest, waker: LoopWaker, _ descriptors: inout [pollfd]) -> Int32 {
         let idle = guest.runWaiting()
-        // Set before libmosquitto is asked whether it has something to write: a packet queued
-        // by another thread after that question finds it set and wakes the wait.
-        if idle { waitingInPoll.store(true, ordering: .sequentiallyConsistent) }
+        let socket = mosquitto_socket(h)
+        // The socket closed meanwhile (a server DISCONNECT): libmosquitto's loop says so at once.
+        guard socket >= 0 else { return mosquitto_loop(h, 0, 1) }
+        if idle {
+            // Set before libmosquitto is asked whether it has something to write: a packet
+            // queued by another thread after that question finds it set and wakes the wait. The
+            // fence keeps the question (a plain read inside libmosquitto) after the store on
+            // weakly ordered processors (ARM).
+            waitingInPoll.store(true, ordering: .sequentiallyConsistent)
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+        }
         descriptors[0] = pollfd(
-            fd: mosquitto_socket(h), events: Int16(POLLIN) | (mosquitto_want_write(h) ? Int16(POLLOUT) : 0),
-            revents: 0)
+            fd: socket, events: Int16(POLLIN) | (mosquitto_want_write(h) ? Int16(POLLOUT) : 0), revents: 0)
         descriptors[1] = pollfd(fd: waker.readEnd, events: Int16(POLLIN), revents: 0)
         _ = poll(&descriptors, 2, idle ? 100 : 0)
         if idle {

@@ -22,10 +22,11 @@ import MQTT
 /// answered on the thread that reads and writes the socket, with no thread switch inside the
 /// process, and this thread sleeps. Work that takes the network thread longer than
 /// `borrowerBudget` at a time (a burst of requests, a large republication, a stream of
-/// notifications) comes back here until the queue has stayed empty for `keepAfterHandBack`:
-/// meanwhile the network thread keeps reading and writing beside this thread's work, so a
-/// loaded gateway has both threads, and the broker is never left holding (and, past its queue
-/// limit, dropping) what the gateway is slow to work through.
+/// notifications) comes back here while this thread stays busy more than half the time
+/// (`loadWindow`) and the queue never stays empty for `keepAfterHandBack`: meanwhile the
+/// network thread keeps reading and writing beside this thread's work, so a loaded gateway has
+/// both threads, and the broker is never left holding (and, past its queue limit, dropping)
+/// what the gateway is slow to work through.
 ///
 /// What holds: a job never blocks waiting for another job of this thread (the gateway's code
 /// awaits, it does not block), and blocking calls (file writes of the home database) are
@@ -75,15 +76,23 @@ final class GatewayThread: TaskExecutor, MQTTNetworkThreadGuest, @unchecked Send
     /// network thread takes it again.
     static let keepAfterHandBack: Duration = .milliseconds(20)
 
-    /// Batches until none is left, or until the budget is spent and the rest is handed back.
+    /// How long this thread measures its load on handed-back work before it decides whether
+    /// to keep it.
+    static let loadWindow: Duration = .milliseconds(10)
+
+    /// Jobs until none is left, or until the budget is spent and the rest is handed back,
+    /// first in the queue. The clock is read after each job: a batch (everything queued while
+    /// the connection was down, say) may hold far more than the budget's worth.
     func runWaiting() -> Bool {
         let unowned = asUnownedTaskExecutor()
         let start = ContinuousClock.now
         while let batch = queue.nextForBorrower() {
-            for job in batch { job.runSynchronously(on: unowned) }
-            if ContinuousClock.now - start > Self.borrowerBudget {
-                queue.handBack()
-                break
+            for index in batch.indices {
+                batch[index].runSynchronously(on: unowned)
+                if ContinuousClock.now - start > Self.borrowerBudget {
+                    queue.handBack(batch[(index + 1)...])
+                    return true
+                }
             }
         }
         return true
@@ -91,12 +100,15 @@ final class GatewayThread: TaskExecutor, MQTTNetworkThreadGuest, @unchecked Send
 
     /// Runs what is queued, a batch at a time, until the queue is closed and empty.
     private static func drain(_ queue: JobQueue, executor: () -> GatewayThread?) {
-        while let batch = queue.next() {
+        var busy = Duration.zero
+        while let batch = queue.next(afterWorking: busy) {
             // Jobs hold what enqueued them (a task preferring this executor keeps it), so the
             // executor is alive while a batch runs; a nil here means only the end is left.
             guard let executor = executor() else { continue }
             let unowned = executor.asUnownedTaskExecutor()
+            let start = ContinuousClock.now
             for job in batch { job.runSynchronously(on: unowned) }
+            busy = ContinuousClock.now - start
         }
     }
 }
@@ -113,6 +125,8 @@ private final class JobQueue: @unchecked Sendable {
     private var borrowerWaiting = false
     /// Lent, but the borrower ran out of budget: the own thread drains until the queue is empty.
     private var handedBack = false
+    /// Since when, and how long of it, the own thread has worked on handed-back work.
+    private var window = (start: ContinuousClock.now, busy: Duration.zero)
     /// Who takes the next job: the borrower, or the own thread.
     private var borrowerTakes: Bool { borrowerWake != nil && !handedBack }
     private var mutex = pthread_mutex_t()
@@ -180,10 +194,13 @@ private final class JobQueue: @unchecked Sendable {
         return takeAll()
     }
 
-    /// The borrower spent its budget: the own thread drains until the queue is empty.
-    func handBack() {
+    /// The borrower spent its budget: the own thread drains until the queue is empty, from
+    /// `rest` (the batch's jobs not run yet) on.
+    func handBack(_ rest: ArraySlice<UnownedJob>) {
         pthread_mutex_lock(&mutex)
+        jobs.insert(contentsOf: rest, at: 0)
         handedBack = true
+        window = (ContinuousClock.now, .zero)
         borrowerWaiting = true
         let signal = sleeping && !jobs.isEmpty
         pthread_mutex_unlock(&mutex)
@@ -204,18 +221,21 @@ private final class JobQueue: @unchecked Sendable {
         if wake { pthread_cond_signal(&condition) }
     }
 
-    /// For the gateway's thread: everything queued that is its to take, waiting for it if
-    /// there is none; nil once closed and empty (a lent queue is held, so never closed). Found
-    /// empty after a hand-back, the queue goes back to the borrower.
-    func next() -> [UnownedJob]? {
+    /// For the gateway's thread, having worked `busy` on the batch before: everything queued
+    /// that is its to take, waiting for it if there is none; nil once closed and empty (a lent
+    /// queue is held, so never closed). Handed-back work is kept while this thread is busy
+    /// more than half the time and work keeps coming: under load the network thread reads and
+    /// writes beside this one working, which is faster than one thread doing both. Otherwise
+    /// (a lone slow job, then requests one at a time) it goes back to the borrower.
+    func next(afterWorking busy: Duration) -> [UnownedJob]? {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
+        window.busy += busy
         while jobs.isEmpty || borrowerTakes {
             if jobs.isEmpty && closed { return nil }
+            if jobs.isEmpty && handedBack && !stillLoaded() { handedBack = false }
             sleeping = true
             if jobs.isEmpty && handedBack {
-                // Kept while work keeps coming: under load the network thread reads and writes
-                // beside this one working, which is faster than one thread doing both.
                 if waitOrTimeOut(GatewayThread.keepAfterHandBack) && jobs.isEmpty { handedBack = false }
             } else {
                 pthread_cond_wait(&condition, &mutex)
@@ -223,6 +243,16 @@ private final class JobQueue: @unchecked Sendable {
             sleeping = false
         }
         return takeAll()
+    }
+
+    /// Whether this thread has been busy more than half of the window, once the window is
+    /// long enough to tell (`loadWindow`); a new window starts then.
+    private func stillLoaded() -> Bool {
+        let now = ContinuousClock.now
+        let elapsed = now - window.start
+        guard elapsed >= GatewayThread.loadWindow else { return true }
+        defer { window = (now, .zero) }
+        return window.busy * 2 > elapsed
     }
 
     /// Waits for a signal, or `duration`; true when the time ran out.
