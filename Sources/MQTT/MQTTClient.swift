@@ -314,8 +314,9 @@ public final class MQTTClient: MQTTTransport {
     // MARK: Hosting
 
     /// Has the network thread run `guest`'s work between its reads and writes while its
-    /// connection to the broker is open (nil: stop). Taken up at the thread's next turn; while not connected (connecting,
-    /// waiting to reconnect, stopped) the thread detaches and the guest runs its work itself.
+    /// connection to the broker is open (nil: stop). Taken up at the thread's next turn; while
+    /// not connected (connecting, waiting to reconnect, stopped) the thread detaches and the
+    /// guest runs its work itself.
     public func host(_ guest: (any MQTTNetworkThreadGuest)?) {
         let connection = core.state.withLock { state in
             state.guest = guest

@@ -23,9 +23,9 @@ public protocol MQTTNetworkThreadGuest: AnyObject, Sendable {
     /// the thread's wait for its socket.
     func attach(wake: @escaping @Sendable () -> Void)
 
-    /// Runs some of what waits. True when nothing is left: the guest then calls `wake` for
-    /// the next work that comes, until `didWait`.
-    func runWaiting() -> Bool
+    /// Runs what waits, or as much of it as the guest wants to run here (the rest it runs
+    /// elsewhere). From its return until `didWait`, the guest calls `wake` for work that comes.
+    func runWaiting()
 
     /// The thread is done waiting for its socket (work that comes now needs no `wake`).
     func didWait()
@@ -87,26 +87,22 @@ extension Connection {
     /// writable when libmosquitto has something to write) or a wake, then libmosquitto's own
     /// loop without waiting, which reads, writes and keeps the connection alive.
     func turn(hosting guest: any MQTTNetworkThreadGuest, waker: LoopWaker, _ descriptors: inout [pollfd]) -> Int32 {
-        let idle = guest.runWaiting()
+        guest.runWaiting()
         let socket = mosquitto_socket(h)
         // The socket closed meanwhile (a server DISCONNECT): libmosquitto's loop says so at once.
         guard socket >= 0 else { return mosquitto_loop(h, 0, 1) }
-        if idle {
-            // Set before libmosquitto is asked whether it has something to write: a packet
-            // queued by another thread after that question finds it set and wakes the wait. The
-            // fence keeps the question (a plain read inside libmosquitto) after the store on
-            // weakly ordered processors (ARM).
-            waitingInPoll.store(true, ordering: .sequentiallyConsistent)
-            atomicMemoryFence(ordering: .sequentiallyConsistent)
-        }
+        // Set before libmosquitto is asked whether it has something to write: a packet queued
+        // by another thread after that question finds it set and wakes the wait. The fence
+        // keeps the question (a plain read inside libmosquitto) after the store on weakly
+        // ordered processors (ARM).
+        waitingInPoll.store(true, ordering: .sequentiallyConsistent)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
         descriptors[0] = pollfd(
             fd: socket, events: Int16(POLLIN) | (mosquitto_want_write(h) ? Int16(POLLOUT) : 0), revents: 0)
         descriptors[1] = pollfd(fd: waker.readEnd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&descriptors, 2, idle ? 100 : 0)
-        if idle {
-            waitingInPoll.store(false, ordering: .sequentiallyConsistent)
-            guest.didWait()
-        }
+        _ = poll(&descriptors, 2, 100)
+        waitingInPoll.store(false, ordering: .sequentiallyConsistent)
+        guest.didWait()
         if descriptors[1].revents != 0 { waker.drain() }
         return mosquitto_loop(h, 0, 1)
     }

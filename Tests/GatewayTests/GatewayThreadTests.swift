@@ -45,10 +45,9 @@ final class GatewayThreadTests: XCTestCase {
         let borrower = Thread {
             Thread.current.name = "borrower"
             while !stop.load(ordering: .relaxed) {
-                if executor.runWaiting() {
-                    _ = wakeSignal.wait(timeout: .now() + 0.05)
-                    executor.didWait()
-                }
+                executor.runWaiting()
+                _ = wakeSignal.wait(timeout: .now() + 0.05)
+                executor.didWait()
             }
             executor.detach()
         }

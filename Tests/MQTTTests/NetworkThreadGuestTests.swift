@@ -51,24 +51,33 @@ import TestSupport
 
         func didWait() { state.withLock { $0.waiting = false } }
 
-        func runWaiting() -> Bool {
-            let work = state.withLock { state -> [@Sendable () -> Void] in
-                defer { state.work.removeAll() }
-                if state.work.isEmpty { state.waiting = true }
-                return state.work
+        /// Everything, including what comes while it runs; waiting once none is left.
+        func runWaiting() {
+            while true {
+                let work = state.withLock { state -> [@Sendable () -> Void] in
+                    defer { state.work.removeAll() }
+                    if state.work.isEmpty { state.waiting = true }
+                    return state.work
+                }
+                if work.isEmpty { return }
+                for item in work { item() }
             }
-            for item in work { item() }
-            return work.isEmpty
         }
+    }
+
+    /// A guest hosted by `client`, once its network thread has attached it.
+    static func hostedGuest(_ client: MQTTClient) async throws -> RecordingGuest {
+        let guest = RecordingGuest()
+        client.host(guest)
+        try await waitUntil("the network thread attaches the guest", timeout: 5) { guest.isAttached }
+        return guest
     }
 
     @Test func workRunsOnTheNetworkThreadAtOnceAndItsPublishesGoOut() async throws {
         try await MosquittoBroker.with { broker in
             let subscriber = try await MQTTTestSubscriber.start(broker: broker, filter: "guest/#")
             let client = try await connectedClient(broker)
-            let guest = RecordingGuest()
-            client.host(guest)
-            try await waitUntil("the network thread attaches the guest", timeout: 5) { guest.isAttached }
+            let guest = try await Self.hostedGuest(client)
 
             // Each item is handed over from this task's thread while the network thread waits
             // for its socket: only the wake gets it run before the wait's 100 ms end.
@@ -108,9 +117,7 @@ import TestSupport
             try await subscriber.subscribe("other/#")
             var arrivals = received.makeAsyncIterator()
             let client = try await connectedClient(broker)
-            let guest = RecordingGuest()
-            client.host(guest)
-            try await waitUntil("the network thread attaches the guest", timeout: 5) { guest.isAttached }
+            let guest = try await Self.hostedGuest(client)
             // libmosquitto wakes its own loop through a socket pair the hosting thread does
             // not poll: without the client's own wake, each of these waits for the poll's end.
             var delays: [Duration] = []
@@ -135,9 +142,7 @@ import TestSupport
                 configuration.reconnectDelayMin = 0.1
                 configuration.reconnectDelayMax = 0.2
             }
-            let guest = RecordingGuest()
-            client.host(guest)
-            try await waitUntil("attached", timeout: 5) { guest.isAttached }
+            let guest = try await Self.hostedGuest(client)
             await broker.stop()
             try await waitUntil("detached while the broker is away", timeout: 10) { !guest.isAttached }
             try await broker.start()

@@ -83,7 +83,7 @@ final class GatewayThread: TaskExecutor, MQTTNetworkThreadGuest, @unchecked Send
     /// Jobs until none is left, or until the budget is spent and the rest is handed back,
     /// first in the queue. The clock is read after each job: a batch (everything queued while
     /// the connection was down, say) may hold far more than the budget's worth.
-    func runWaiting() -> Bool {
+    func runWaiting() {
         let unowned = asUnownedTaskExecutor()
         let start = ContinuousClock.now
         while let batch = queue.nextForBorrower() {
@@ -91,11 +91,10 @@ final class GatewayThread: TaskExecutor, MQTTNetworkThreadGuest, @unchecked Send
                 batch[index].runSynchronously(on: unowned)
                 if ContinuousClock.now - start > Self.borrowerBudget {
                     queue.handBack(batch[(index + 1)...])
-                    return true
+                    return
                 }
             }
         }
-        return true
     }
 
     /// Runs what is queued, a batch at a time, until the queue is closed and empty.
