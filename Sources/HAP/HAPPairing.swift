@@ -65,6 +65,13 @@ public struct HAPPairingStore: Sendable {
     public init(directory: URL) { self.directory = directory }
 
     static let prefix = "hap-pairing-"
+    /// Whether a file name in the pairing directory is a pairing's.
+    public static func isPairingFile(_ name: String) -> Bool {
+        name.hasPrefix(prefix) && name.hasSuffix(".json")
+    }
+
+    /// The `version` each pairing file carries; files without one are version 1.
+    public static let fileVersion = 1
 
     func fileURL(for accessoryPairingID: String) -> URL {
         let safe = String(accessoryPairingID.map { $0.isLetter || $0.isNumber ? $0 : "-" })
@@ -81,7 +88,7 @@ public struct HAPPairingStore: Sendable {
                 code: .io, message: "cannot list the pairings in \(directory.path): \(error.localizedDescription)")
         }
         var result: [HAPPairing] = []
-        for name in names.sorted() where name.hasPrefix(Self.prefix) && name.hasSuffix(".json") {
+        for name in names.sorted() where Self.isPairingFile(name) {
             result.append(try load(url: directory.appendingPathComponent(name)))
         }
         return result
@@ -96,6 +103,11 @@ public struct HAPPairingStore: Sendable {
     func load(url: URL) throws(HAPError) -> HAPPairing {
         do {
             let data = try Data(contentsOf: url)
+            do throws(ModelError) {
+                try FileVersion.check(Array(data), supported: Self.fileVersion, file: "the pairing file")
+            } catch {
+                throw HAPError(code: .badPairingFile, message: error.message)
+            }
             let pairing = try JSONDecoder().decode(HAPPairing.self, from: data)
             _ = try pairing.keys()
             return pairing
@@ -115,7 +127,7 @@ public struct HAPPairingStore: Sendable {
         }
         let target = fileURL(for: pairing.accessoryPairingID)
         do throws(ModelError) {
-            try AtomicFileWriter().write(data, to: target)
+            try AtomicFileWriter().write(try FileVersion.stamped(Array(data), version: Self.fileVersion), to: target)
         } catch {
             throw HAPError(code: .io, message: "cannot write the pairing file \(target.path): \(error.message)")
         }

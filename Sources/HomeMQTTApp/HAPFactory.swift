@@ -31,9 +31,12 @@ public struct HAPFactory: SourceFactory, CustomStringConvertible {
         return MadeSource(source: source, pairing: HAPPairingManager(source: source, logger: context.logger))
     }
 
+    /// Where pairings are kept, in the state directory.
+    static let pairingDirectory = "pairings"
+
     /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
     public static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {
-        HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent("pairings"))
+        HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent(pairingDirectory))
     }
 
     public var description: String { "hap(pollInterval: \(pollInterval.map { "\($0)" } ?? "nil"))" }

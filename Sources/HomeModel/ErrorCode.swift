@@ -83,10 +83,12 @@ extension ErrorCode {
 // The home database and the model.
 extension ErrorCode {
     public static let corruptDatabase = ErrorCode(rawValue: "corrupt-database")
-    /// A home database written by a newer HomeMQTT.
+    /// A home database, state directory, state file or backup written by a newer HomeMQTT.
     public static let unsupportedVersion = ErrorCode(rawValue: "unsupported-version")
     /// Another process holds the state directory's lock.
     public static let locked = ErrorCode(rawValue: "locked")
+    /// A restore into a state directory that already holds state, without `--replace`.
+    public static let stateNotEmpty = ErrorCode(rawValue: "state-not-empty")
     /// A test hook stopped an atomic write part-way.
     public static let writeInterrupted = ErrorCode(rawValue: "write-interrupted")
     /// The default room cannot be removed or renamed away.

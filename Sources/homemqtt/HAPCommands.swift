@@ -16,9 +16,13 @@ struct HAPCommandOptions: ParsableArguments {
     /// `<state-directory>/pairings` of the config.
     func store() throws -> HAPPairingStore {
         do {
-            return Setup.pairingStore(try Setup.loadConfig(config))
+            let config = try Setup.loadConfig(config)
+            try Setup.prepareState(config)
+            return Setup.pairingStore(config)
         } catch let error as CLIError {
             throw HAPCommandOptions.fail(error.description, exit: 2)
+        } catch let error as ModelError {
+            throw HAPCommandOptions.fail(error.message, exit: 1)
         }
     }
 

@@ -19,6 +19,11 @@ struct OfflineHome: HomeEditor {
 
     static func open(_ config: GatewayConfig, logger: Logger) async throws(GatewayFailure) -> OfflineHome {
         let directory = URL(fileURLWithPath: config.stateDirectory)
+        do throws(ModelError) {
+            try Setup.prepareState(config)
+        } catch {
+            throw GatewayFailure(code: error.code, message: error.message)
+        }
         let database: HomeDatabase
         do throws(ModelError) {
             database = try await openExclusive(directory)

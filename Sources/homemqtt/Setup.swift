@@ -56,7 +56,29 @@ enum Setup {
         HAPFactory.pairingStore(config)
     }
 
+    /// Brings the state directory to the current format (`HomeMQTTApp.prepareState`) and says
+    /// so on stderr when it migrated; a state directory of a newer HomeMQTT is refused untouched.
+    static func prepareState(_ config: GatewayConfig) throws(ModelError) {
+        let upgrade: StateFormat.Upgrade?
+        do throws(ModelError) {
+            upgrade = try HomeMQTTApp.prepareState(config)
+        } catch {
+            throw ModelError(code: error.code, message: "\(config.stateDirectory): \(error.message)")
+        }
+        if let upgrade {
+            FileHandle.standardError.write(
+                Data(
+                    "homemqtt: migrated the state directory \(config.stateDirectory) from format \(upgrade.from) to \(upgrade.to) (\(upgrade.steps.joined(separator: "; "))); the files as they were are in \(upgrade.backup.path)\n"
+                        .utf8))
+        }
+    }
+
     static func openDatabase(_ config: GatewayConfig, exclusive: Bool) throws -> HomeDatabase {
+        do {
+            try prepareState(config)
+        } catch {
+            throw CLIError(error.message)
+        }
         do {
             return try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: exclusive)
         } catch {

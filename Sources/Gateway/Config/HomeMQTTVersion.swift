@@ -1,5 +1,5 @@
 // The version of HomeMQTT: `homemqtt --version`, and the `sw_version` Home Assistant shows.
 
 public enum HomeMQTTVersion {
-    public static let current = "0.9.0"
+    public static let current = "0.10.0"
 }

@@ -5,6 +5,8 @@ public import HomeModel
 /// restart; the config file's scope applies until one has been set.
 public struct ScopeStore: Sendable {
     public let file: URL
+    /// The `version` the file carries; a file without one is version 1.
+    public static let fileVersion = 1
 
     public init(directory: URL) {
         file = directory.appendingPathComponent("scope.json")
@@ -12,6 +14,11 @@ public struct ScopeStore: Sendable {
 
     public func load() throws(ConfigError) -> ScopeConfig? {
         guard let data = FileManager.default.contents(atPath: file.path) else { return nil }
+        do throws(ModelError) {
+            try FileVersion.check(Array(data), supported: Self.fileVersion, file: "the scope document")
+        } catch {
+            throw ConfigError(file: file.path, key: nil, message: error.message)
+        }
         do {
             return try JSONDecoder().decode(ScopeConfig.self, from: data)
         } catch {
@@ -28,6 +35,6 @@ public struct ScopeStore: Sendable {
         do { data = try encoder.encode(scope) } catch {
             throw ModelError(code: .io, message: "could not encode the scope: \(error)")
         }
-        try AtomicFileWriter().write(data, to: file)
+        try AtomicFileWriter().write(try FileVersion.stamped(Array(data), version: Self.fileVersion), to: file)
     }
 }
