@@ -13,7 +13,7 @@ struct HomeMQTT: AsyncParsableCommand {
             RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self,
             PairCommand.self, PairingsCommand.self, UnpairCommand.self,
             RoomCommand.self, AccessoryCommand.self, ServiceCommand.self, ScopeCommand.self, HealthCommand.self,
-            RepublishCommand.self,
+            RepublishCommand.self, BackupCommand.self, RestoreCommand.self,
         ],
         defaultSubcommand: RunCommand.self
     )
