@@ -4,7 +4,8 @@
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
 # tests run the gateway against), chromium and chromium-driver (the web view's browser test),
 # nodejs and node-mqtt (MQTT.js, the client Node-RED uses, for the Node-RED test), valgrind
-# (homemqtt-bench's instruction counts, run by its smoke test), and a
+# (homemqtt-bench's instruction counts, run by its smoke test), dpkg-dev and debootstrap (the
+# Debian package and its tests), and a
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium).
 set -euo pipefail
@@ -32,6 +33,10 @@ command -v pgrep >/dev/null || need+=(procps)
 # valgrind (callgrind and callgrind_annotate, a Perl script): homemqtt-bench's instruction counts,
 # which the bench's smoke test runs.
 { command -v valgrind && command -v callgrind_annotate && command -v perl; } >/dev/null || need+=(valgrind perl)
+# The Debian package: dpkg-shlibdeps (its Depends) and strip build it; debootstrap makes the clean
+# Debian roots Scripts/test-package.sh installs it into.
+{ command -v dpkg-shlibdeps && command -v strip; } >/dev/null || need+=(dpkg-dev binutils)
+command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Gateway
 
 // The homemqtt command: its subcommands (`run` by default) and the config options they share.
@@ -7,7 +8,7 @@ import Gateway
 struct HomeMQTT: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "homemqtt",
-        abstract: "Puts a HomeKit home — rooms, accessories, services, characteristics — onto MQTT.",
+        abstract: "Puts a HomeKit home (rooms, accessories, services, characteristics) onto MQTT.",
         version: HomeMQTTVersion.current,
         subcommands: [
             RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self,
@@ -20,8 +21,22 @@ struct HomeMQTT: AsyncParsableCommand {
 }
 
 struct ConfigOptions: ParsableArguments {
-    @Option(name: .shortAndLong, help: "The gateway's YAML config file.")
-    var config: String = "Config/gateway.yml"
+    @Option(
+        name: [.customShort("c"), .customLong("config")],
+        help: ArgumentHelp(
+            "The gateway's YAML config file.",
+            discussion:
+                "Default: $HOMEMQTT_CONFIG, else Config/gateway.yml when it exists (a checkout), else /etc/homemqtt/gateway.yml (the package's).",
+            valueName: "config"))
+    var configOption: String?
+
+    /// The config file: the option, `$HOMEMQTT_CONFIG`, a checkout's, the installed one.
+    var config: String {
+        if let configOption { return configOption }
+        if let file = ProcessInfo.processInfo.environment["HOMEMQTT_CONFIG"], !file.isEmpty { return file }
+        let checkout = "Config/gateway.yml"
+        return FileManager.default.fileExists(atPath: checkout) ? checkout : "/etc/homemqtt/gateway.yml"
+    }
 
     @Option(
         help: ArgumentHelp(
