@@ -98,11 +98,16 @@ public struct AtomicFileWriter: Sendable {
             try step(.rename)
             guard rename(temp, url.path) == 0 else { throw fail(Self.ioError("rename \(temp) to \(url.path)")) }
             try step(.syncDirectory)
-            let dfd = posixOpen(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard dfd >= 0 else { throw Self.ioError("open directory \(directory)") }
-            defer { close(dfd) }
-            guard fsync(dfd) == 0 else { throw Self.ioError("fsync directory \(directory)") }
+            try Self.syncDirectory(directory)
         }
+    }
+
+    /// Makes the renames in `directory` durable.
+    public static func syncDirectory(_ directory: String) throws(ModelError) {
+        let dfd = posixOpen(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { throw ioError("open directory \(directory)") }
+        defer { close(dfd) }
+        guard fsync(dfd) == 0 else { throw ioError("fsync directory \(directory)") }
     }
 
     /// Creates `directory` and any missing parent, each mode 0700 whatever the umask. A

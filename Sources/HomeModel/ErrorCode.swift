@@ -87,6 +87,8 @@ extension ErrorCode {
     public static let unsupportedVersion = ErrorCode(rawValue: "unsupported-version")
     /// Another process holds the state directory's lock.
     public static let locked = ErrorCode(rawValue: "locked")
+    /// A command that writes the state directory run by another user than its owner.
+    public static let wrongOwner = ErrorCode(rawValue: "wrong-owner")
     /// A restore into a state directory that already holds state, without `--replace`.
     public static let stateNotEmpty = ErrorCode(rawValue: "state-not-empty")
     /// A test hook stopped an atomic write part-way.

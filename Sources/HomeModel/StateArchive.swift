@@ -15,8 +15,8 @@ public struct StateArchive: Sendable {
     /// Relative path → contents.
     public let files: [String: [UInt8]]
 
-    /// Reads every state file of `state` (see `StateFormat.stateFiles`). A directory of a newer
-    /// format is refused; an older one is archived as it is, with its format.
+    /// Reads every state file of `state` (see `StateFormat.stateFiles`), writing nothing. A
+    /// directory of any format is archived as it is, with its format (a restore checks it).
     public static func make(of state: StateFormat) throws(ModelError) -> StateArchive {
         guard let (format, _) = try state.read() else {
             throw ModelError(code: .io, message: "there is no state in \(state.directory.path) to back up")
@@ -70,41 +70,43 @@ public struct StateArchive: Sendable {
         guard case .object(let entries)? = json["files"] else { throw bad("no \"files\"") }
         var files: [String: [UInt8]] = [:]
         for (path, value) in entries {
-            guard Self.isSafe(path) else { throw bad("the path \"\(path)\" is not a state file's") }
+            guard StateFormat.isStateFile(path) else { throw bad("\(Self.printable(path)) is not a state file's path") }
             guard let text = value.stringValue, let data = Data(base64Encoded: text) else {
                 throw bad("\"\(path)\" is not base64")
             }
             files[path] = Array(data)
         }
+        guard files[HomeDatabase.fileName] != nil else { throw bad("it holds no \(HomeDatabase.fileName)") }
         self.init(
-            format: format, writtenBy: json["written-by"]?.stringValue ?? "?",
-            created: json["created"]?.stringValue ?? "?",
-            files: files)
+            format: format, writtenBy: Self.printable(json["written-by"]?.stringValue ?? "?"),
+            created: Self.printable(json["created"]?.stringValue ?? "?"), files: files)
     }
 
-    /// Relative, without `.`/`..` components, hidden names, the lock or backups: a path the
-    /// state directory's own files have.
-    static func isSafe(_ path: String) -> Bool {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard !path.hasPrefix("/"), !parts.isEmpty, parts.count <= 4 else { return false }
-        for part in parts where part.isEmpty || part.hasPrefix(".") || part.contains("\0") { return false }
-        return parts[0] != Substring(StateFormat.backupDirectory) && path != HomeDatabase.lockFileName
+    /// Text from an archive as it may be shown on a terminal: control characters replaced.
+    static func printable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.prefix(200).unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : $0 }))
     }
 
     /// Puts the archive's files into `state`'s directory under the home database's lock
-    /// (`locked` while a gateway holds it). A directory that already holds state is refused
-    /// unless `replacing`, when its files are first moved to `backups/before-restore-<date>/`.
-    /// An archive of a newer format than this HomeMQTT reads is refused; an older one is
-    /// restored as it is and migrated by the next start. Returns where the replaced files went.
+    /// (`locked` while a gateway holds it), as the directory's owner (`wrong-owner` otherwise).
+    /// A directory that already holds state is refused unless `replacing`, when its files are
+    /// moved to `backups/before-restore-<date>/`. The archive is written to
+    /// `backups/.restore-<date>/` first and renamed into place file by file, `state.json` last;
+    /// if that fails part-way, the files that were there are put back. An archive of a newer
+    /// format than this HomeMQTT reads is refused; an older one is restored as it is and migrated
+    /// by the next start. Returns where the replaced files went.
     @discardableResult
     public func restore(into state: StateFormat, replacing: Bool) throws(ModelError) -> URL? {
         guard format <= StateFormat.current else {
             throw ModelError(
                 code: .unsupportedVersion,
                 message:
-                    "the backup is of state format \(format), written by HomeMQTT \(writtenBy); HomeMQTT \(state.version) reads formats up to \(StateFormat.current)"
+                    "the backup is of state format \(format), written by HomeMQTT \(writtenBy); HomeMQTT \(state.version) reads formats up to \(StateFormat.current). Nothing was changed"
             )
         }
+        try state.checkOwner()
         try AtomicFileWriter.createDirectory(state.directory)
         let lock: FileLock
         do throws(ModelError) {
@@ -118,33 +120,55 @@ public struct StateArchive: Sendable {
         }
         defer { withExtendedLifetime(lock) {} }
         let existing = try state.stateFiles()
-        var movedTo: URL?
+        if !existing.isEmpty && !replacing {
+            throw ModelError(
+                code: .stateNotEmpty,
+                message:
+                    "\(state.directory.path) already holds state (\(existing.count) files); restore with --replace to move them to \(StateFormat.backupDirectory)/ first (nothing was changed)"
+            )
+        }
+        let stamp = StateFormat.timestamp()
+        let backups = try state.backupsDirectory()
+        let staged = backups.appendingPathComponent(".restore-\(stamp)")
+        try? FileManager.default.removeItem(at: staged)
+        defer { try? FileManager.default.removeItem(at: staged) }
+        for (relative, bytes) in files {
+            try AtomicFileWriter().write(bytes, to: staged.appendingPathComponent(relative))
+        }
+        var aside: URL?
         if !existing.isEmpty {
-            guard replacing else {
-                throw ModelError(
-                    code: .stateNotEmpty,
-                    message:
-                        "\(state.directory.path) already holds state (\(existing.count) files); restore with --replace to move them to \(StateFormat.backupDirectory)/ first (nothing was changed)"
-                )
-            }
-            let aside = state.directory.appendingPathComponent(StateFormat.backupDirectory)
-                .appendingPathComponent("before-restore-\(StateFormat.timestamp())")
-            try AtomicFileWriter.createDirectory(aside)
-            for relative in existing {
-                let target = aside.appendingPathComponent(relative)
-                try AtomicFileWriter.createDirectory(target.deletingLastPathComponent())
-                guard rename(state.directory.appendingPathComponent(relative).path, target.path) == 0 else {
-                    throw AtomicFileWriter.ioError("move \(relative) to \(aside.path)")
-                }
-            }
-            movedTo = aside
+            let target = backups.appendingPathComponent("before-restore-\(stamp)")
+            try Self.move(existing, from: state.directory, to: target)
+            aside = target
         }
         // state.json last: until it is there, a start sees format 1 or nothing, never a mix.
-        for (relative, bytes) in files.sorted(by: {
-            ($0.key == StateFormat.fileName ? 1 : 0, $0.key) < ($1.key == StateFormat.fileName ? 1 : 0, $1.key)
-        }) {
-            try AtomicFileWriter().write(bytes, to: state.directory.appendingPathComponent(relative))
+        let order =
+            files.keys.filter { $0 != StateFormat.fileName }.sorted()
+            + (files[StateFormat.fileName] == nil ? [] : [StateFormat.fileName])
+        do throws(ModelError) {
+            try Self.move(order, from: staged, to: state.directory)
+        } catch {
+            for relative in (try? state.stateFiles()) ?? [] {
+                unlink(state.directory.appendingPathComponent(relative).path)
+            }
+            if let aside { try? Self.move(existing, from: aside, to: state.directory) }
+            throw ModelError(code: error.code, message: "\(error.message); the restore was undone")
         }
-        return movedTo
+        return aside
+    }
+
+    /// Renames `files` from `source` to `target` (one file system), then syncs the directories.
+    static func move(_ files: [String], from source: URL, to target: URL) throws(ModelError) {
+        var directories: Set<String> = []
+        for relative in files {
+            let destination = target.appendingPathComponent(relative)
+            let folder = destination.deletingLastPathComponent()
+            try AtomicFileWriter.createDirectory(folder)
+            directories.insert(folder.path)
+            guard rename(source.appendingPathComponent(relative).path, destination.path) == 0 else {
+                throw AtomicFileWriter.ioError("move \(relative) to \(target.path)")
+            }
+        }
+        for directory in directories.sorted() { try AtomicFileWriter.syncDirectory(directory) }
     }
 }

@@ -6,18 +6,27 @@ public import Foundation
 /// format 1.
 ///
 /// `prepare` brings an older directory up to `current`, under the home database's lock:
-/// 1. every file is copied to `backups/format-<n>-<date>/` (made under a temporary name and
-///    renamed when complete, so a backup that exists is whole, and the first one is kept when an
-///    interrupted migration runs again);
+/// 1. every state file is copied to `backups/format-<n>-<date>/` (made under a temporary name
+///    and renamed when complete, so a backup that exists is whole); `backups/.migrating` names it
+///    until the migration is done, so an interrupted migration that runs again reuses it rather
+///    than backing up half-migrated files;
 /// 2. the migrations run in order, each rewriting files with `AtomicFileWriter`, each safe to
 ///    run again on a file it already changed;
 /// 3. `state.json` is written last: until then the directory still counts as the old format
 ///    and the next start migrates it again.
-/// A directory of a newer format is refused before anything is read or written.
+/// A directory of a newer format is refused before anything is read or written, and so is one
+/// owned by another user than the one writing (files it made would lock the owner out).
+///
+/// The state files are `home.json`, `scope.json`, `state.json` and the `*.json` files in
+/// `pairings/` and `published/`, each a regular file: nothing else there is backed up, migrated
+/// or restored, and a symbolic link in their place is refused.
 public struct StateFormat: Sendable {
     public static let current = 2
     public static let fileName = "state.json"
     public static let backupDirectory = "backups"
+    static let topLevelFiles: Set<String> = [HomeDatabase.fileName, "scope.json", fileName]
+    static let fileDirectories: Set<String> = ["pairings", "published"]
+    static let migratingMarker = ".migrating"
 
     /// One step, from `from` to `from + 1`. `apply` must leave a file it already changed as it is.
     public struct Migration: Sendable {
@@ -57,15 +66,20 @@ public struct StateFormat: Sendable {
     var file: URL { directory.appendingPathComponent(Self.fileName) }
 
     /// The directory's format and the version that wrote it; nil for a directory with no state
-    /// at all (missing, empty, or only a lock file).
+    /// files at all (missing, empty, or only a lock file).
     public func read() throws(ModelError) -> (format: Int, writtenBy: String?)? {
-        guard let data = FileManager.default.contents(atPath: file.path) else {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-            let state = names.filter { $0 != HomeDatabase.lockFileName && $0 != Self.backupDirectory }
-            return state.isEmpty ? nil : (1, nil)
+        let bytes: [UInt8]
+        var info = stat()
+        if lstat(file.path, &info) != 0 {
+            guard errno == ENOENT else { throw AtomicFileWriter.ioError("read \(file.path)") }
+            return try stateFiles().isEmpty ? nil : (1, nil)
         }
+        guard info.st_mode & S_IFMT == S_IFREG, let data = FileManager.default.contents(atPath: file.path) else {
+            throw ModelError(code: .io, message: "\(file.path) is not a readable file; it was left as it is")
+        }
+        bytes = Array(data)
         let json: JSONValue
-        do { json = try JSONValue(parsing: Array(data)) } catch {
+        do { json = try JSONValue(parsing: bytes) } catch {
             throw ModelError(
                 code: .corruptDatabase, message: "\(file.path) is not JSON (\(error.message)); it was left as it is")
         }
@@ -76,14 +90,32 @@ public struct StateFormat: Sendable {
         return (format, json["written-by"]?.stringValue)
     }
 
-    /// Refuses a newer format; migrates an older one (see the type's comment); marks a new
-    /// directory as `current`. Returns what was migrated, if anything.
+    /// For commands that only read: refuses a newer format, and writes nothing.
+    public func check() throws(ModelError) {
+        if let (format, writtenBy) = try read(), format > Self.current { throw newer(format, writtenBy) }
+    }
+
+    /// Refuses to write into a directory another user owns.
+    public func checkOwner() throws(ModelError) {
+        var info = stat()
+        guard stat(directory.path, &info) == 0, info.st_uid != geteuid() else { return }
+        let owner = getpwuid(info.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "uid \(info.st_uid)"
+        throw ModelError(
+            code: .wrongOwner,
+            message:
+                "\(directory.path) belongs to \(owner): files written as another user would lock it out. Run this as \(owner) (sudo -u \(owner) homemqtt …); nothing was changed"
+        )
+    }
+
+    /// For a command that writes: refuses a newer format and a directory another user owns;
+    /// migrates an older one (see the type's comment); marks a new directory as `current`.
+    /// Returns what was migrated, if anything.
     @discardableResult
     public func prepare() throws(ModelError) -> Upgrade? {
-        if let (format, writtenBy) = try read() {
-            if format == Self.current { return nil }
-            if format > Self.current { throw newer(format, writtenBy) }
-        }
+        let found = try read()
+        if let (format, writtenBy) = found, format > Self.current { throw newer(format, writtenBy) }
+        try checkOwner()
+        if found?.format == Self.current { return nil }
         try AtomicFileWriter.createDirectory(directory)
         let lock = try FileLock(path: directory.appendingPathComponent(HomeDatabase.lockFileName).path)
         defer { withExtendedLifetime(lock) {} }
@@ -104,6 +136,7 @@ public struct StateFormat: Sendable {
             steps.append(migration.summary)
         }
         try writeMarker()
+        unlink(directory.appendingPathComponent(Self.backupDirectory).appendingPathComponent(Self.migratingMarker).path)
         return Upgrade(from: format, to: Self.current, backup: backup, steps: steps)
     }
 
@@ -120,56 +153,104 @@ public struct StateFormat: Sendable {
         try AtomicFileWriter().write(json.encodedUTF8(pretty: true) + [0x0A], to: file)
     }
 
-    /// Copies every state file to `backups/format-<format>-<UTC date and time>/`, unless a whole
-    /// backup of this format exists already (an interrupted migration running again).
+    /// Copies every state file to `backups/format-<format>-<UTC date and time>/`, unless
+    /// `backups/.migrating` names a whole backup made by an interrupted migration of this format.
     private func backUp(format: Int) throws(ModelError) -> URL {
-        let backups = directory.appendingPathComponent(Self.backupDirectory)
+        let backups = try backupsDirectory()
+        let marker = backups.appendingPathComponent(Self.migratingMarker)
         let prefix = "format-\(format)-"
-        let existing = ((try? FileManager.default.contentsOfDirectory(atPath: backups.path)) ?? [])
-            .filter { $0.hasPrefix(prefix) }.sorted()
-        if let first = existing.first { return backups.appendingPathComponent(first) }
-        let stamp = Self.timestamp()
-        let partial = backups.appendingPathComponent(".partial-\(prefix)\(stamp)")
-        let final = backups.appendingPathComponent("\(prefix)\(stamp)")
-        try? FileManager.default.removeItem(at: partial)
-        for relative in try stateFiles() {
+        if let data = FileManager.default.contents(atPath: marker.path) {
+            let name = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            var info = stat()
+            if name.hasPrefix(prefix), !name.contains("/"), stat(backups.appendingPathComponent(name).path, &info) == 0
+            {
+                return backups.appendingPathComponent(name)
+            }
+        }
+        for stale in (try? FileManager.default.contentsOfDirectory(atPath: backups.path)) ?? []
+        where stale.hasPrefix(".partial-") {
+            try? FileManager.default.removeItem(at: backups.appendingPathComponent(stale))
+        }
+        let name = "\(prefix)\(Self.timestamp())"
+        let partial = backups.appendingPathComponent(".partial-\(name)")
+        let final = backups.appendingPathComponent(name)
+        try copy(try stateFiles(), to: partial)
+        guard rename(partial.path, final.path) == 0 else {
+            throw AtomicFileWriter.ioError("rename \(partial.path) to \(final.path)")
+        }
+        // Written through AtomicFileWriter, which syncs backups/ and so the rename above too.
+        try AtomicFileWriter().write(Array(name.utf8), to: marker)
+        return final
+    }
+
+    /// `backups/` in the directory; a symbolic link or a file in its place is an error.
+    func backupsDirectory() throws(ModelError) -> URL {
+        let backups = directory.appendingPathComponent(Self.backupDirectory)
+        var info = stat()
+        if lstat(backups.path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR {
+            throw notRegular(Self.backupDirectory, "a directory")
+        }
+        return backups
+    }
+
+    /// Copies `files` (relative to the state directory) into `target`, made 0700.
+    func copy(_ files: [String], to target: URL) throws(ModelError) {
+        try AtomicFileWriter.createDirectory(target)
+        for relative in files {
             let bytes: [UInt8]
             do { bytes = Array(try Data(contentsOf: directory.appendingPathComponent(relative))) } catch {
                 throw ModelError(
                     code: .io,
-                    message:
-                        "could not read \(relative) in \(directory.path) to back it up: \(error.localizedDescription)")
+                    message: "could not read \(relative) in \(directory.path) to copy it: \(error.localizedDescription)"
+                )
             }
-            try AtomicFileWriter().write(bytes, to: partial.appendingPathComponent(relative))
+            try AtomicFileWriter().write(bytes, to: target.appendingPathComponent(relative))
         }
-        try AtomicFileWriter.createDirectory(partial)
-        guard rename(partial.path, final.path) == 0 else {
-            throw AtomicFileWriter.ioError("rename \(partial.path) to \(final.path)")
-        }
-        return final
     }
 
-    /// The directory's files, relative to it: all regular files but the lock, temporaries and
-    /// backups.
+    /// Whether `relative` names a state file: one of the top-level files, or a `*.json` file
+    /// directly in `pairings/` or `published/`, without hidden or temporary names.
+    public static func isStateFile(_ relative: String) -> Bool {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        func plain(_ name: String) -> Bool {
+            !name.isEmpty && !name.hasPrefix(".") && !name.contains(".tmp-") && !name.contains("\0")
+        }
+        switch parts.count {
+        case 1: return topLevelFiles.contains(parts[0])
+        case 2: return fileDirectories.contains(parts[0]) && plain(parts[1]) && parts[1].hasSuffix(".json")
+        default: return false
+        }
+    }
+
+    /// The state files there are (see the type's comment), relative to the directory, sorted.
+    /// A symbolic link or anything but a regular file in a state file's place is an error.
     public func stateFiles() throws(ModelError) -> [String] {
-        guard let walker = FileManager.default.enumerator(atPath: directory.path) else {
-            throw ModelError(code: .io, message: "could not list \(directory.path)")
+        var candidates: [String] = Self.topLevelFiles.sorted()
+        for folder in Self.fileDirectories.sorted() {
+            let path = directory.appendingPathComponent(folder).path
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            guard info.st_mode & S_IFMT == S_IFDIR else { throw notRegular(folder, "a directory") }
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+                candidates.append("\(folder)/\(name)")
+            }
         }
         var files: [String] = []
-        while let relative = walker.nextObject() as? String {
-            if relative == Self.backupDirectory {
-                walker.skipDescendants()
-                continue
-            }
-            let name = (relative as NSString).lastPathComponent
-            guard name != HomeDatabase.lockFileName, !name.contains(".tmp-") else { continue }
+        for relative in candidates where Self.isStateFile(relative) {
             var info = stat()
-            guard lstat(directory.appendingPathComponent(relative).path, &info) == 0,
-                info.st_mode & S_IFMT == S_IFREG
-            else { continue }
+            guard lstat(directory.appendingPathComponent(relative).path, &info) == 0 else { continue }
+            guard info.st_mode & S_IFMT == S_IFREG else { throw notRegular(relative, "a regular file") }
             files.append(relative)
         }
         return files.sorted()
+    }
+
+    private func notRegular(_ relative: String, _ expected: String) -> ModelError {
+        ModelError(
+            code: .io,
+            message:
+                "\(directory.appendingPathComponent(relative).path) is not \(expected) (a symbolic link?); HomeMQTT keeps only its own files there. Nothing was changed"
+        )
     }
 
     static func timestamp(_ date: Date = Date()) -> String {

@@ -10,7 +10,8 @@ struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Write the state directory (home, scope, HAP pairings and their keys) to one file, mode 0600.",
-        discussion: "Safe while the gateway runs: every state file is replaced whole, never edited in place."
+        discussion:
+            "Safe while the gateway runs: every state file is replaced whole, never edited in place. Reads the state only; write the backup outside the state directory."
     )
 
     @OptionGroup var options: ConfigOptions
@@ -51,17 +52,23 @@ struct RestoreCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
-    @Argument(help: "The file `homemqtt backup` wrote.") var file: String
+    @Argument(help: "The file `homemqtt backup` wrote; - reads it from stdin.") var file: String
 
     @Flag(help: "Replace the state that is there (moved aside, not deleted).") var replace = false
 
     func run() throws {
         do {
             let config = try Setup.loadConfig(options)
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw CLIError("cannot read \(file)")
+            let data: Data
+            if file == "-" {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+            } else {
+                guard let read = FileManager.default.contents(atPath: file) else {
+                    throw CLIError("cannot read \(file)")
+                }
+                data = read
             }
-            let archive = try StateArchive(reading: Array(data), file: file)
+            let archive = try StateArchive(reading: Array(data), file: file == "-" ? "stdin" : file)
             let state = HomeMQTTApp.stateFormat(config)
             let aside = try archive.restore(into: state, replacing: replace)
             if let aside { print("moved the state that was there to \(aside.path)") }

@@ -14,10 +14,11 @@ struct HAPCommandOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log what the HAP controller does (on stderr).") var verbose = false
 
     /// `<state-directory>/pairings` of the config.
-    func store() throws -> HAPPairingStore {
+    /// - Parameter writing: the command changes pairings (see `Setup.prepareState`).
+    func store(writing: Bool = false) throws -> HAPPairingStore {
         do {
             let config = try Setup.loadConfig(config)
-            try Setup.prepareState(config)
+            try Setup.prepareState(config, writing: writing)
             return Setup.pairingStore(config)
         } catch let error as CLIError {
             throw HAPCommandOptions.fail(error.description, exit: 2)
@@ -26,8 +27,8 @@ struct HAPCommandOptions: ParsableArguments {
         }
     }
 
-    func controller() throws -> HAPController {
-        let store = try store()
+    func controller(writing: Bool = true) throws -> HAPController {
+        let store = try store(writing: writing)
         return HAPController(store: store, logger: Setup.logger(level: verbose ? "info" : "warning"))
     }
 
@@ -58,7 +59,7 @@ struct DiscoverCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        _ = try options.controller()
+        _ = try options.controller(writing: false)
         let found: [HAPDiscoveredAccessory]
         do {
             found = try await HAPDiscovery.browse(timeout: timeout)

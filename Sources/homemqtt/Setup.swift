@@ -56,12 +56,19 @@ enum Setup {
         HAPFactory.pairingStore(config)
     }
 
-    /// Brings the state directory to the current format (`HomeMQTTApp.prepareState`) and says
-    /// so on stderr when it migrated; a state directory of a newer HomeMQTT is refused untouched.
-    static func prepareState(_ config: GatewayConfig) throws(ModelError) {
+    /// For a command that writes the state directory (`writing`): brings it to the current
+    /// format (`HomeMQTTApp.prepareState`), saying so on stderr when it migrated, and refuses it
+    /// when another user owns it. For one that only reads: writes nothing. Either way a state
+    /// directory of a newer HomeMQTT is refused untouched.
+    static func prepareState(_ config: GatewayConfig, writing: Bool = true) throws(ModelError) {
         let upgrade: StateFormat.Upgrade?
         do throws(ModelError) {
-            upgrade = try HomeMQTTApp.prepareState(config)
+            if writing {
+                upgrade = try HomeMQTTApp.prepareState(config)
+            } else {
+                try HomeMQTTApp.stateFormat(config).check()
+                upgrade = nil
+            }
         } catch {
             throw ModelError(code: error.code, message: "\(config.stateDirectory): \(error.message)")
         }
@@ -75,7 +82,7 @@ enum Setup {
 
     static func openDatabase(_ config: GatewayConfig, exclusive: Bool) throws -> HomeDatabase {
         do {
-            try prepareState(config)
+            try prepareState(config, writing: exclusive)
         } catch {
             throw CLIError(error.message)
         }

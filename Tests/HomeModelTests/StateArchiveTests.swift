@@ -59,9 +59,10 @@ import TestSupport
 
     @Test(arguments: [
         "../etc/passwd", "/etc/passwd", "backups/x.json", "home.lock", ".hidden", "a//b", "pairings/../../x",
+        "backup.json", "pairings/a/b.json", "pairings/.x.json", "published/x.json.tmp-1",
     ])
     func anArchiveWithAPathOutsideTheStateIsRefused(path: String) {
-        let text = #"{"homemqtt-backup": 1, "format": 2, "files": {"\#(path)": "e30="}}"#
+        let text = #"{"homemqtt-backup": 1, "format": 2, "files": {"home.json": "e30=", "\#(path)": "e30="}}"#
         #expect(throws: ModelError.self) { try StateArchive(reading: Array(text.utf8), file: "b.json") }
     }
 
@@ -73,5 +74,10 @@ import TestSupport
             try archive.restore(into: format(dir.url.appendingPathComponent("s")), replacing: true)
         }
         #expect(!FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("s").path))
+    }
+
+    @Test func anArchiveWithoutAHomeDatabaseIsRefused() {
+        let text = #"{"homemqtt-backup": 1, "format": 2, "files": {"scope.json": "e30="}}"#
+        #expect(throws: ModelError.self) { try StateArchive(reading: Array(text.utf8), file: "b.json") }
     }
 }

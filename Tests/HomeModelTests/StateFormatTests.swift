@@ -129,4 +129,36 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         }
         #expect((try? FileVersion.check(Array(#"{"rooms": {}}"#.utf8), supported: 1, file: "x")) == 1)
     }
+
+    @Test func onlyTheStateFilesAreBackedUpAndALinkInTheirPlaceIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        try formatOne(dir)
+        // A backup the user wrote into the state directory is not state.
+        try AtomicFileWriter().write(Array("{}".utf8), to: dir.url.appendingPathComponent("backup.json"))
+        let format = StateFormat(directory: dir.url, version: "9.9", migrations: [])
+        #expect(try format.stateFiles() == ["home.json", "pairings/p.json", "scope.json"])
+        let elsewhere = try TemporaryDirectory()
+        try FileManager.default.moveItem(
+            at: dir.url.appendingPathComponent("pairings"), to: elsewhere.url.appendingPathComponent("pairings"))
+        try FileManager.default.createSymbolicLink(
+            at: dir.url.appendingPathComponent("pairings"),
+            withDestinationURL: elsewhere.url.appendingPathComponent("pairings"))
+        #expect(throws: ModelError.self) { try format.stateFiles() }
+    }
+
+    @Test func aDirectoryOfAnotherUserIsNotWrittenTo() throws {
+        guard geteuid() == 0 else { return } // only root can give a directory away
+        let dir = try TemporaryDirectory()
+        try formatOne(dir)
+        #expect(chown(dir.url.path, 65534, 65534) == 0)
+        let before = try snapshot(dir)
+        do {
+            try StateFormat(directory: dir.url, version: "9.9", migrations: [Stamp().migration]).prepare()
+            Issue.record("migrated a directory another user owns")
+        } catch {
+            #expect(error.code == .wrongOwner)
+            #expect(error.message.contains("sudo -u"))
+        }
+        #expect(try snapshot(dir) == before)
+    }
 }
