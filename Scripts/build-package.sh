@@ -4,8 +4,10 @@
 #   dist/homemqtt-<version>-linux-<arch>.tar.gz  the static binary, for other distributions
 # The binary is a release build with the Swift runtime and Foundation linked statically
 # (--static-swift-stdlib) and stripped, so it needs only what Debian ships: `Depends` is what
-# dpkg-shlibdeps finds the binary links (libc6, libmosquitto1, …). No network is used beyond
-# Debian's packages and PyPI (Scripts/bootstrap.sh, for what is missing).
+# dpkg-shlibdeps finds the binary links (libc6, libmosquitto1, …), at the versions of the build
+# machine: build on the oldest Debian the package is for (Debian 12 for 12 and 13). The network
+# is used only by Scripts/bootstrap.sh (Debian's packages, PyPI) and by SwiftPM to fetch the Swift
+# packages Package.swift names into its own build folder (.build-package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -68,9 +70,9 @@ install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debia
 shlib=$(mktemp -d)
 mkdir -p "$shlib/debian"
 printf 'Source: homemqtt\n\nPackage: homemqtt\nArchitecture: any\n' >"$shlib/debian/control"
-depends=$(cd "$shlib" && dpkg-shlibdeps -O "$OLDPWD/$stage/usr/bin/homemqtt" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$shlib" && dpkg-shlibdeps -O "$OLDPWD/$stage/usr/bin/homemqtt" 2>"$shlib/errors" | sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "build-package: dpkg-shlibdeps found no dependencies:" >&2; cat "$shlib/errors" >&2; exit 1; }
 rm -rf "$shlib"
-[ -n "$depends" ] || { echo "build-package: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@DEPENDS@|$depends|" -e "s|@INSTALLED_SIZE@|$size|" \
     Packaging/debian/control.in >"$stage/DEBIAN/control"

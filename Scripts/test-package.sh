@@ -19,10 +19,13 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 
 if [ "${1:-}" != "--inside" ]; then
-    [ "$(id -u)" -eq 0 ] || exec sudo -E "$0" "$@"
+    # Built as the user who runs this, so that dist/ and .build-package stay theirs; the rest as root.
+    if [ -z "${HOMEMQTT_PACKAGE_BUILT:-}" ]; then
+        Scripts/build-package.sh  # runs Scripts/bootstrap.sh: debootstrap, mosquitto and its clients
+    fi
+    [ "$(id -u)" -eq 0 ] || exec sudo -E HOMEMQTT_PACKAGE_BUILT=1 "$0" "$@"
     suites=${HOMEMQTT_PACKAGE_SUITES:-bookworm trixie}
     cache=${HOMEMQTT_ROOT_CACHE:-/var/cache/homemqtt-test-roots}
-    Scripts/build-package.sh  # runs Scripts/bootstrap.sh: debootstrap, mosquitto and its clients
     version=$(.build-package/release/homemqtt --version)
     arch=$(dpkg --print-architecture)
     deb=$repo/dist/homemqtt_${version}_${arch}.deb
@@ -40,10 +43,11 @@ if [ "${1:-}" != "--inside" ]; then
         ./homemqtt check-config -c local.yml >/dev/null)
     echo "test-package: tarball: ok"
 
-    # The same package at a higher version: what an upgrade installs.
+    # The same package at a higher version, whose default config changed: what an upgrade installs.
     newer=$work/homemqtt_${version}+1_${arch}.deb
     dpkg-deb -R "$deb" "$work/repack"
     sed -i "s/^Version: .*/Version: ${version}+1/" "$work/repack/DEBIAN/control"
+    echo "# a line the next version added" >>"$work/repack/etc/homemqtt/gateway.yml"
     dpkg-deb --root-owner-group -Zxz --build "$work/repack" "$newer" >/dev/null
     rm -rf "$work/repack"
 
@@ -74,8 +78,11 @@ if [ "${1:-}" != "--inside" ]; then
     exit 0
 fi
 
-# Inside a mount namespace of its own: the mounts go when it ends.
+# Inside a mount namespace of its own: the mounts go when it ends, and so does a gateway left
+# running by a failed check.
 root=$2 deb=$3 newer=$4 port=$5 suite=$6
+gateway_pid=""
+trap '[ -n "$gateway_pid" ] && kill -KILL "$gateway_pid" 2>/dev/null; umount -R "$root.view" 2>/dev/null || true' EXIT
 fail() { echo "test-package: $suite: FAILED: $*" >&2; exit 1; }
 mount -t proc proc "$root/proc"
 mount --rbind /dev "$root/dev"
@@ -92,7 +99,8 @@ owner() { in_root stat -c '%U %a' "$1"; }  # names from the root's own user data
 [ -L "$root/etc/systemd/system/multi-user.target.wants/homemqtt.service" ] || fail "the unit is not enabled"
 in_root man -w homemqtt >/dev/null 2>&1 || [ -f "$root/usr/share/man/man1/homemqtt.1.gz" ] || fail "no manual page"
 # What the binary links is all there: no library is missing in a clean root.
-! in_root ldd /usr/bin/homemqtt | grep -q 'not found' || fail "a library is missing: $(in_root ldd /usr/bin/homemqtt | grep 'not found')"
+libraries=$(in_root ldd /usr/bin/homemqtt) || fail "ldd /usr/bin/homemqtt failed"
+! grep -q 'not found' <<<"$libraries" || fail "a library is missing: $(grep 'not found' <<<"$libraries")"
 
 # The user's settings: the broker, as the unit's EnvironmentFile gives it.
 # (mosquitto without a password file lets any credentials in; the password must not reach the log)
@@ -121,7 +129,6 @@ mount -t proc proc "$view/proc"
 mount --rbind /dev "$view/dev"
 mount -t tmpfs -o mode=1777 tmpfs "$view/tmp"
 
-gateway_pid=""
 start_gateway() {
     # shellcheck disable=SC2086  # ExecStart is split into words, as systemd splits it
     chroot --userspec="$ids" "$view" env -i PATH=/usr/bin:/bin "STATE_DIRECTORY=$state" \
@@ -133,16 +140,16 @@ stop_gateway() {
     kill -TERM "$gateway_pid"
     local status=0
     wait "$gateway_pid" || status=$?
+    gateway_pid=""
     [ "$status" -eq 0 ] || fail "the gateway exited $status on SIGTERM: $(tail -5 "$root/tmp/gateway.log")"
 }
 
 start_gateway
 door=home/garage/garage-door-opener/garage-door/current-door-state/state
 [ "$(topic "$door")" = 1 ] || fail "the simulated garage door is not on the broker: $(tail -5 "$root/tmp/gateway.log")"
-result=$(timeout 30 mosquitto_sub -h 127.0.0.1 -p "$port" -C 1 -W 25 -t 'home/garage/garage-door-opener/garage-light/power-state/result' &
-    sleep 1
-    mosquitto_pub -h 127.0.0.1 -p "$port" -t 'home/garage/garage-door-opener/garage-light/power-state/set' -m true
-    wait)
+# mosquitto_rr subscribes to the answer's topic before it sends the set.
+light=home/garage/garage-door-opener/garage-light/power-state
+result=$(timeout 30 mosquitto_rr -h 127.0.0.1 -p "$port" -W 25 -t "$light/set" -e "$light/result" -m true)
 echo "$result" | grep -q '"status":"ok"' || fail "set answered '$result'"
 stop_gateway
 for file in "$state/home.json" "$state/state.json"; do
@@ -150,15 +157,29 @@ for file in "$state/home.json" "$state/state.json"; do
 done
 ! grep -q "$secret" "$root/tmp/gateway.log" || fail "the broker password is in the log"
 
+# Backup and restore as Docs/install.md gives them: the backup by root, outside the state; the
+# restore as the state's owner (as root it is refused: root's files would lock the gateway out).
+in_root sh -c 'cd /root && homemqtt backup --output homemqtt-backup.json' >/dev/null || fail "homemqtt backup"
+[ "$(owner /root/homemqtt-backup.json)" = "root 600" ] || fail "the backup is $(owner /root/homemqtt-backup.json)"
+! in_root homemqtt restore --replace /root/homemqtt-backup.json >/dev/null 2>&1 || fail "root restored into homemqtt's state"
+in_root sh -c 'cat /root/homemqtt-backup.json | runuser -u homemqtt -- homemqtt restore --replace -' >/dev/null ||
+    fail "homemqtt restore as homemqtt"
+for file in "$state/home.json" "$state/state.json"; do
+    [ "$(owner "$file")" = "homemqtt 600" ] || fail "after the restore, $file is $(owner "$file")"
+done
+
 # An upgrade: the user edited the config; the state is the previous release's (14db57d).
 sed -i 's/^poll-interval: 60 /poll-interval: 30 /' "$root/etc/homemqtt/gateway.yml"
 grep -q '^poll-interval: 30 ' "$root/etc/homemqtt/gateway.yml" || fail "could not edit the config"
 find "$root$state" -mindepth 1 -delete
 cp -r "$root/tmp/old-state/." "$root$state/"
 in_root chown -R homemqtt:homemqtt "$state"
-in_root apt-get install -y -qq "/tmp/$newer" >/dev/null || fail "apt-get install (upgrade)"
+# As unattended-upgrades does: keep the edited config, put the package's new one beside it.
+in_root apt-get install -y -qq -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "/tmp/$newer" >/dev/null ||
+    fail "apt-get install (upgrade)"
 in_root dpkg -s homemqtt | grep -q "^Version: .*+1$" || fail "the upgrade did not install"
 grep -q '^poll-interval: 30 ' "$root/etc/homemqtt/gateway.yml" || fail "the upgrade replaced the edited config"
+grep -q 'a line the next version added' "$root/etc/homemqtt/gateway.yml.dpkg-dist" || fail "no gateway.yml.dpkg-dist beside the edited config"
 start_gateway
 # The fixture moved the garage door opener to its Workshop room.
 [ "$(topic "home/workshop/garage-door-opener/garage-door/current-door-state/state")" = 1 ] ||
