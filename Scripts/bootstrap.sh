@@ -7,7 +7,8 @@
 # (homemqtt-bench's instruction counts, run by its smoke test), dpkg-dev and debootstrap (the
 # Debian package and its tests), and a
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
-# paho-mqtt, for the Homie v5 controller; selenium, to drive chromium).
+# paho-mqtt, for the Homie v5 controller; selenium, to drive chromium; aiohomekit, a second
+# HomeKit controller).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -101,7 +101,8 @@ public enum HAPCrypto {
 }
 
 extension Array where Element == UInt8 {
-    init?(hex: String) {
+    /// Bytes from hex digits (either case); nil for anything else or an odd count.
+    public init?(hex: String) {
         let chars = Array(hex.utf8)
         guard chars.count % 2 == 0 else { return nil }
         var out: [UInt8] = []
