@@ -13,6 +13,12 @@ extension HAPSource {
         var delay = backoff.initial
         while !Task.isCancelled && isCurrent(pairingID, token) {
             guard let pairing = pairings[pairingID] else { return }
+            guard await takeSetupSlot() else { return }
+            var holdsSlot = true
+            func releaseSlot() {
+                if holdsSlot { releaseSetupSlot() }
+                holdsSlot = false
+            }
             do throws(HAPError) {
                 let connection = try await HAPConnection.connect(
                     host: pairing.host, port: pairing.port, timeout: connectTimeout, logger: logger)
@@ -24,6 +30,7 @@ extension HAPSource {
                     // Reachable only once events are on: a change made by the accessory right
                     // after it is announced reachable must arrive as an event.
                     try await subscribeAll(pairingID, connection: connection)
+                    releaseSlot()
                     setReachable(pairingID, true)
                     logger.info("connected to accessory \(pairingID) at \(pairing.host):\(pairing.port)")
                     attempted(pairingID, token)
@@ -42,6 +49,7 @@ extension HAPSource {
                     )
                 }
             }
+            releaseSlot()
             attempted(pairingID, token)
             // A loop whose pairing was removed leaves the connections and accessories alone:
             // they are gone, or belong to a newer loop of the same pairing.
@@ -232,5 +240,51 @@ extension HAPSource {
                 logger.debug("accessory \(pairingID) refused events for \(id): \(err.message)")
             }
         }
+    }
+}
+
+/// Connection set-ups in flight, at most `limit`: a home of many accessories starts (or comes
+/// back after a network outage) without a storm of simultaneous handshakes, each accessory still
+/// with its own backoff. A slot is held from the TCP connect to the event subscriptions.
+struct SetupSlots {
+    static let limit = 8
+    var inUse = 0
+    var waiting: [(id: UUID, continuation: CheckedContinuation<Bool, Never>)] = []
+}
+
+extension HAPSource {
+    /// Waits for a set-up slot; false when the task is cancelled first.
+    func takeSetupSlot() async -> Bool {
+        if Task.isCancelled { return false }
+        if setups.inUse < SetupSlots.limit {
+            setups.inUse += 1
+            return true
+        }
+        let id = UUID()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume(returning: false)
+                } else {
+                    setups.waiting.append((id, continuation))
+                }
+            }
+        } onCancel: {
+            Task { await self.stopWaitingForSlot(id) }
+        }
+    }
+
+    /// Hands the slot to the first waiter, or frees it.
+    func releaseSetupSlot() {
+        if setups.waiting.isEmpty {
+            setups.inUse -= 1
+        } else {
+            setups.waiting.removeFirst().continuation.resume(returning: true)
+        }
+    }
+
+    private func stopWaitingForSlot(_ id: UUID) {
+        guard let index = setups.waiting.firstIndex(where: { $0.id == id }) else { return }
+        setups.waiting.remove(at: index).continuation.resume(returning: false)
     }
 }

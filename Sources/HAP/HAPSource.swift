@@ -41,6 +41,9 @@ public actor HAPSource: AccessorySource {
     var connections: [String: HAPConnection] = [:]
     /// Characteristics the gateway turned notifications off for.
     var notificationsOff: Set<CharacteristicAddress> = []
+    /// Connection set-ups (connect, pair-verify, `/accessories`, event subscriptions) running
+    /// now, and the loops waiting for one of `maxSetups` (see `takeSetupSlot`).
+    var setups = SetupSlots()
 
     /// Each served pairing's connection loop (see `Loop`).
     private var loops: [String: Loop] = [:]

@@ -1,0 +1,92 @@
+import Foundation
+import HAP
+import HomeModel
+import MQTT
+import TestSupport
+import XCTest
+
+/// A home of 50 HAP accessories, each its own HAP-python accessory server on this machine, all
+/// paired: the `homemqtt` binary brings every one online (set-ups at most 8 at a time, see
+/// `SetupSlots`), and a set reaches the last of them. It prints the time from `exec` to all
+/// online and the gateway's RSS then, the figures issue 29 asks for.
+final class ManyHAPAccessoriesTests: XCTestCase {
+    static let count = 50
+
+    func testFiftyHAPPythonAccessoriesAllComeOnline() async throws {
+        if let reason = HAPPeer.unavailableReason {
+            if HAPPeer.isRequired { throw ProcessError("\(reason) (CI=true: the HAP tests must run)") }
+            throw XCTSkip(reason)
+        }
+        let directory = try TemporaryDirectory(prefix: "homemqtt-many-hap")
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        var peers: [HAPPeer] = []
+        // Started 10 at a time: each is a Python process importing HAP-python.
+        for batch in stride(from: 0, to: Self.count, by: 10) {
+            let started = try await withThrowingTaskGroup(of: HAPPeer.self) { group in
+                for index in batch..<min(batch + 10, Self.count) {
+                    group.addTask {
+                        try await HAPPeer.start(state: directory.file("peer-\(index).json"), bridge: false)
+                    }
+                }
+                return try await group.reduce(into: [HAPPeer]()) { $0.append($1) }
+            }
+            addTeardownBlock {
+                await withTaskGroup(of: Void.self) { group in
+                    for peer in started { group.addTask { await peer.stop() } }
+                }
+            }
+            peers += started
+        }
+        let store = HAPPairingStore(directory: URL(fileURLWithPath: directory.file("state/pairings")))
+        let controller = HAPController(store: store)
+        for (index, peer) in peers.enumerated() {
+            _ = try await HAPPeer.pair(controller, port: peer.port, name: "Lamp \(index)")
+        }
+        XCTAssertEqual(try store.all().count, Self.count)
+
+        let config = directory.file("gateway.yml")
+        try """
+        broker:
+          url: \(broker.url)
+        state-directory: \(directory.file("state"))
+        sources:
+          - type: hap
+        homeassistant:
+          enabled: false
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let observer = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#", clientID: "many-observer")
+        addTeardownBlock { await observer.stop() }
+        let started = ContinuousClock.now
+        let gateway = try ChildProcess(try builtProduct("homemqtt"), ["run", "--config", config])
+        addTeardownBlock { await gateway.terminate(grace: 10) }
+        let online: @Sendable (MQTTMessage) -> Bool = { $0.topic.hasSuffix("/$availability") && $0.string == "online" }
+        do {
+            try await observer.waitForMessages(count: Self.count, timeout: 120, where: online)
+        } catch {
+            let seen = Set(observer.messages.filter(online).map(\.topic)).count
+            XCTFail("\(seen) of \(Self.count) online; gateway stderr: \(gateway.standardError.suffix(2000))")
+            throw error
+        }
+        let elapsed = ContinuousClock.now - started
+        let topics = Set(observer.messages.filter(online).map(\.topic))
+        XCTAssertEqual(topics.count, Self.count, "\(topics.sorted())")
+        let rss =
+            (try? String(contentsOfFile: "/proc/\(gateway.pid)/status", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? "VmRSS: ?"
+        print("ManyHAPAccessoriesTests: \(Self.count) accessories online \(elapsed) after exec; gateway \(rss)")
+
+        // Every one is controlled: a set to each lamp's brightness is answered ok.
+        let brightness = Set(observer.messages.map(\.topic).filter { $0.hasSuffix("/brightness/state") })
+        XCTAssertEqual(brightness.count, Self.count)
+        for state in brightness.sorted().suffix(3) {
+            let topic = String(state.dropLast("/state".count))
+            try await runChecked(
+                "mosquitto_pub", broker.clientArguments + ["-q", "1", "-t", "\(topic)/set", "-m", "21"])
+            let answer = try await observer.waitForMessage("\(topic)/result", timeout: 20) {
+                $0.topic == "\(topic)/result"
+            }
+            XCTAssertTrue(answer.string.contains("\"status\":\"ok\""), answer.string)
+        }
+    }
+}
