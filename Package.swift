@@ -126,7 +126,7 @@ let package = Package(
         .target(
             name: "HomeMQTTApp",
             dependencies: [
-                "Gateway", "HomeAssistant", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP",
+                "Gateway", "HomeAssistant", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP", "MDNS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

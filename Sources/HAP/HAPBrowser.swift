@@ -1,7 +1,7 @@
 import Foundation
 public import HomeModel
 public import Logging
-import MDNS
+public import MDNS
 public import ServiceLifecycle
 
 // HAP accessories followed on the network by their pairing ids, on top of a generic
@@ -37,9 +37,9 @@ public actor HAPBrowser: Service {
     private let lookupTimers: AsyncStream<(token: UUID, deadline: ContinuousClock.Instant)>.Continuation
     private let lookupTimerStream: AsyncStream<(token: UUID, deadline: ContinuousClock.Instant)>
 
-    public init(logger: Logger = Logger(label: "homemqtt.mdns")) {
+    public init(interfaces: MDNSInterfaces = .all, logger: Logger = Logger(label: "homemqtt.mdns")) {
         self.logger = logger
-        mdns = MDNSBrowser(service: HAPDiscovery.service, logger: logger)
+        mdns = MDNSBrowser(service: HAPDiscovery.service, interfaces: interfaces, logger: logger)
         (lookupTimerStream, lookupTimers) = AsyncStream.makeStream()
     }
 

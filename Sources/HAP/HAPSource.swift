@@ -1,6 +1,7 @@
 import Foundation
 public import HomeModel
 public import Logging
+public import MDNS
 import ServiceLifecycle
 
 // The HAP source's state and lifecycle: its stored state, `run()`, and pairings added and
@@ -70,14 +71,14 @@ public actor HAPSource: AccessorySource {
     public init(
         store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap"), pollInterval: Double = 60,
         connectTimeout: Double = 5, backoff: (initial: Double, factor: Double, max: Double) = (0.5, 1.5, 60),
-        followsNetwork: Bool = true
+        followsNetwork: Bool = true, mdnsInterfaces: MDNSInterfaces = .all
     ) {
         self.store = store
         self.logger = logger
         self.pollInterval = pollInterval
         self.connectTimeout = connectTimeout
         self.backoff = backoff
-        browser = followsNetwork ? HAPBrowser(logger: logger) : nil
+        browser = followsNetwork ? HAPBrowser(interfaces: mdnsInterfaces, logger: logger) : nil
         (startStream, starts) = AsyncStream.makeStream(of: (String, UUID).self)
     }
 

@@ -42,9 +42,11 @@ public final class HAPPeer: @unchecked Sendable {
     /// real accessory does; `launcher` is a command it runs under (`ip netns exec <name>`).
     public init(
         port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
-        advertise: Bool = false, launcher: [String] = []
+        advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1"
     ) throws {
-        var args = [Self.script.path, "--port", String(port), "--pincode", setupCode, "--state", state]
+        var args = [
+            Self.script.path, "--port", String(port), "--pincode", setupCode, "--state", state, "--address", address,
+        ]
         if bridge { args.append("--bridge") }
         if advertise { args.append("--mdns") }
         if ProcessInfo.processInfo.environment["HAP_PEER_LOG"] != nil { args.append("--debug") }
@@ -55,10 +57,11 @@ public final class HAPPeer: @unchecked Sendable {
     /// Starts a peer and waits until it accepts connections.
     public static func start(
         port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
-        advertise: Bool = false, launcher: [String] = []
+        advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1"
     ) async throws -> HAPPeer {
         let peer = try HAPPeer(
-            port: port, state: state, bridge: bridge, setupCode: setupCode, advertise: advertise, launcher: launcher)
+            port: port, state: state, bridge: bridge, setupCode: setupCode, advertise: advertise, launcher: launcher,
+            address: address)
         do {
             try await peer.waitReady()
         } catch {

@@ -2,6 +2,7 @@ import Foundation
 public import Gateway
 public import HAP
 public import HomeModel
+public import MDNS
 
 // Here rather than in HAP: HAP imports HomeModel and MDNS only, and a source below the gateway
 // stays below it; this adapter between the config file and `HAPSource` belongs to the
@@ -15,19 +16,29 @@ public struct HAPFactory: SourceFactory, CustomStringConvertible {
     public static var operations: [any ManagementOperation.Type] { HAPPairingOperations.all }
     /// Seconds between reads of what cannot notify; nil: the config's `poll-interval`.
     public var pollInterval: Double?
+    /// `mdns-interfaces: {allow: [eth0], deny: [docker0]}`: where accessories are looked for
+    /// besides the default route's interface (default: every multicast-capable one).
+    public var mdnsInterfaces: MDNSInterfaces
 
-    public init(pollInterval: Double? = nil) {
+    public init(pollInterval: Double? = nil, mdnsInterfaces: MDNSInterfaces = .all) {
         self.pollInterval = pollInterval
+        self.mdnsInterfaces = mdnsInterfaces
     }
 
     public static func read(_ entry: ConfigReader, _ context: ConfigContext) throws(ConfigError) -> Self {
-        Self(pollInterval: try entry.double("poll-interval"))
+        var interfaces = MDNSInterfaces.all
+        if let lists = try entry.reader("mdns-interfaces") {
+            interfaces = MDNSInterfaces(
+                allow: try lists.strings("allow", single: true), deny: try lists.strings("deny", single: true) ?? [])
+            try lists.finish()
+        }
+        return Self(pollInterval: try entry.double("poll-interval"), mdnsInterfaces: interfaces)
     }
 
     public func make(_ context: SourceContext) throws -> MadeSource {
         let source = HAPSource(
             store: Self.pairingStore(context.config), logger: context.logger,
-            pollInterval: pollInterval ?? context.config.pollInterval)
+            pollInterval: pollInterval ?? context.config.pollInterval, mdnsInterfaces: mdnsInterfaces)
         return MadeSource(source: source, pairing: HAPPairingManager(source: source, logger: context.logger))
     }
 

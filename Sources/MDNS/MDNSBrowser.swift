@@ -6,7 +6,9 @@ public import ServiceLifecycle
 import Synchronization
 
 // A continuous browser for one service type, embedded (no mDNS daemon needed): a UDP socket on
-// 224.0.0.251:5353 that asks with known-answer suppression on RFC 6762's schedule, keeps what
+// 224.0.0.251:5353, joined on the default multicast route and on every other multicast-capable
+// IPv4 interface the filter admits, that asks on each with known-answer suppression on RFC
+// 6762's schedule, keeps what
 // instances answer and announce for as long as their TTLs say, refreshes records before they
 // expire, and asks for what is missing to resolve an instance. What the records mean is the
 // caller's: it reads `updates` (HAP's `HAPBrowser` follows accessories by pairing id).
@@ -31,6 +33,10 @@ public actor MDNSBrowser: Service {
     static let tick: Double = 0.25
 
     public nonisolated let service: String
+    /// Which interfaces, beyond the default route's, the browser joins and asks on.
+    public nonisolated let interfaces: MDNSInterfaces
+    /// The interfaces joined besides the default route's: queries go out on each.
+    private var joined: [(name: String, address: in_addr)] = []
     /// Every update, for one reader; finishes when `run()` ends.
     public nonisolated let updates: AsyncStream<Update>
     private let updatesContinuation: AsyncStream<Update>.Continuation
@@ -46,8 +52,9 @@ public actor MDNSBrowser: Service {
     private nonisolated let sendFailures = Atomic<Int>(0)
     private let start = ContinuousClock.now
 
-    public init(service: String, logger: Logger = Logger(label: "homemqtt.mdns")) {
+    public init(service: String, interfaces: MDNSInterfaces = .all, logger: Logger = Logger(label: "homemqtt.mdns")) {
         self.service = service
+        self.interfaces = interfaces
         self.logger = logger
         cache = MDNSCache(service: service)
         (updates, updatesContinuation) = AsyncStream.makeStream(of: Update.self)
@@ -106,6 +113,7 @@ public actor MDNSBrowser: Service {
                         // too, and the browser stays quiet rather than failing its caller.
                         logger.warning("mDNS: cannot join 224.0.0.251 (\(error)); \(service) is not followed")
                     }
+                    await joinEveryInterface(multicast)
                 }
                 channel = ch
                 logger.debug("mDNS browser for \(service) listening on port \(ch.localAddress?.port ?? 0)")
@@ -116,6 +124,30 @@ public actor MDNSBrowser: Service {
         }
         continuation.finish()
         throw MDNSError(code: .io, message: "cannot open a UDP socket for mDNS: \(String(describing: lastError))")
+    }
+
+    /// Joins the group on every multicast-capable IPv4 interface the filter admits, beside the
+    /// default route's (joined already: that interface answers 'in use' and is not asked twice).
+    private func joinEveryInterface(_ channel: any MulticastChannel) async {
+        let devices: [NIONetworkDevice]
+        do { devices = try System.enumerateDevices() } catch {
+            logger.warning("mDNS: cannot list the network interfaces (\(error)); asking on the default route only")
+            return
+        }
+        for device in devices where device.multicastSupported && interfaces.admits(device.name) {
+            guard case .v4(let v4)? = device.address, v4.address.sin_addr.s_addr != INADDR_ANY,
+                !joined.contains(where: { $0.name == device.name })
+            else { continue }
+            do {
+                try await channel.joinGroup(Self.group, device: device).get()
+                joined.append((device.name, v4.address.sin_addr))
+                logger.debug("mDNS: joined 224.0.0.251 on \(device.name)")
+            } catch let error as IOError where error.errnoCode == EADDRINUSE {
+                // The default route's interface, joined already; its queries go out by default.
+            } catch {
+                logger.warning("mDNS: cannot join 224.0.0.251 on \(device.name): \(error)")
+            }
+        }
     }
 
     // MARK: receiving
@@ -159,6 +191,9 @@ public actor MDNSBrowser: Service {
         send(DNSMessage(isResponse: false, questions: unique, records: known))
     }
 
+    /// Sends on the default route, then on each interface joined. The socket's outgoing
+    /// interface is set before each copy and set back after; the event loop runs the option
+    /// changes and writes in the order they are asked for, and a UDP write leaves at once.
     private func send(_ message: DNSMessage) {
         guard let channel else { return }
         let bytes = message.encoded()
@@ -166,6 +201,12 @@ public actor MDNSBrowser: Service {
         buffer.writeBytes(bytes)
         let envelope = AddressedEnvelope(remoteAddress: Self.group, data: buffer)
         channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
+        guard !joined.isEmpty, let options = channel as? any SocketOptionProvider else { return }
+        for interface in joined {
+            options.setIPMulticastIF(interface.address).whenFailure { error in self.sendFailed(error) }
+            channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
+        }
+        options.setIPMulticastIF(in_addr(s_addr: INADDR_ANY)).whenFailure { error in self.sendFailed(error) }
     }
 
     private nonisolated func sendFailed(_ error: any Error) {
@@ -200,5 +241,23 @@ final class DatagramReceiver: ChannelInboundHandler, Sendable {
     func channelInactive(context: ChannelHandlerContext) {
         continuation.finish()
         context.fireChannelInactive()
+    }
+}
+
+/// The interfaces mDNS is spoken on besides the default route's, by name (`eth0`, `wlan0`):
+/// all multicast-capable ones unless `allow` lists some; never those `deny` lists.
+public struct MDNSInterfaces: Sendable, Hashable {
+    public var allow: [String]?
+    public var deny: [String]
+
+    public static let all = MDNSInterfaces(allow: nil, deny: [])
+
+    public init(allow: [String]?, deny: [String]) {
+        self.allow = allow
+        self.deny = deny
+    }
+
+    public func admits(_ name: String) -> Bool {
+        !deny.contains(name) && (allow?.contains(name) ?? true)
     }
 }

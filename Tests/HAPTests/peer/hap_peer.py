@@ -139,6 +139,7 @@ def main():
     parser.add_argument("--mac", default=None)
     parser.add_argument("--debug", action="store_true")
     parser.add_argument("--mdns", action="store_true")
+    parser.add_argument("--address", default="127.0.0.1", help="where it listens and advertises")
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr)
 
@@ -153,9 +154,9 @@ def main():
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     driver = AccessoryDriver(
-        address="127.0.0.1", port=port, persist_file=args.state, pincode=args.pincode.encode(),
+        address=args.address, port=port, persist_file=args.state, pincode=args.pincode.encode(),
         mac=args.mac, loop=loop,
-        **({"interface_choice": ["127.0.0.1"]} if args.mdns else {"async_zeroconf_instance": NoZeroconf()}),
+        **({"interface_choice": [args.address]} if args.mdns else {"async_zeroconf_instance": NoZeroconf()}),
     )
     if args.bridge:
         top = Bridge(driver, "Peer Bridge")
