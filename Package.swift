@@ -198,6 +198,7 @@ let package = Package(
                 "HAP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Home Assistant's configs, commands and templates, and its binary test.

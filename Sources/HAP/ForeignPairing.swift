@@ -49,7 +49,10 @@ public struct ForeignPairing: Sendable, CustomStringConvertible {
             try take(json, name: nil, at: "the pairing")
         } else if case .array(let entries)? = json["data"]?["entries"] {
             for (index, entry) in entries.enumerated() where entry["domain"]?.stringValue == "homekit_controller" {
-                guard let data = entry["data"] else { continue }
+                // Home Assistant keeps a device the user chose to ignore as an entry with no data.
+                guard entry["source"]?.stringValue != "ignore", let data = entry["data"],
+                    data["AccessoryPairingID"] != nil
+                else { continue }
                 try take(data, name: entry["title"]?.stringValue, at: "data.entries[\(index)].data")
             }
         } else if case .object(let aliases) = json {

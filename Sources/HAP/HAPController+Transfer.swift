@@ -12,7 +12,8 @@ extension HAPController {
     /// saves HomeMQTT's own pairing after checking that it verifies. The other controller keeps
     /// its pairing and its keys; none of them is saved. `foreign` must be an admin pairing.
     public func importPairing(_ foreign: ForeignPairing, name: String? = nil) async throws(HAPError) -> HAPPairing {
-        if let existing = try store.pairing(id: foreign.accessoryPairingID) {
+        if let existing = try pairings().first(where: { Self.sameID($0.accessoryPairingID, foreign.accessoryPairingID) }
+        ) {
             throw HAPError(
                 code: .alreadyPaired,
                 message:
@@ -31,7 +32,10 @@ extension HAPController {
         let connection = try await connect(foreign.asPairing)
         do throws(HAPError) {
             let controllers = try await connection.listPairings()
-            guard controllers.contains(where: { $0.controllerPairingID == foreign.controllerPairingID && $0.isAdmin })
+            guard
+                controllers.contains(where: {
+                    Self.sameID($0.controllerPairingID, foreign.controllerPairingID) && $0.isAdmin
+                })
             else {
                 throw HAPError(
                     code: .insufficientPrivileges,
@@ -47,21 +51,44 @@ extension HAPController {
             throw error
         }
         await connection.close()
-        // Our own keys must work before the pairing counts as made.
-        let check = try await connect(ours)
-        await check.close()
-        do {
+        // Our own keys must work, and be saved, before the pairing counts as made; otherwise it
+        // is taken off the accessory again, so that no admin pairing is left without its key.
+        do throws(HAPError) {
+            let check = try await connect(ours)
+            await check.close()
             try store.save(ours)
         } catch {
+            let undone = await removeAgain(ours.controllerPairingID, through: foreign)
             throw HAPError(
                 code: error.code,
                 message:
-                    "HomeMQTT's pairing was added to accessory \(ours.accessoryPairingID), but saving it failed (\(error.message)); remove controller \(ours.controllerPairingID) with the other controller and import again"
+                    "HomeMQTT's pairing was added to accessory \(ours.accessoryPairingID) but \(error.message); \(undone ? "it was removed again, so importing again is safe" : "removing it again failed too: remove controller \(ours.controllerPairingID) from the accessory (homemqtt remove-pairing, from a controller that has it) or reset the accessory")"
             )
         }
         logger.info("paired with accessory \(ours.accessoryPairingID) as controller \(ours.controllerPairingID)")
         return ours
     }
+
+    /// Removes `controllerPairingID` through the other controller's pairing; whether it worked.
+    private func removeAgain(_ controllerPairingID: String, through foreign: ForeignPairing) async -> Bool {
+        do throws(HAPError) {
+            let connection = try await connect(foreign.asPairing)
+            do throws(HAPError) {
+                try await connection.removePairing(controllerPairingID: controllerPairingID)
+            } catch {
+                await connection.close()
+                throw error
+            }
+            await connection.close()
+            return true
+        } catch {
+            logger.warning("could not remove HomeMQTT's new pairing again: \(error.message)")
+            return false
+        }
+    }
+
+    /// Pairing ids compared as HAP-python and aiohomekit write them, in either case.
+    static func sameID(_ a: String, _ b: String) -> Bool { a.caseInsensitiveCompare(b) == .orderedSame }
 
     /// Adds another controller to the accessory (admin or not), through HomeMQTT's pairing, which
     /// the accessory only allows an admin to do.
@@ -84,9 +111,9 @@ extension HAPController {
     /// `unpair`, which also forgets it here.
     public func removePairing(id: String, controllerPairingID: String) async throws(HAPError) {
         let pairing = try pairing(id: id)
-        guard controllerPairingID != pairing.controllerPairingID else {
+        guard !Self.sameID(controllerPairingID, pairing.controllerPairingID) else {
             throw HAPError(
-                code: .badPairingFile,
+                code: .invalidValue,
                 message: "\(controllerPairingID) is HomeMQTT's own pairing: use unpair to remove it")
         }
         try await withConnection(id) { connection throws(HAPError) in

@@ -58,8 +58,11 @@ public actor HAPController {
     /// The pairings saved in the state directory.
     public func pairings() throws(HAPError) -> [HAPPairing] { try store.all() }
 
+    /// The saved pairing with accessory `id`, in either case (Home Assistant shows ids in lower case).
     func pairing(id: String) throws(HAPError) -> HAPPairing {
-        guard let p = try store.pairing(id: id) else {
+        if let exact = try store.pairing(id: id) { return exact }
+        guard let p = try store.all().first(where: { $0.accessoryPairingID.caseInsensitiveCompare(id) == .orderedSame })
+        else {
             throw HAPError(code: .unknownPairing, message: "no pairing with accessory \(id) in \(store.directory.path)")
         }
         return p
@@ -133,6 +136,6 @@ public actor HAPController {
             logger.warning(
                 "could not remove the pairing on accessory \(id) (\(error.message)); removing the local pairing anyway")
         }
-        try store.remove(id: id)
+        try store.remove(id: pairing.accessoryPairingID)
     }
 }

@@ -178,8 +178,18 @@ extension HAPConnection {
         }
     }
 
+    /// An accessory answers a controller that is not an admin with an authentication error
+    /// (HAP: `/pairings` is for admins only): that is said as what it means.
     func pairingsRequest(_ tlv: TLV8, step: String) async throws(HAPError) -> TLV8 {
-        try await PairingProtocol.exchange(self, path: "/pairings", tlv, step: step, expectState: 2)
+        do {
+            return try await PairingProtocol.exchange(self, path: "/pairings", tlv, step: step, expectState: 2)
+        } catch  where error.code == .authentication {
+            throw HAPError(
+                code: .insufficientPrivileges,
+                message:
+                    "the accessory refused to \(step): only an admin controller may list, add or remove its pairings, and this pairing is not one"
+            )
+        }
     }
 
     public func listPairings() async throws(HAPError) -> [HAPPairingEntry] {
@@ -194,7 +204,7 @@ extension HAPConnection {
                 HAPPairingEntry(
                     controllerPairingID: String(decoding: id, as: UTF8.self),
                     publicKey: (record[TLVType.publicKey] ?? []).hexString,
-                    isAdmin: record[TLVType.permissions]?.first == 1))
+                    isAdmin: (record[TLVType.permissions]?.first ?? 0) & 1 == 1))
         }
         return out
     }

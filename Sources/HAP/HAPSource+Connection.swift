@@ -12,25 +12,29 @@ extension HAPSource {
     func connectionLoop(_ pairingID: String, token: UUID) async {
         var delay = backoff.initial
         while !Task.isCancelled && isCurrent(pairingID, token) {
-            guard let pairing = pairings[pairingID] else { return }
-            guard await takeSetupSlot() else { return }
+            guard pairings[pairingID] != nil, await takeSetupSlot() else { return }
             var holdsSlot = true
             func releaseSlot() {
                 if holdsSlot { releaseSetupSlot() }
                 holdsSlot = false
+            }
+            // Read after the wait for a slot: mDNS may have moved the accessory meanwhile.
+            guard let pairing = pairings[pairingID], !Task.isCancelled, isCurrent(pairingID, token) else {
+                releaseSlot()
+                return
             }
             do throws(HAPError) {
                 let connection = try await HAPConnection.connect(
                     host: pairing.host, port: pairing.port, timeout: connectTimeout, logger: logger)
                 do throws(HAPError) {
                     try await connection.verify(pairing)
+                    releaseSlot()
                     try await refresh(pairing, token: token, connection: connection)
                     connections[pairingID] = connection
                     delay = backoff.initial
                     // Reachable only once events are on: a change made by the accessory right
                     // after it is announced reachable must arrive as an event.
                     try await subscribeAll(pairingID, connection: connection)
-                    releaseSlot()
                     setReachable(pairingID, true)
                     logger.info("connected to accessory \(pairingID) at \(pairing.host):\(pairing.port)")
                     attempted(pairingID, token)
@@ -245,7 +249,9 @@ extension HAPSource {
 
 /// Connection set-ups in flight, at most `limit`: a home of many accessories starts (or comes
 /// back after a network outage) without a storm of simultaneous handshakes, each accessory still
-/// with its own backoff. A slot is held from the TCP connect to the event subscriptions.
+/// with its own backoff. A slot is held for the handshakes, from the TCP connect through
+/// pair-verify (at most the connect timeout and two requests); reading `/accessories` and
+/// subscribing follow without one.
 struct SetupSlots {
     static let limit = 8
     var inUse = 0

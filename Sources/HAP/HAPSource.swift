@@ -42,8 +42,8 @@ public actor HAPSource: AccessorySource {
     var connections: [String: HAPConnection] = [:]
     /// Characteristics the gateway turned notifications off for.
     var notificationsOff: Set<CharacteristicAddress> = []
-    /// Connection set-ups (connect, pair-verify, `/accessories`, event subscriptions) running
-    /// now, and the loops waiting for one of `maxSetups` (see `takeSetupSlot`).
+    /// Connection handshakes (TCP connect and pair-verify) running
+    /// now, and the loops waiting for a slot (see `SetupSlots`).
     var setups = SetupSlots()
 
     /// Each served pairing's connection loop (see `Loop`).

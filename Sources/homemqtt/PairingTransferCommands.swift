@@ -30,6 +30,9 @@ struct ImportPairingCommand: AsyncParsableCommand {
         } catch {
             throw HAPCommandOptions.fail(error.message, exit: 2)
         }
+        if name != nil && accessory == nil && found.count > 1 {
+            throw HAPCommandOptions.fail("\(file) holds \(found.count) pairings: --name needs --accessory", exit: 2)
+        }
         if let accessory {
             found = found.filter { $0.accessoryPairingID.caseInsensitiveCompare(accessory) == .orderedSame }
             guard !found.isEmpty else {
@@ -43,6 +46,9 @@ struct ImportPairingCommand: AsyncParsableCommand {
                 print(
                     "added HomeMQTT's pairing to \(pairing.accessoryPairingID) (\(pairing.name ?? "—")) at \(pairing.host):\(pairing.port); controller \(foreign.controllerPairingID) keeps its own"
                 )
+            } catch  where error.code == .alreadyPaired && found.count > 1 {
+                // Importing a whole file again after a partial failure: the ones done stay done.
+                print("skipped \(foreign.accessoryPairingID): \(error.message)")
             } catch {
                 failed = true
                 FileHandle.standardError.write(
@@ -67,9 +73,12 @@ struct AccessoryPairingsCommand: AsyncParsableCommand {
     func run() async throws {
         let controller = try options.controller(writing: false)
         do {
-            let own = try await controller.pairings().first { $0.accessoryPairingID == id }?.controllerPairingID
+            let own = try await controller.pairings()
+                .first { $0.accessoryPairingID.caseInsensitiveCompare(id) == .orderedSame }?.controllerPairingID
             for entry in try await controller.accessoryPairings(id: id) {
-                let mark = entry.controllerPairingID == own ? "  (HomeMQTT)" : ""
+                let mark =
+                    own.map { entry.controllerPairingID.caseInsensitiveCompare($0) == .orderedSame } == true
+                    ? "  (HomeMQTT)" : ""
                 print("\(entry.controllerPairingID)  \(entry.isAdmin ? "admin" : "user ")  \(entry.publicKey)\(mark)")
             }
         } catch {
@@ -86,7 +95,7 @@ struct AddPairingCommand: AsyncParsableCommand {
 
     @OptionGroup var options: HAPCommandOptions
     @Argument(help: "The pairing id (as `homemqtt pairings` lists it).") var id: String
-    @Option(help: "The other controller's pairing id.") var controllerID: String
+    @Option(help: "The other controller's pairing id (a UUID: HAP-python accepts no other).") var controllerID: String
     @Option(help: "The other controller's Ed25519 public key, 64 hex digits.") var publicKey: String
     @Flag(help: "Make it an admin, which may add and remove controllers in turn.") var admin = false
 

@@ -62,7 +62,9 @@ final class ManyHAPAccessoriesTests: XCTestCase {
         addTeardownBlock { await gateway.terminate(grace: 10) }
         let online: @Sendable (MQTTMessage) -> Bool = { $0.topic.hasSuffix("/$availability") && $0.string == "online" }
         do {
-            try await observer.waitForMessages(count: Self.count, timeout: 120, where: online)
+            try await waitUntil("\(Self.count) accessories online", timeout: 120, pollInterval: 0.02) {
+                Set(observer.messages.filter(online).map(\.topic)).count >= Self.count
+            }
         } catch {
             let seen = Set(observer.messages.filter(online).map(\.topic)).count
             XCTFail("\(seen) of \(Self.count) online; gateway stderr: \(gateway.standardError.suffix(2000))")
@@ -77,7 +79,11 @@ final class ManyHAPAccessoriesTests: XCTestCase {
         print("ManyHAPAccessoriesTests: \(Self.count) accessories online \(elapsed) after exec; gateway \(rss)")
 
         // Every one is controlled: a set to each lamp's brightness is answered ok.
-        let brightness = Set(observer.messages.map(\.topic).filter { $0.hasSuffix("/brightness/state") })
+        let isBrightness: @Sendable (MQTTMessage) -> Bool = { $0.topic.hasSuffix("/brightness/state") }
+        try await waitUntil("every lamp's brightness", timeout: 30, pollInterval: 0.02) {
+            Set(observer.messages.filter(isBrightness).map(\.topic)).count >= Self.count
+        }
+        let brightness = Set(observer.messages.filter(isBrightness).map(\.topic))
         XCTAssertEqual(brightness.count, Self.count)
         for state in brightness.sorted().suffix(3) {
             let topic = String(state.dropLast("/state".count))

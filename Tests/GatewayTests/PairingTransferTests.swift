@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HomeModel
 import MQTT
@@ -52,14 +53,15 @@ final class PairingTransferTests: XCTestCase {
             "--out", entries, "--title", "Peer Bridge",
         ])
         let parts = paired.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        XCTAssertEqual(parts.first, "PAIRED", paired)
+        guard parts.count == 3, parts[0] == "PAIRED" else { return XCTFail("aiohomekit pair printed '\(paired)'") }
         let accessoryID = parts[1]
         let theirID = parts[2]
         let theirKey = try XCTUnwrap(
             try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: entries))))["data"]?["entries"]?[0]?[
                 "data"]?["iOSDeviceLTSK"]?.stringValue)
 
-        let imported = try await homemqtt(["import-pairing", "--config", config, entries])
+        // With --verbose, so that the log lines are checked for keys too.
+        let imported = try await homemqtt(["import-pairing", "--verbose", "--config", config, entries])
         XCTAssertEqual(imported.status, 0, imported.standardError)
         XCTAssertTrue(
             imported.standardOutput.contains("added HomeMQTT's pairing to \(accessoryID)"), imported.standardOutput)
@@ -122,6 +124,33 @@ final class PairingTransferTests: XCTestCase {
         let own = try await homemqtt(["remove-pairing", "--config", config, accessoryID, "--controller-id", ours])
         XCTAssertNotEqual(own.status, 0)
         XCTAssertTrue(own.standardError.contains("unpair"), own.standardError)
+
+        // A pairing that is not an admin cannot import: the accessory says so, and nothing is added.
+        let userKey = Curve25519.Signing.PrivateKey()
+        let user = UUID().uuidString
+        let addedUser = try await homemqtt([
+            "add-pairing", "--config", config, accessoryID, "--controller-id", user, "--public-key",
+            userKey.publicKey.rawRepresentation.map { String(format: "%02x", $0) }.joined(),
+        ])
+        XCTAssertEqual(addedUser.status, 0, addedUser.standardError)
+        var userPairing = try XCTUnwrap(
+            try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: entries))))["data"]?["entries"]?[0]?[
+                "data"]?.objectValue)
+        userPairing["iOSPairingId"] = .string(user)
+        userPairing["iOSDeviceLTSK"] = .string(userKey.rawRepresentation.map { String(format: "%02x", $0) }.joined())
+        userPairing["iOSDeviceLTPK"] = .string(
+            userKey.publicKey.rawRepresentation.map { String(format: "%02x", $0) }.joined())
+        let userFile = directory.file("user-pairing.json")
+        try JSONValue.object(userPairing).encoded().write(toFile: userFile, atomically: true, encoding: .utf8)
+        let otherState = directory.file("other-state")
+        let refused = try await homemqtt([
+            "import-pairing", "--config", config, "--state-directory", otherState, userFile,
+        ])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.standardError.contains("only an admin controller"), refused.standardError)
+        // HomeMQTT, aiohomekit and that user: no second pairing of HomeMQTT's (ids in either case).
+        let afterRefusal = try await homemqtt(["accessory-pairings", "--config", config, accessoryID.lowercased()])
+        XCTAssertEqual(afterRefusal.standardOutput.split(separator: "\n").count, 3, afterRefusal.standardOutput)
 
         // Importing again is refused while HomeMQTT has a pairing with the accessory.
         let again = try await homemqtt(["import-pairing", "--config", config, entries])
