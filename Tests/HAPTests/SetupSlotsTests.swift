@@ -8,61 +8,8 @@ import XCTest
 /// The HAP source's handshakes, at most `SetupSlots.limit` at a time, against accessories that
 /// accept a connection and never answer pair-verify (as one hung on a busy network would).
 final class SetupSlotsTests: XCTestCase {
-    /// Accepts every connection on a loopback port, says nothing, and counts: how many were
-    /// accepted, and how many are open now. `dropAll` closes the open ones.
-    final class CountingListener: @unchecked Sendable {
-        let port: Int
-        private let listener: Int32
-        private let lock = NSLock()
-        private var open: [Int32] = []
-        private var accepted = 0
-
-        init() throws {
-            let sock = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(sock, $0, length) == 0 && listen(sock, 64) == 0
-                        && getsockname(sock, $0, &length) == 0
-                }
-            }
-            guard bound else { throw ProcessError("bind/listen: \(String(cString: strerror(errno)))") }
-            port = Int(UInt16(bigEndian: address.sin_port))
-            listener = sock
-            let thread = Thread { [self] in
-                while true {
-                    let fd = accept(listener, nil, nil)
-                    if fd < 0 { return }
-                    lock.withLock {
-                        open.append(fd)
-                        accepted += 1
-                    }
-                }
-            }
-            thread.start()
-        }
-
-        var counts: (accepted: Int, open: Int) { lock.withLock { (accepted, open.count) } }
-
-        func dropAll() {
-            lock.withLock {
-                for fd in open { Glibc.close(fd) }
-                open = []
-            }
-        }
-
-        func close() {
-            dropAll()
-            shutdown(listener, Int32(SHUT_RDWR))
-            Glibc.close(listener)
-        }
-    }
-
     func testNoMoreThanTheLimitHandshakeAtOnceAndAFreedSlotGoesToTheNext() async throws {
-        let listener = try CountingListener()
+        let listener = try SilentListener.accepting()
         defer { listener.close() }
         let directory = try TemporaryDirectory(prefix: "homemqtt-slots")
         let store = HAPPairingStore(directory: directory.url)
@@ -85,7 +32,7 @@ final class SetupSlotsTests: XCTestCase {
         XCTAssertEqual(listener.counts.accepted, limit, "more handshakes at once than the limit")
 
         // Those accessories close the connection: each slot goes to one that waited.
-        listener.dropAll()
+        listener.dropAccepted()
         try await waitUntil("the next \(limit)", timeout: 10, pollInterval: 0.02) {
             listener.counts.accepted >= 2 * limit
         }
