@@ -37,6 +37,11 @@ public actor MDNSBrowser: Service {
     public nonisolated let interfaces: MDNSInterfaces
     /// The interfaces joined besides the default route's: queries go out on each.
     private var joined: [(name: String, address: in_addr)] = []
+    /// The IPv6 socket (`[::]:5353`, ff02::fb), when the machine has IPv6 (MDNSBrowser+IPv6).
+    var channel6: (any Channel)?
+    /// The interfaces it joined ff02::fb on, by index: queries go out on each, and a link-local
+    /// address heard on one is given its scope.
+    var joined6: [(name: String, index: Int)] = []
     /// Every update, for one reader; finishes when `run()` ends.
     public nonisolated let updates: AsyncStream<Update>
     private let updatesContinuation: AsyncStream<Update>.Continuation
@@ -68,10 +73,16 @@ public actor MDNSBrowser: Service {
     public func run() async throws(MDNSError) {
         defer { updatesContinuation.finish() }
         let inbound = try await open()
+        let inbound6 = await openIPv6()
         // A first query after 20–120 ms (RFC 6762 §5.2), then 1 s, 2 s, 4 s, …
         nextQuery = now + Double.random(in: 0.02...0.12)
         await withDiscardingTaskGroup { group in
             group.addTask { for await packet in inbound { await self.received(packet) } }
+            if let inbound6 {
+                group.addTask {
+                    for await (packet, index) in inbound6 { await self.received(packet, interfaceIndex: index) }
+                }
+            }
             group.addTask {
                 while !Task.isCancelled {
                     await self.housekeeping()
@@ -81,6 +92,8 @@ public actor MDNSBrowser: Service {
         }
         if let channel { try? await channel.close().get() }
         channel = nil
+        if let channel6 { try? await channel6.close().get() }
+        channel6 = nil
     }
 
     /// Sends these questions without known answers, so that every instance answers them in
@@ -157,11 +170,17 @@ public actor MDNSBrowser: Service {
         return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
-    private func received(_ packet: [UInt8]) {
+    /// A response heard on `interfaceIndex` (IPv6): a link-local address in it gets that
+    /// interface as its scope (`fe80::1%wlan0`), without which it cannot be connected to.
+    func received(_ packet: [UInt8], interfaceIndex: Int? = nil) {
         // Anyone on the network can send anything: a packet that does not parse is dropped.
         guard let message = try? DNSMessage.parse(packet), message.isResponse else { return }
-        let changed = cache.insert(message.records, now: now)
-        updatesContinuation.yield(Update(changed: changed, records: cache.records(), received: message.records))
+        var records = message.records
+        if let interfaceIndex, let name = joined6.first(where: { $0.index == interfaceIndex })?.name {
+            records = records.map { $0.scopingLinkLocal(to: name) }
+        }
+        let changed = cache.insert(records, now: now)
+        updatesContinuation.yield(Update(changed: changed, records: cache.records(), received: records))
     }
 
     // MARK: asking
@@ -201,6 +220,7 @@ public actor MDNSBrowser: Service {
         buffer.writeBytes(bytes)
         let envelope = AddressedEnvelope(remoteAddress: Self.group, data: buffer)
         channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
+        sendIPv6(bytes)
         guard !joined.isEmpty, let options = channel as? any SocketOptionProvider else { return }
         for interface in joined {
             options.setIPMulticastIF(interface.address).whenFailure { error in self.sendFailed(error) }
@@ -209,7 +229,7 @@ public actor MDNSBrowser: Service {
         options.setIPMulticastIF(in_addr(s_addr: INADDR_ANY)).whenFailure { error in self.sendFailed(error) }
     }
 
-    private nonisolated func sendFailed(_ error: any Error) {
+    nonisolated func sendFailed(_ error: any Error) {
         // Said once at warning level: a network without multicast would repeat it forever.
         if sendFailures.wrappingAdd(1, ordering: .relaxed).newValue == 1 {
             logger.warning("mDNS: cannot send a query (no multicast route?): \(error)")

@@ -106,4 +106,18 @@ final class MDNSCacheServiceTypeTests: XCTestCase {
                     addresses: ["10.0.0.9"])
             ])
     }
+
+    /// A link-local address is only reachable through the interface it was heard on: it keeps
+    /// that interface as its scope; other addresses and records are left as they are.
+    func testALinkLocalAddressHeardOnAnInterfaceKeepsItAsItsScope() {
+        let host = "peer.local"
+        let linkLocal = DNSMessage.Record(name: host, data: .aaaa("fe80::1c:2"), ttl: 120)
+        XCTAssertEqual(linkLocal.scopingLinkLocal(to: "wlan0").data, .aaaa("fe80::1c:2%wlan0"))
+        let global = DNSMessage.Record(name: host, data: .aaaa("fd00:77::2"), ttl: 120)
+        XCTAssertEqual(global.scopingLinkLocal(to: "wlan0"), global)
+        let scoped = DNSMessage.Record(name: host, data: .aaaa("fe80::1%eth0"), ttl: 120)
+        XCTAssertEqual(scoped.scopingLinkLocal(to: "wlan0"), scoped)
+        let v4 = DNSMessage.Record(name: host, data: .a("10.0.0.2"), ttl: 120)
+        XCTAssertEqual(v4.scopingLinkLocal(to: "wlan0"), v4)
+    }
 }

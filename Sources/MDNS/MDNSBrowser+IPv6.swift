@@ -1,0 +1,98 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+// The browser's IPv6 side: a second socket on [::]:5353, joined to ff02::fb on every
+// multicast-capable IPv6 interface the filter admits, asking on each. Accessories that announce
+// AAAA records only (behind a Thread border router, on an IPv6-only network) are found here; a
+// link-local address is kept with the interface it was heard on as its scope.
+
+extension MDNSBrowser {
+    static let group6: SocketAddress = {
+        do { return try SocketAddress(ipAddress: "ff02::fb", port: 5353) } catch {
+            preconditionFailure("ff02::fb is a valid address")
+        }
+    }()
+
+    /// Opens the IPv6 socket and joins the group on each admitted interface; nil (and IPv4 only)
+    /// on a machine without IPv6 or where port 5353 cannot be shared.
+    func openIPv6() async -> AsyncStream<([UInt8], Int?)>? {
+        let devices = ((try? System.enumerateDevices()) ?? []).filter {
+            guard case .v6? = $0.address else { return false }
+            return $0.multicastSupported && interfaces.admits($0.name)
+        }
+        let (inbound, continuation) = AsyncStream.makeStream(
+            of: ([UInt8], Int?).self, bufferingPolicy: .bufferingNewest(256))
+        let channel: any Channel
+        do {
+            channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+                .channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
+                .channelOption(.receivePacketInfo, value: true)
+                .channelInitializer { ch in
+                    ch.eventLoop.makeCompletedFuture {
+                        try ch.pipeline.syncOperations.addHandler(ScopedDatagramReceiver(continuation))
+                    }
+                }
+                .bind(host: "::", port: 5353).get()
+        } catch {
+            logger.debug("mDNS: no IPv6 socket (\(error)); browsing over IPv4 only")
+            continuation.finish()
+            return nil
+        }
+        if let multicast = channel as? any MulticastChannel {
+            for device in devices where !joined6.contains(where: { $0.name == device.name }) {
+                do {
+                    try await multicast.joinGroup(Self.group6, device: device).get()
+                    joined6.append((device.name, device.interfaceIndex))
+                    logger.debug("mDNS: joined ff02::fb on \(device.name)")
+                } catch {
+                    logger.debug("mDNS: cannot join ff02::fb on \(device.name): \(error)")
+                }
+            }
+        }
+        channel6 = channel
+        return inbound
+    }
+
+    /// Sends `bytes` to ff02::fb on each interface joined, setting the outgoing interface
+    /// before each copy (the event loop keeps the order).
+    func sendIPv6(_ bytes: [UInt8]) {
+        guard let channel = channel6, let options = channel as? any SocketOptionProvider else { return }
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        let envelope = AddressedEnvelope(remoteAddress: Self.group6, data: buffer)
+        for interface in joined6 {
+            options.setIPv6MulticastIF(CUnsignedInt(interface.index)).whenFailure { error in self.sendFailed(error) }
+            channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
+        }
+    }
+}
+
+extension DNSMessage.Record {
+    /// An AAAA record of a link-local address (fe80::/10) with `interface` as its scope.
+    func scopingLinkLocal(to interface: String) -> DNSMessage.Record {
+        guard case .aaaa(let ip) = data, ip.lowercased().hasPrefix("fe80:"), !ip.contains("%") else { return self }
+        var scoped = self
+        scoped.data = .aaaa("\(ip)%\(interface)")
+        return scoped
+    }
+}
+
+/// Hands each datagram's bytes with the index of the interface it came in on.
+final class ScopedDatagramReceiver: ChannelInboundHandler, Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let continuation: AsyncStream<([UInt8], Int?)>.Continuation
+    init(_ c: AsyncStream<([UInt8], Int?)>.Continuation) { continuation = c }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var envelope = unwrapInboundIn(data)
+        if let bytes = envelope.data.readBytes(length: envelope.data.readableBytes) {
+            continuation.yield((bytes, envelope.metadata?.packetInfo?.interfaceIndex))
+        }
+    }
+    func channelInactive(context: ChannelHandlerContext) {
+        continuation.finish()
+        context.fireChannelInactive()
+    }
+}
