@@ -16,13 +16,8 @@ extension MDNSBrowser {
 
     /// Opens the IPv6 socket and joins the group on each admitted interface; nil (and IPv4 only)
     /// on a machine without IPv6 or where port 5353 cannot be shared.
-    func openIPv6() async -> AsyncStream<([UInt8], Int?)>? {
-        let devices = ((try? System.enumerateDevices()) ?? []).filter {
-            guard case .v6? = $0.address else { return false }
-            return $0.multicastSupported && interfaces.admits($0.name)
-        }
-        let (inbound, continuation) = AsyncStream.makeStream(
-            of: ([UInt8], Int?).self, bufferingPolicy: .bufferingNewest(256))
+    func openIPv6() async -> AsyncStream<Datagram>? {
+        let (inbound, continuation) = AsyncStream.makeStream(of: Datagram.self, bufferingPolicy: .bufferingNewest(256))
         let channel: any Channel
         do {
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -32,7 +27,7 @@ extension MDNSBrowser {
                 .channelOption(.receivePacketInfo, value: true)
                 .channelInitializer { ch in
                     ch.eventLoop.makeCompletedFuture {
-                        try ch.pipeline.syncOperations.addHandler(ScopedDatagramReceiver(continuation))
+                        try ch.pipeline.syncOperations.addHandler(DatagramReceiver(continuation))
                     }
                 }
                 .bind(host: "::", port: 5353).get()
@@ -42,15 +37,11 @@ extension MDNSBrowser {
             return nil
         }
         if let multicast = channel as? any MulticastChannel {
-            for device in devices where !joined6.contains(where: { $0.name == device.name }) {
-                do {
-                    try await multicast.joinGroup(Self.group6, device: device).get()
-                    joined6.append((device.name, device.interfaceIndex))
-                    logger.debug("mDNS: joined ff02::fb on \(device.name)")
-                } catch {
-                    logger.debug("mDNS: cannot join ff02::fb on \(device.name): \(error)")
-                }
+            let devices = interfaceDevices { device in
+                if case .v6? = device.address { return true }
+                return false
             }
+            joined6 = await join(Self.group6, on: devices, multicast)
         }
         channel6 = channel
         return inbound
@@ -63,8 +54,10 @@ extension MDNSBrowser {
         var buffer = channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         let envelope = AddressedEnvelope(remoteAddress: Self.group6, data: buffer)
-        for interface in joined6 {
-            options.setIPv6MulticastIF(CUnsignedInt(interface.index)).whenFailure { error in self.sendFailed(error) }
+        for device in joined6 {
+            options.setIPv6MulticastIF(CUnsignedInt(device.interfaceIndex)).whenFailure { error in
+                self.sendFailed(error)
+            }
             channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
         }
     }
@@ -77,22 +70,5 @@ extension DNSMessage.Record {
         var scoped = self
         scoped.data = .aaaa("\(ip)%\(interface)")
         return scoped
-    }
-}
-
-/// Hands each datagram's bytes with the index of the interface it came in on.
-final class ScopedDatagramReceiver: ChannelInboundHandler, Sendable {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let continuation: AsyncStream<([UInt8], Int?)>.Continuation
-    init(_ c: AsyncStream<([UInt8], Int?)>.Continuation) { continuation = c }
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var envelope = unwrapInboundIn(data)
-        if let bytes = envelope.data.readBytes(length: envelope.data.readableBytes) {
-            continuation.yield((bytes, envelope.metadata?.packetInfo?.interfaceIndex))
-        }
-    }
-    func channelInactive(context: ChannelHandlerContext) {
-        continuation.finish()
-        context.fireChannelInactive()
     }
 }

@@ -36,12 +36,12 @@ public actor MDNSBrowser: Service {
     /// Which interfaces, beyond the default route's, the browser joins and asks on.
     public nonisolated let interfaces: MDNSInterfaces
     /// The interfaces joined besides the default route's: queries go out on each.
-    private var joined: [(name: String, address: in_addr)] = []
+    private var joined: [NIONetworkDevice] = []
     /// The IPv6 socket (`[::]:5353`, ff02::fb), when the machine has IPv6 (MDNSBrowser+IPv6).
     var channel6: (any Channel)?
-    /// The interfaces it joined ff02::fb on, by index: queries go out on each, and a link-local
-    /// address heard on one is given its scope.
-    var joined6: [(name: String, index: Int)] = []
+    /// The interfaces it joined ff02::fb on: queries go out on each, and a link-local address
+    /// heard on one is given its scope.
+    var joined6: [NIONetworkDevice] = []
     /// Every update, for one reader; finishes when `run()` ends.
     public nonisolated let updates: AsyncStream<Update>
     private let updatesContinuation: AsyncStream<Update>.Continuation
@@ -77,10 +77,12 @@ public actor MDNSBrowser: Service {
         // A first query after 20–120 ms (RFC 6762 §5.2), then 1 s, 2 s, 4 s, …
         nextQuery = now + Double.random(in: 0.02...0.12)
         await withDiscardingTaskGroup { group in
-            group.addTask { for await packet in inbound { await self.received(packet) } }
+            group.addTask { for await datagram in inbound { await self.received(datagram.bytes) } }
             if let inbound6 {
                 group.addTask {
-                    for await (packet, index) in inbound6 { await self.received(packet, interfaceIndex: index) }
+                    for await datagram in inbound6 {
+                        await self.received(datagram.bytes, interfaceIndex: datagram.interfaceIndex)
+                    }
                 }
             }
             group.addTask {
@@ -104,8 +106,8 @@ public actor MDNSBrowser: Service {
         return true
     }
 
-    private func open() async throws(MDNSError) -> AsyncStream<[UInt8]> {
-        let (inbound, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(256))
+    private func open() async throws(MDNSError) -> AsyncStream<Datagram> {
+        let (inbound, continuation) = AsyncStream.makeStream(of: Datagram.self, bufferingPolicy: .bufferingNewest(256))
         var lastError: (any Error)?
         for port in [5353, 0] {
             do {
@@ -126,7 +128,11 @@ public actor MDNSBrowser: Service {
                         // too, and the browser stays quiet rather than failing its caller.
                         logger.warning("mDNS: cannot join 224.0.0.251 (\(error)); \(service) is not followed")
                     }
-                    await joinEveryInterface(multicast)
+                    let devices = interfaceDevices { device in
+                        guard case .v4(let v4)? = device.address else { return false }
+                        return v4.address.sin_addr.s_addr != INADDR_ANY
+                    }
+                    joined = await join(Self.group, on: devices, multicast)
                 }
                 channel = ch
                 logger.debug("mDNS browser for \(service) listening on port \(ch.localAddress?.port ?? 0)")
@@ -139,28 +145,38 @@ public actor MDNSBrowser: Service {
         throw MDNSError(code: .io, message: "cannot open a UDP socket for mDNS: \(String(describing: lastError))")
     }
 
-    /// Joins the group on every multicast-capable IPv4 interface the filter admits, beside the
-    /// default route's (joined already: that interface answers 'in use' and is not asked twice).
-    private func joinEveryInterface(_ channel: any MulticastChannel) async {
+    /// The multicast-capable interfaces the filter admits whose address `family` accepts, one
+    /// entry per name (a device is listed once per address).
+    func interfaceDevices(_ family: (NIONetworkDevice) -> Bool) -> [NIONetworkDevice] {
         let devices: [NIONetworkDevice]
         do { devices = try System.enumerateDevices() } catch {
             logger.warning("mDNS: cannot list the network interfaces (\(error)); asking on the default route only")
-            return
+            return []
         }
-        for device in devices where device.multicastSupported && interfaces.admits(device.name) {
-            guard case .v4(let v4)? = device.address, v4.address.sin_addr.s_addr != INADDR_ANY,
-                !joined.contains(where: { $0.name == device.name })
-            else { continue }
+        var seen: Set<String> = []
+        return devices.filter {
+            $0.multicastSupported && interfaces.admits($0.name) && family($0) && seen.insert($0.name).inserted
+        }
+    }
+
+    /// Joins `group` on each of `devices`; returns those joined. An interface already in the
+    /// group (the default route's, for IPv4) answers 'in use': its queries go out by default.
+    func join(_ group: SocketAddress, on devices: [NIONetworkDevice], _ channel: any MulticastChannel) async
+        -> [NIONetworkDevice]
+    {
+        var joined: [NIONetworkDevice] = []
+        for device in devices {
             do {
-                try await channel.joinGroup(Self.group, device: device).get()
-                joined.append((device.name, v4.address.sin_addr))
-                logger.debug("mDNS: joined 224.0.0.251 on \(device.name)")
+                try await channel.joinGroup(group, device: device).get()
+                joined.append(device)
+                logger.debug("mDNS: joined \(group) on \(device.name)")
             } catch let error as IOError where error.errnoCode == EADDRINUSE {
-                // The default route's interface, joined already; its queries go out by default.
+                continue
             } catch {
-                logger.warning("mDNS: cannot join 224.0.0.251 on \(device.name): \(error)")
+                logger.warning("mDNS: cannot join \(group) on \(device.name): \(error)")
             }
         }
+        return joined
     }
 
     // MARK: receiving
@@ -176,7 +192,7 @@ public actor MDNSBrowser: Service {
         // Anyone on the network can send anything: a packet that does not parse is dropped.
         guard let message = try? DNSMessage.parse(packet), message.isResponse else { return }
         var records = message.records
-        if let interfaceIndex, let name = joined6.first(where: { $0.index == interfaceIndex })?.name {
+        if let interfaceIndex, let name = joined6.first(where: { $0.interfaceIndex == interfaceIndex })?.name {
             records = records.map { $0.scopingLinkLocal(to: name) }
         }
         let changed = cache.insert(records, now: now)
@@ -222,8 +238,9 @@ public actor MDNSBrowser: Service {
         channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
         sendIPv6(bytes)
         guard !joined.isEmpty, let options = channel as? any SocketOptionProvider else { return }
-        for interface in joined {
-            options.setIPMulticastIF(interface.address).whenFailure { error in self.sendFailed(error) }
+        for device in joined {
+            guard case .v4(let v4)? = device.address else { continue }
+            options.setIPMulticastIF(v4.address.sin_addr).whenFailure { error in self.sendFailed(error) }
             channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
         }
         options.setIPMulticastIF(in_addr(s_addr: INADDR_ANY)).whenFailure { error in self.sendFailed(error) }
@@ -248,15 +265,24 @@ extension SocketAddress {
     }()
 }
 
-/// Hands each datagram's bytes to a stream, which ends with the channel: the continuous
-/// browser's and a one-shot query's socket alike.
+/// A datagram's bytes, and the interface it came in on where the socket asks for packet info
+/// (the browser's IPv6 socket).
+struct Datagram: Sendable {
+    var bytes: [UInt8]
+    var interfaceIndex: Int?
+}
+
+/// Hands each datagram to a stream, which ends with the channel: the continuous browser's
+/// sockets and a one-shot query's alike.
 final class DatagramReceiver: ChannelInboundHandler, Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let continuation: AsyncStream<[UInt8]>.Continuation
-    init(_ c: AsyncStream<[UInt8]>.Continuation) { continuation = c }
+    let continuation: AsyncStream<Datagram>.Continuation
+    init(_ c: AsyncStream<Datagram>.Continuation) { continuation = c }
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var envelope = unwrapInboundIn(data)
-        if let bytes = envelope.data.readBytes(length: envelope.data.readableBytes) { continuation.yield(bytes) }
+        if let bytes = envelope.data.readBytes(length: envelope.data.readableBytes) {
+            continuation.yield(Datagram(bytes: bytes, interfaceIndex: envelope.metadata?.packetInfo?.interfaceIndex))
+        }
     }
     func channelInactive(context: ChannelHandlerContext) {
         continuation.finish()

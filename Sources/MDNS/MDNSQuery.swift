@@ -7,7 +7,7 @@ public enum MDNSQuery {
     /// Asks for `service`'s PTR records and returns every record of every answer that came
     /// within `timeout` seconds (at least 0.1).
     public static func records(service: String, timeout: Double) async throws(MDNSError) -> [DNSMessage.Record] {
-        let (inbound, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let (inbound, continuation) = AsyncStream.makeStream(of: Datagram.self)
         let channel: any Channel
         do {
             channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -36,8 +36,8 @@ public enum MDNSQuery {
                 try? await Task.sleep(nanoseconds: UInt64(max(0.1, timeout) * 1_000_000_000))
                 continuation.finish()
             }
-            for await packet in inbound {
-                if let msg = try? DNSMessage.parse(packet) { records += msg.records }
+            for await datagram in inbound {
+                if let msg = try? DNSMessage.parse(datagram.bytes) { records += msg.records }
             }
             group.cancelAll()
         }
