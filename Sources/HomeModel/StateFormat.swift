@@ -68,7 +68,6 @@ public struct StateFormat: Sendable {
     /// The directory's format and the version that wrote it; nil for a directory with no state
     /// files at all (missing, empty, or only a lock file).
     public func read() throws(ModelError) -> (format: Int, writtenBy: String?)? {
-        let bytes: [UInt8]
         var info = stat()
         if lstat(file.path, &info) != 0 {
             guard errno == ENOENT else { throw AtomicFileWriter.ioError("read \(file.path)") }
@@ -77,9 +76,8 @@ public struct StateFormat: Sendable {
         guard info.st_mode & S_IFMT == S_IFREG, let data = FileManager.default.contents(atPath: file.path) else {
             throw ModelError(code: .io, message: "\(file.path) is not a readable file; it was left as it is")
         }
-        bytes = Array(data)
         let json: JSONValue
-        do { json = try JSONValue(parsing: bytes) } catch {
+        do { json = try JSONValue(parsing: Array(data)) } catch {
             throw ModelError(
                 code: .corruptDatabase, message: "\(file.path) is not JSON (\(error.message)); it was left as it is")
         }
@@ -194,7 +192,7 @@ public struct StateFormat: Sendable {
     }
 
     /// Copies `files` (relative to the state directory) into `target`, made 0700.
-    func copy(_ files: [String], to target: URL) throws(ModelError) {
+    private func copy(_ files: [String], to target: URL) throws(ModelError) {
         try AtomicFileWriter.createDirectory(target)
         for relative in files {
             let bytes: [UInt8]
