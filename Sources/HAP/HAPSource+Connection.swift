@@ -227,8 +227,10 @@ extension HAPSource {
         }
     }
 
-    /// One `PUT /characteristics` per accessory with `ev: true` for its notifying characteristics.
+    /// One `PUT /characteristics` per accessory with `ev: true` for its notifying characteristics,
+    /// then one `GET` of what was subscribed (`readBack`).
     func subscribeAll(_ pairingID: String, connection: HAPConnection) async throws(HAPError) {
+        var subscribed: [HAPCharacteristicID] = []
         for acc in accessoriesFor(pairingID) {
             var items: [HAPCharacteristicID: [String: JSONValue]] = [:]
             for s in acc.services {
@@ -236,13 +238,31 @@ extension HAPSource {
                 where c.metadata.permissions.contains(.notify)
                     && !notificationsOff.contains(CharacteristicAddress(accessoryID: acc.id, iid: c.iid))
                 {
-                    items[HAPCharacteristicID(aid: acc.aid, iid: c.iid)] = ["ev": .bool(true)]
+                    let id = HAPCharacteristicID(aid: acc.aid, iid: c.iid)
+                    items[id] = ["ev": .bool(true)]
+                    if c.metadata.permissions.contains(.read) { subscribed.append(id) }
                 }
             }
             let failures = try await connection.writeCharacteristics(items)
             for (id, err) in failures {
                 logger.debug("accessory \(pairingID) refused events for \(id): \(err.message)")
+                subscribed.removeAll { $0 == id }
             }
+        }
+        await readBack(subscribed, pairingID, connection: connection)
+    }
+
+    /// Reads characteristics just subscribed and reports what changed: a change between the
+    /// values last read (`/accessories`) and the subscription sent no event. The subscription
+    /// stands if the read fails; the values then wait for the next event.
+    func readBack(_ ids: [HAPCharacteristicID], _ pairingID: String, connection: HAPConnection) async {
+        guard !ids.isEmpty else { return }
+        do {
+            for case (let id, .success(let json)) in try await connection.readCharacteristics(ids) {
+                update(pairingID: pairingID, id: id, json: json, emit: true)
+            }
+        } catch {
+            logger.debug("accessory \(pairingID) did not answer a read after subscribing: \(error.message)")
         }
     }
 }

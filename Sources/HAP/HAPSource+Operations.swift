@@ -79,8 +79,10 @@ extension HAPSource {
             [ObjectIdentifier: (
                 HAPConnection, [HAPCharacteristicID: [String: JSONValue]], [HAPCharacteristicID: CharacteristicAddress]
             )] = [:]
+        // Characteristics turned back on, whose changes meanwhile sent no event: read after.
+        var missed: [ObjectIdentifier: [HAPCharacteristicID]] = [:]
         for address in addresses {
-            if enabled { notificationsOff.remove(address) } else { notificationsOff.insert(address) }
+            let wasOff = enabled ? notificationsOff.remove(address) != nil : !notificationsOff.insert(address).inserted
             do throws(AccessoryError) {
                 let (connection, id, c) = try locate(address)
                 guard c.metadata.permissions.contains(.notify) else {
@@ -92,14 +94,19 @@ extension HAPSource {
                 entry.1[id] = ["ev": .bool(enabled)]
                 entry.2[id] = address
                 byConnection[key] = entry
+                if enabled, wasOff, c.metadata.permissions.contains(.read) { missed[key, default: []].append(id) }
             } catch {
                 failures[address] = error
             }
         }
-        for (_, (connection, items, map)) in byConnection {
+        for (key, (connection, items, map)) in byConnection {
             do {
                 for (id, e) in try await connection.writeCharacteristics(items) {
                     if let a = map[id] { failures[a] = e }
+                }
+                let reread = (missed[key] ?? []).filter { map[$0].map { failures[$0] == nil } ?? false }
+                if let address = map.values.first, let (pairingID, _) = Self.parseAccessoryID(address.accessoryID) {
+                    await readBack(reread, pairingID, connection: connection)
                 }
             } catch {
                 for a in map.values { failures[a] = error.accessoryError }

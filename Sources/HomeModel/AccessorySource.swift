@@ -83,6 +83,8 @@ public protocol AccessorySource: ServiceLifecycle.Service, Sendable {
     func write(_ address: CharacteristicAddress, value: CharacteristicValue) async throws(AccessoryError)
 
     /// Enables or disables value notifications; returns the per-characteristic failures.
+    /// Enabling reports (`valueUpdated`) a value that changed since the source last reported
+    /// it, so a change between `accessories()` and the subscription is not lost.
     func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress:
         AccessoryError]
 

@@ -8,6 +8,8 @@ extension SimulatedHome {
 
     public func accessories() async -> [Accessory] {
         catchUp()
+        // What the caller reads now is reported: only later changes wait for a subscription.
+        unreported.removeAll()
         return accessoryList
     }
 
@@ -24,7 +26,10 @@ extension SimulatedHome {
         let value = c.value ?? Self.emptyValue(for: c.metadata)
         // The protocol reports what a read learns as an event; with notifications on, every
         // change has been reported already.
-        if !notifying.contains(address) { hub.yield(.valueUpdated(address, value)) }
+        if !notifying.contains(address) {
+            hub.yield(.valueUpdated(address, value))
+            unreported.remove(address)
+        }
         return value
     }
 
@@ -71,7 +76,13 @@ extension SimulatedHome {
                 guard accessoryList[ai].services[si].characteristics[ci].metadata.permissions.contains(.notify) else {
                     throw AccessoryError(.notificationNotSupported, "\(label(ai, si, ci)) does not send notifications")
                 }
-                if enabled { notifying.insert(address) } else { notifying.remove(address) }
+                if !enabled {
+                    notifying.remove(address)
+                } else if notifying.insert(address).inserted, unreported.remove(address) != nil,
+                    let value = accessoryList[ai].services[si].characteristics[ci].value
+                {
+                    hub.yield(.valueUpdated(address, value))
+                }
             } catch {
                 failures[address] = error
             }

@@ -43,6 +43,10 @@ public actor SimulatedHome: AccessorySource {
     private var sleep: (task: Task<Void, Never>, until: Double?)?
     /// Addresses whose notifications a controller turned on: only their changes are reported.
     var notifying: Set<CharacteristicAddress> = []
+    /// Addresses whose value changed while their notifications were off: enabling them reports
+    /// the value then, so a change between a controller's first read and its subscription is
+    /// not lost.
+    var unreported: Set<CharacteristicAddress> = []
     /// Accessory ids in the order identify requests arrived.
     var identifyLog: [String] = []
     /// Hands every event to each `events()` stream.
@@ -264,6 +268,9 @@ public actor SimulatedHome: AccessorySource {
         let isEvent = accessoryList[ai].services[si].characteristics[ci].isEvent
         if reportAlways || ((old != value || isEvent) && notifying.contains(address) && accessoryList[ai].isReachable) {
             hub.yield(.valueUpdated(address, value))
+            if !unreported.isEmpty { unreported.remove(address) }
+        } else if old != value && !isEvent {
+            unreported.insert(address)
         }
     }
 }

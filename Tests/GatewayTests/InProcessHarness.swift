@@ -66,6 +66,16 @@ struct InProcessGateway: Sendable {
             tasks.addTask { try await group.run() }
             do {
                 try await seen.waitFor("online", timeout: 5) { $0.topic == statusTopic && $0.string == "online" }
+                // Notifications are turned on just after `online`: a test's change made before
+                // would be reported by the subscription, not as the change itself.
+                let notifies = await gateway.tree.accessories.contains { accessory in
+                    accessory.services.contains { service in
+                        service.characteristics.contains { $0.characteristic.metadata.permissions.contains(.notify) }
+                    }
+                }
+                if notifies {
+                    try await waitUntil("notifications on", timeout: 5) { await !home.notificationsEnabled().isEmpty }
+                }
                 try await body(running)
             } catch {
                 await group.triggerGracefulShutdown()

@@ -178,6 +178,18 @@ final class PeerTests: XCTestCase {
         XCTAssertEqual(got8, "OK")
         try await log.wait(from: mark, "brightness 80") { Self.isValue($0, brightnessAddress, 80) }
 
+        // Notifications off: a change sends nothing; turned on again, the subscription reads
+        // what changed meanwhile.
+        _ = await source.setNotifications(enabled: false, for: [brightnessAddress])
+        mark = log.all.count
+        let got55 = try await peer.command("set \(light.aid) \(brightness.iid) 55")
+        XCTAssertEqual(got55, "OK")
+        try await Task.sleep(for: .milliseconds(300))
+        XCTAssertFalse(log.all[mark...].contains { Self.isValue($0, brightnessAddress, 55) }, "an event while off")
+        let refused = await source.setNotifications(enabled: true, for: [brightnessAddress])
+        XCTAssertEqual(refused.count, 0, "\(refused)")
+        try await log.wait(from: mark, "brightness 55 read on subscribing") { Self.isValue($0, brightnessAddress, 55) }
+
         // Writing the garage target makes the door's current state follow (an event from the accessory).
         mark = log.all.count
         try await source.write(CharacteristicAddress(accessoryID: garage.id, iid: target.iid), value: .uint(0))

@@ -89,6 +89,32 @@ let bridgeYAML = """
         #expect(await home.notificationsEnabled().isEmpty)
     }
 
+    /// A change after a controller read the accessories and before it subscribed sends no
+    /// event; the subscription reports it, once, and a value that did not change is not
+    /// reported again.
+    @Test func aChangeBeforeTheSubscriptionIsReportedWhenItIsMade() async throws {
+        let (home, dir) = try makeHome(garageYAML, stem: "garage")
+        _ = dir
+        let a = try #require(await home.accessory(named: "Garage Door Opener"))
+        let brightness = try #require(a.address(service: "lightbulb", characteristic: "brightness"))
+        let hue = try #require(a.address(service: "lightbulb", characteristic: "hue"))
+        let log = EventLog(home)
+        _ = await home.accessories()
+        try await home.setValue(brightness, .int(35))
+        #expect(await log.drain().isEmpty)
+        _ = await home.setNotifications(enabled: true, for: [brightness, hue])
+        #expect(await log.drain() == [.valueUpdated(brightness, .int(35))])
+        _ = await home.setNotifications(enabled: true, for: [brightness, hue])
+        #expect(await log.drain().isEmpty, "reported once")
+
+        // Off, changed, on again: reported again.
+        _ = await home.setNotifications(enabled: false, for: [brightness])
+        try await home.setValue(brightness, .int(36))
+        #expect(await log.drain().isEmpty)
+        _ = await home.setNotifications(enabled: true, for: [brightness])
+        #expect(await log.drain() == [.valueUpdated(brightness, .int(36))])
+    }
+
     @Test func unreachableAccessoriesFailAndStaySilentUntilBack() async throws {
         let (home, dir) = try makeHome(garageYAML, stem: "garage")
         _ = dir
