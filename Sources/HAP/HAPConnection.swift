@@ -141,6 +141,14 @@ public actor HAPConnection {
         (events, eventContinuation) = AsyncStream.makeStream(of: HAPHTTPMessage.self)
     }
 
+    /// TCP keepalive of every connection, in seconds: a silent accessory is found dead
+    /// `idle + interval × count` s (30 s) after it last answered.
+    static let keepAlive: (idle: Int, interval: Int, count: Int) = (15, 5, 3)
+
+    private static func tcpOption(_ name: CInt) -> ChannelOptions.Types.SocketOption {
+        ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: name))
+    }
+
     /// Opens a TCP connection; `unreachable` if nothing answers within `timeout` seconds.
     public static func connect(host: String, port: Int, timeout: Double = 5, logger: Logger = Logger(label: "hap"))
         async throws(HAPError) -> HAPConnection
@@ -149,6 +157,18 @@ public actor HAPConnection {
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.milliseconds(Int64(timeout * 1000)))
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            // An accessory that loses power or its address sends no FIN: with events only (no
+            // polling) nothing would be written, and the accessory would stay online forever.
+            // Probes after `keepAlive.idle` s of silence, every `interval` s, `count` times; data
+            // not acknowledged within the same total also ends the connection.
+            .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+            .channelOption(Self.tcpOption(TCP_KEEPIDLE), value: Self.keepAlive.idle)
+            .channelOption(Self.tcpOption(TCP_KEEPINTVL), value: Self.keepAlive.interval)
+            .channelOption(Self.tcpOption(TCP_KEEPCNT), value: Self.keepAlive.count)
+            .channelOption(
+                Self.tcpOption(TCP_USER_TIMEOUT),
+                value: 1000 * (Self.keepAlive.idle + Self.keepAlive.interval * Self.keepAlive.count)
+            )
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(bridge)

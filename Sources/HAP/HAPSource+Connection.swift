@@ -23,9 +23,11 @@ extension HAPSource {
                 releaseSlot()
                 return
             }
+            let hosts = [pairing.host] + (announced[pairingID] ?? []).filter { $0 != pairing.host }
             do throws(HAPError) {
                 let connection = try await HAPConnection.connect(
-                    host: pairing.host, port: pairing.port, timeout: connectTimeout, logger: logger)
+                    firstOf: hosts, port: pairing.port, timeout: connectTimeout, logger: logger)
+                if connection.host != pairing.host { answered(pairingID, at: connection.host) }
                 do throws(HAPError) {
                     try await connection.verify(pairing)
                     releaseSlot()
@@ -36,7 +38,7 @@ extension HAPSource {
                     // after it is announced reachable must arrive as an event.
                     try await subscribeAll(pairingID, connection: connection)
                     setReachable(pairingID, true)
-                    logger.info("connected to accessory \(pairingID) at \(pairing.host):\(pairing.port)")
+                    logger.info("connected to accessory \(pairingID) at \(connection.host):\(pairing.port)")
                     attempted(pairingID, token)
                     await serve(pairingID, connection: connection)
                 } catch {
@@ -49,7 +51,7 @@ extension HAPSource {
             } catch {
                 if !Task.isCancelled && isCurrent(pairingID, token) {
                     logger.warning(
-                        "accessory \(pairingID) at \(pairing.host):\(pairing.port): \(error.message); asking the network where it is; retrying within \(String(format: "%.1f", delay)) s, at once if it moved"
+                        "accessory \(pairingID) at \(hosts.joined(separator: ", ")) port \(pairing.port): \(error.message); asking the network where it is; retrying within \(String(format: "%.1f", delay)) s, at once if it moved"
                     )
                 }
             }

@@ -34,6 +34,7 @@ extension HAPSource {
         guard case .updated(let found) = event, let id = servedPairingID(found.id), var pairing = pairings[id],
             !found.addresses.isEmpty
         else { return }
+        announced[id] = found.addresses
         let moved = !found.addresses.contains(pairing.host) || found.port != pairing.port
         let oldConfiguration = pairing.configurationNumber
         guard moved || oldConfiguration != found.configurationNumber else { return }
@@ -78,6 +79,20 @@ extension HAPSource {
             setReachable(pairingID, true)
         } catch {
             logger.warning("cannot read the new configuration of accessory \(pairingID): \(error.message)")
+        }
+    }
+
+    /// The accessory answered at `host`, another of its announced addresses than the stored
+    /// one, which did not answer first: the next connection tries `host` first.
+    func answered(_ pairingID: String, at host: String) {
+        guard var pairing = pairings[pairingID] else { return }
+        logger.info("accessory \(pairingID) answers at \(host), not first at \(pairing.host)")
+        pairing.host = host
+        pairings[pairingID] = pairing
+        do {
+            try store.save(pairing)
+        } catch {
+            logger.warning("cannot save the new address of accessory \(pairingID): \(error.message)")
         }
     }
 

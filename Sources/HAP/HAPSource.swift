@@ -34,6 +34,9 @@ public actor HAPSource: AccessorySource {
 
     /// The pairings served now, by accessory pairing id.
     var pairings: [String: HAPPairing] = [:]
+    /// Every address mDNS last gave for each pairing (the stored one is the last that
+    /// answered): a connection tries them all (`HAPConnection.connect(firstOf:)`).
+    var announced: [String: [String]] = [:]
     /// Every accessory of the served pairings, by id (`hap:<pairing id>:<aid>`).
     var accessoriesByID: [String: Accessory] = [:]
     /// Accessory ids in the order they first came: the order `accessories()` lists them in.
@@ -153,6 +156,7 @@ public actor HAPSource: AccessorySource {
     public func remove(pairingID: String) async {
         guard loops[pairingID] != nil else { return }
         pairings[pairingID] = nil
+        announced[pairingID] = nil
         nudged.remove(pairingID)
         finishLoop(pairingID)
         let prefix = "hap:\(pairingID):"

@@ -40,15 +40,20 @@ public final class HAPPeer: @unchecked Sendable {
     /// interferes with the other tests' processes when suites run in parallel.
     /// `advertise` makes it announce itself through mDNS (python-zeroconf on 127.0.0.1) as a
     /// real accessory does; `launcher` is a command it runs under (`ip netns exec <name>`).
+    /// `address` is where it listens, advertises and runs mDNS (comma-separated for several);
+    /// `listen` and `announced` replace it for listening and for what mDNS announces.
     public init(
         port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
-        advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1"
+        advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1", listen: [String] = [],
+        announced: [String] = []
     ) throws {
         var args = [
             Self.script.path, "--port", String(port), "--pincode", setupCode, "--state", state, "--address", address,
         ]
         if bridge { args.append("--bridge") }
         if advertise { args.append("--mdns") }
+        if !listen.isEmpty { args += ["--listen", listen.joined(separator: ",")] }
+        if !announced.isEmpty { args += ["--advertise", announced.joined(separator: ",")] }
         if ProcessInfo.processInfo.environment["HAP_PEER_LOG"] != nil { args.append("--debug") }
         let command = launcher + [Self.python.path] + args
         child = try ChildProcess(command[0], Array(command.dropFirst()), standardInput: true)
@@ -57,11 +62,12 @@ public final class HAPPeer: @unchecked Sendable {
     /// Starts a peer and waits until it accepts connections.
     public static func start(
         port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
-        advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1"
+        advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1", listen: [String] = [],
+        announced: [String] = []
     ) async throws -> HAPPeer {
         let peer = try HAPPeer(
             port: port, state: state, bridge: bridge, setupCode: setupCode, advertise: advertise, launcher: launcher,
-            address: address)
+            address: address, listen: listen, announced: announced)
         do {
             try await peer.waitReady()
         } catch {

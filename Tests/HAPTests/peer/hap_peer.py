@@ -17,6 +17,8 @@ Commands on stdin, one per line; each answers one line on stdout:
                                   -> "OK <aid>"
   drop                            close all controller connections -> "OK"
   find <CharacteristicName>       the first characteristic of that name -> "OK <aid> <iid>"
+  announce <addr>[,<addr>...]     advertise these addresses from now on (mDNS, with the
+                                  cache-flush bit: they replace the ones announced before) -> "OK"
   timings                         the peer's own time per request handled since the last
                                   `timings` (decrypt, HTTP, handler, encrypt, write), for the
                                   benchmark's floor -> "TIMINGS <n> <median µs> <total µs>"
@@ -139,7 +141,11 @@ def main():
     parser.add_argument("--mac", default=None)
     parser.add_argument("--debug", action="store_true")
     parser.add_argument("--mdns", action="store_true")
-    parser.add_argument("--address", default="127.0.0.1", help="where it listens and advertises")
+    parser.add_argument(
+        "--address", default="127.0.0.1",
+        help="where it listens, advertises and runs mDNS (comma-separated for several)")
+    parser.add_argument("--listen", default=None, help="where it listens instead (comma-separated)")
+    parser.add_argument("--advertise", default=None, help="what it advertises instead (comma-separated)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr)
 
@@ -153,10 +159,14 @@ def main():
     time_request_handling()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    addresses = args.address.split(",")
+    # asyncio's create_server takes a list of hosts: one listening socket each.
+    listen = args.listen.split(",") if args.listen else addresses
     driver = AccessoryDriver(
-        address=args.address, port=port, persist_file=args.state, pincode=args.pincode.encode(),
-        mac=args.mac, loop=loop,
-        **({"interface_choice": [args.address]} if args.mdns else {"async_zeroconf_instance": NoZeroconf()}),
+        address=addresses[0], port=port, persist_file=args.state, pincode=args.pincode.encode(),
+        mac=args.mac, loop=loop, listen_address=listen if len(listen) > 1 else listen[0],
+        advertised_address=args.advertise.split(",") if args.advertise else addresses,
+        **({"interface_choice": addresses} if args.mdns else {"async_zeroconf_instance": NoZeroconf()}),
     )
     if args.bridge:
         top = Bridge(driver, "Peer Bridge")
@@ -203,6 +213,10 @@ def main():
                 if not found:
                     raise KeyError(f"no characteristic {parts[1]}")
                 reply(f"OK {found[0][0]} {found[0][1]}")
+            elif parts[0] == "announce":
+                driver.state.addresses = parts[1].split(",")
+                driver.async_update_advertisement()
+                reply("OK")
             elif parts[0] == "drop":
                 # Close every controller connection, as an accessory does when it reboots.
                 for conn in list(driver.http_server.connections.values()):
