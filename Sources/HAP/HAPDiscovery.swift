@@ -1,8 +1,8 @@
 import Foundation
-import MDNS
+public import MDNS
 
-// Finding HAP accessories on the local network: a one-shot mDNS query for `_hap._tcp`
-// (`MDNSQuery`) and what HAP reads from the TXT records of its instances.
+// Finding HAP accessories on the local network: the browser and a one-shot mDNS query for
+// `_hap._tcp` (`MDNSQuery`) together, and what HAP reads from the TXT records of its instances.
 
 /// An accessory found by mDNS (`_hap._tcp`).
 public struct HAPDiscoveredAccessory: Sendable, Hashable {
@@ -27,16 +27,63 @@ public struct HAPDiscoveredAccessory: Sendable, Hashable {
     public var addresses: [String] = []
 }
 
-/// Browses `_hap._tcp.local` with one-shot mDNS queries (answers come back by unicast).
+/// Lists the `_hap._tcp.local` accessories on the local network.
 public enum HAPDiscovery {
     static let service = "_hap._tcp.local"
 
-    public static func browse(timeout: Double = 3) async throws(HAPError) -> [HAPDiscoveredAccessory] {
-        do {
-            return accessories(from: try await MDNSQuery.records(service: service, timeout: timeout))
-        } catch {
-            throw HAPError(code: error.code == .unreachable ? .unreachable : .io, message: error.message)
+    /// Listens for `timeout` seconds in two ways at once and joins what both heard: the
+    /// continuous browser (`HAPBrowser`: every admitted interface, IPv4 and IPv6, as the hap
+    /// source follows accessories), and one question from an ephemeral IPv4 port, answered by
+    /// unicast, for a machine where port 5353 cannot be shared. Fails only when neither could
+    /// listen.
+    public static func browse(timeout: Double = 3, interfaces: MDNSInterfaces = .all) async throws(HAPError)
+        -> [HAPDiscoveredAccessory]
+    {
+        let browser = HAPBrowser(interfaces: interfaces)
+        let listening = Task { () -> (any Error)? in
+            do { try await browser.run() } catch { return error }
+            return nil
         }
+        var asked: Result<[DNSMessage.Record], MDNSError>
+        do {
+            asked = .success(try await MDNSQuery.records(service: service, timeout: timeout))
+        } catch {
+            asked = .failure(error)
+        }
+        let heard = await browser.accessories()
+        listening.cancel()
+        let browserFailure = await listening.value
+        switch asked {
+        case .success(let records):
+            return merged(accessories(from: records), heard)
+        case .failure(let error) where browserFailure != nil:
+            throw HAPError(code: error.code == .unreachable ? .unreachable : .io, message: error.message)
+        case .failure:
+            return heard
+        }
+    }
+
+    /// One entry per pairing id: the first list's, with every address the second adds.
+    static func merged(_ first: [HAPDiscoveredAccessory], _ second: [HAPDiscoveredAccessory])
+        -> [HAPDiscoveredAccessory]
+    {
+        var byID: [String: HAPDiscoveredAccessory] = [:]
+        var order: [String] = []
+        for accessory in first + second {
+            let key = accessory.id.uppercased()
+            guard var known = byID[key] else {
+                byID[key] = accessory
+                order.append(key)
+                continue
+            }
+            for address in accessory.addresses where !known.addresses.contains(address) {
+                known.addresses.append(address)
+            }
+            // A host that is the SRV target's name (no address came with it) gives way to one.
+            if !known.addresses.contains(known.host), let address = known.addresses.first { known.host = address }
+            byID[key] = known
+        }
+        return order.compactMap { byID[$0] }
     }
 
     /// Joins PTR, SRV, TXT and A records into accessories.

@@ -29,6 +29,8 @@ public actor HAPSource: AccessorySource {
     let hub = EventHub<SourceEvent>()
     /// Follows the paired accessories on the network; nil when told not to (`followsNetwork`).
     let browser: HAPBrowser?
+    /// Where mDNS looks for accessories (`mdns-interfaces`): the browser's, and `discover`'s.
+    public nonisolated let mdnsInterfaces: MDNSInterfaces
     /// Pairings whose loop should stop waiting and connect now: mDNS saw them at a new address.
     var nudged: Set<String> = []
 
@@ -81,6 +83,7 @@ public actor HAPSource: AccessorySource {
         self.pollInterval = pollInterval
         self.connectTimeout = connectTimeout
         self.backoff = backoff
+        self.mdnsInterfaces = mdnsInterfaces
         browser = followsNetwork ? HAPBrowser(interfaces: mdnsInterfaces, logger: logger) : nil
         (startStream, starts) = AsyncStream.makeStream(of: (String, UUID).self)
     }

@@ -57,7 +57,8 @@ struct HAPPairingManager: PairingManager {
 
     func discover(timeout: Double) async throws(GatewayFailure) -> JSONValue {
         do {
-            return .array(try await HAPDiscovery.browse(timeout: timeout).map(Self.describe))
+            return .array(
+                try await HAPDiscovery.browse(timeout: timeout, interfaces: source.mdnsInterfaces).map(Self.describe))
         } catch {
             throw Self.failure(error)
         }
@@ -92,6 +93,7 @@ struct HAPPairingManager: PairingManager {
             "configuration-number": .int(Int64(found.configurationNumber)),
             "host": .string(found.host),
             "port": .int(Int64(found.port)),
+            "addresses": .array(found.addresses.map(JSONValue.string)),
         ])
     }
 }

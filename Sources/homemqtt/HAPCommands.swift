@@ -4,6 +4,8 @@ import Gateway
 import HAP
 import HomeModel
 import Logging
+import MDNS
+import HomeMQTTApp
 
 // The HAP commands: discover, pair, pairings and unpair, and the options they share.
 
@@ -30,6 +32,17 @@ struct HAPCommandOptions: ParsableArguments {
     func controller(writing: Bool = true) throws -> HAPController {
         let store = try store(writing: writing)
         return HAPController(store: store, logger: Setup.logger(level: verbose ? "info" : "warning"))
+    }
+
+    /// Where the config's hap source looks for accessories (`mdns-interfaces`); every
+    /// interface when it has none.
+    func mdnsInterfaces() throws -> MDNSInterfaces {
+        do {
+            let loaded = try Setup.loadConfig(config)
+            return loaded.sources.lazy.compactMap { $0.settings as? HAPFactory }.first?.mdnsInterfaces ?? .all
+        } catch let error as CLIError {
+            throw HAPCommandOptions.fail(error.description, exit: 2)
+        }
     }
 
     /// Writes the failure on stderr; the caller throws the exit code.
@@ -60,9 +73,10 @@ struct DiscoverCommand: AsyncParsableCommand {
 
     func run() async throws {
         _ = try options.controller(writing: false)
+        let interfaces = try options.mdnsInterfaces()
         let found: [HAPDiscoveredAccessory]
-        do {
-            found = try await HAPDiscovery.browse(timeout: timeout)
+        do throws(HAPError) {
+            found = try await HAPDiscovery.browse(timeout: timeout, interfaces: interfaces)
         } catch {
             throw HAPCommandOptions.fail("discover", error)
         }
@@ -73,9 +87,18 @@ struct DiscoverCommand: AsyncParsableCommand {
         for a in found {
             let category = Catalog.categories[a.category] ?? "other"
             print(
-                "\(a.id)  \(a.name)  model \(a.model.isEmpty ? "—" : a.model)  category \(a.category) (\(category))  \(a.isPaired ? "paired" : "unpaired")  c#\(a.configurationNumber)  \(a.host):\(a.port)"
+                "\(a.id)  \(a.name)  model \(a.model.isEmpty ? "—" : a.model)  category \(a.category) (\(category))  \(a.isPaired ? "paired" : "unpaired")  c#\(a.configurationNumber)  \(Self.endpoint(a.host, a.port))"
+                    + (a.addresses.count > 1
+                        ? "  (also \(a.addresses.filter { $0 != a.host }.joined(separator: ", ")))" : "")
             )
         }
+    }
+}
+
+extension DiscoverCommand {
+    /// `host:port`, with an IPv6 address in brackets (`[fe80::1%eth0]:51826`).
+    static func endpoint(_ host: String, _ port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }
 

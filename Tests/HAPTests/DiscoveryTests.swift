@@ -35,6 +35,25 @@ final class DiscoveryTests: XCTestCase {
             ])
     }
 
+    /// What the one-shot question and the browser heard of one accessory is one entry with the
+    /// addresses of both; a host that was only the SRV target's name gives way to an address.
+    func testWhatBothListenersHeardIsJoinedByPairingID() {
+        func found(_ id: String, _ host: String, _ addresses: [String]) -> HAPDiscoveredAccessory {
+            HAPDiscoveredAccessory(
+                id: id, name: "Light", model: "", category: 5, isPaired: false, configurationNumber: 1,
+                featureFlags: 0, host: host, port: 51826, addresses: addresses)
+        }
+        let asked = [found("AA:BB:CC:DD:EE:01", "10.0.0.2", ["10.0.0.2"]), found("AA:BB:CC:DD:EE:02", "b.local", [])]
+        let heard = [
+            found("aa:bb:cc:dd:ee:01", "10.0.0.2", ["10.0.0.2", "fd00::2"]),
+            found("AA:BB:CC:DD:EE:02", "fd00::3", ["fd00::3"]), found("AA:BB:CC:DD:EE:03", "fd00::4", ["fd00::4"]),
+        ]
+        let joined = HAPDiscovery.merged(asked, heard)
+        XCTAssertEqual(joined.map(\.id), ["AA:BB:CC:DD:EE:01", "AA:BB:CC:DD:EE:02", "AA:BB:CC:DD:EE:03"])
+        XCTAssertEqual(joined.map(\.host), ["10.0.0.2", "fd00::3", "fd00::4"])
+        XCTAssertEqual(joined[0].addresses, ["10.0.0.2", "fd00::2"])
+    }
+
     func testMalformedPacketsAreErrorsNotCrashes() {
         XCTAssertThrowsError(try DNSMessage.parse([0, 1, 2]))
         XCTAssertThrowsError(try DNSMessage.parse([0, 0, 0x84, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0xC0, 12]))

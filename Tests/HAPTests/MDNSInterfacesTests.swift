@@ -62,6 +62,9 @@ final class MDNSInterfacesTests: XCTestCase {
         try await restart(rig, sub, on: 40_012, gateway: gateway)
         let pairings = try await rig.pairings()
         XCTAssertTrue(pairings.contains("fd00:77::2:40012"), pairings)
+        // `homemqtt discover` hears it too, where only IPv6 reaches it.
+        let discovered = try await rig.discover()
+        XCTAssertTrue(discovered.contains("paired  c#") && discovered.contains("[fd00:77::2]:40012"), discovered)
 
         // Controlled over IPv6: a set reaches the accessory.
         try await rig.setBrightness(61, seenBy: sub)

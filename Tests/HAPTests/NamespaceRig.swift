@@ -156,6 +156,13 @@ final class NamespaceRig: @unchecked Sendable {
         ).standardOutput
     }
 
+    /// `homemqtt discover` on the gateway's side: a line per accessory heard.
+    func discover() async throws -> String {
+        try await runChecked(
+            "ip", gatewaySide.exec + [try builtProduct("homemqtt"), "discover", "--config", config, "--timeout", "2"]
+        ).standardOutput
+    }
+
     /// Sets the light's brightness over MQTT, as a user would, and waits for the accessory to
     /// have it.
     func setBrightness(_ value: Int, seenBy sub: ChildProcess) async throws {
