@@ -69,4 +69,30 @@ final class AddressChangeTests: XCTestCase {
         try await connects(at: v6.new, after: mark, "the new IPv6 address followed")
         try await rig.setBrightness(43, seenBy: sub)
     }
+
+    /// An accessory announced at its link-local address only (as a Thread border router's or an
+    /// IPv6-only network's accessories often are) is reached through the interface mDNS heard
+    /// it on: the address is kept with that interface as its scope.
+    func testAnAccessoryAtALinkLocalAddressIsReachedThroughTheInterfaceItWasHeardOn() async throws {
+        let port = 40_031
+        let rig = try await NamespaceRig.make(
+            self, gateway: ["fd00:79::1"], accessory: ["fd00:79::2", "fd00:79::3"], port: port,
+            peerAddress: "fd00:79::2", listen: ["::"], announced: ["fd00:79::3"], pairAt: "fd00:79::3")
+        let sub = try rig.subscribe()
+        _ = try rig.startGateway()
+        try await availability(sub, "online", from: 0, timeout: 30)
+
+        let linkLocal = try await rig.accessoryLinkLocalAddress()
+        try await Task.sleep(for: .seconds(1.5))
+        let mark = sub.outputLines.count
+        let announced = try await rig.peer!.command("announce \(linkLocal)")
+        XCTAssertEqual(announced, "OK")
+        try await rig.removeFromAccessory("fd00:79::3")
+        try await availability(sub, "offline", from: mark, timeout: 20)
+        try await waitUntil("the pairing at the link-local address", timeout: 30, pollInterval: 0.2) {
+            try await rig.pairings().contains("\(linkLocal)%\(rig.near):\(port)")
+        }
+        try await availability(sub, "online", from: mark, timeout: 20)
+        try await rig.setBrightness(44, seenBy: sub)
+    }
 }

@@ -108,6 +108,23 @@ final class NamespaceRig: @unchecked Sendable {
         try await runChecked("ip", accessorySide.exec + ["ip", "addr", "del", address + prefix, "dev", far])
     }
 
+    /// The link-local IPv6 address of the accessory's veth, once it is usable (past duplicate
+    /// address detection).
+    func accessoryLinkLocalAddress() async throws -> String {
+        var address = ""
+        try await waitUntil("a link-local address on the accessory's veth", timeout: 10, pollInterval: 0.1) {
+            let shown = try await runChecked(
+                "ip", accessorySide.exec + ["ip", "-6", "-o", "addr", "show", "dev", far, "scope", "link"]
+            ).standardOutput
+            guard !shown.contains("tentative"),
+                let field = shown.split(separator: " ").first(where: { $0.hasPrefix("fe80:") })
+            else { return false }
+            address = String(field.split(separator: "/")[0])
+            return true
+        }
+        return address
+    }
+
     func stop() async {
         await peer?.stop()
         for p in processes.reversed() { await p.terminate(grace: 5) }
