@@ -14,10 +14,9 @@ extension Connection {
 
     func start() {
         mosquitto_user_data_set(h, Unmanaged.passRetained(self).toOpaque())
-        // Named from inside: swift-corelibs-foundation gives a name set before `start()` to the
-        // `Thread` object only, not to the system thread that `top -H` and debuggers show.
+        // Named from inside (`ThreadName.set` says why).
         let thread = Thread { [self] in
-            Thread.current.name = "mqtt-network"
+            ThreadName.set("mqtt-network")
             self.networkThreadMain()
         }
         thread.start()

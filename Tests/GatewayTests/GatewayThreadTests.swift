@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import MQTT
 import XCTest
 
 @testable import Gateway
@@ -7,9 +8,9 @@ import XCTest
 /// The gateway's executor: its jobs run on its own thread, on a borrowing thread while lent
 /// (as the MQTT client's network thread borrows it), woken for work that comes while the
 /// borrower waits, and on its own thread again once given back.
-/// The name of the thread running the caller (`Thread.current` is for synchronous code).
+/// The system's name of the thread running the caller (for synchronous code).
 private func currentThreadName() -> String {
-    Thread.current.name ?? ""
+    ThreadName.current
 }
 
 final class GatewayThreadTests: XCTestCase {
@@ -43,7 +44,7 @@ final class GatewayThreadTests: XCTestCase {
         })
         // The borrower: runs what waits, and sleeps until woken when nothing does.
         let borrower = Thread {
-            Thread.current.name = "borrower"
+            ThreadName.set("borrower")
             while !stop.load(ordering: .relaxed) {
                 executor.runWaiting()
                 _ = wakeSignal.wait(timeout: .now() + 0.05)

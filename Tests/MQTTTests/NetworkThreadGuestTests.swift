@@ -91,7 +91,7 @@ import TestSupport
                         _ = try? client.publishWithoutWaiting(
                             "guest/\(n)", payload: Array("\(n)".utf8), qos: .atLeastOnce, retain: false,
                             properties: MQTTPublishProperties())
-                        continuation.resume(returning: (Thread.current.name ?? "", after))
+                        continuation.resume(returning: (ThreadName.current, after))
                     }
                 }
                 #expect(ran.thread == "mqtt-network")

@@ -36,13 +36,13 @@ import MQTT
 final class GatewayThread: TaskExecutor, MQTTNetworkThreadGuest, @unchecked Sendable {
     private let queue = JobQueue()
 
-    init(name: String = "homemqtt-gateway") {
+    /// `name`: at most 15 bytes, the system's limit for a thread's name.
+    init(name: String = "homemqtt-gw") {
         let queue = self.queue
         // The thread holds the queue, not the executor: releasing the executor ends it.
-        // Named from inside, as the MQTT client's network thread is: a name set before
-        // `start()` stays on the `Thread` object.
+        // Named from inside, as the MQTT client's network thread is (`ThreadName.set`).
         let thread = Thread { [weak self] in
-            Thread.current.name = name
+            ThreadName.set(name)
             GatewayThread.drain(queue) { self }
         }
         thread.start()
