@@ -15,8 +15,11 @@ extension HAPConnection {
         firstOf hosts: [String], port: Int, timeout: Double = 5, stagger: Double = 0.25,
         logger: Logger = Logger(label: "hap")
     ) async throws(HAPError) -> HAPConnection {
+        guard let first = hosts.first else {
+            throw HAPError(code: .unreachable, message: "no address to connect to")
+        }
         guard hosts.count > 1 else {
-            return try await connect(host: hosts.first ?? "", port: port, timeout: timeout, logger: logger)
+            return try await connect(host: first, port: port, timeout: timeout, logger: logger)
         }
         let race = ConnectRace(attempts: hosts.count)
         let outcome: Result<HAPConnection, HAPError> = await withTaskCancellationHandler {
@@ -26,10 +29,8 @@ extension HAPConnection {
                     // Unstructured: a losing attempt must not hold up the winner. It ends by
                     // itself (at `timeout` at the latest) and closes what it made.
                     Task {
-                        if index > 0 {
-                            try? await Task.sleep(for: .seconds(stagger * Double(index)))
-                            if race.isDecided { return race.skipped() }
-                        }
+                        if index > 0 { try? await Task.sleep(for: .seconds(stagger * Double(index))) }
+                        if race.isDecided { return race.skipped() }
                         do throws(HAPError) {
                             let connection = try await connect(host: host, port: port, timeout: timeout, logger: logger)
                             if !race.won(connection) { await connection.close() }

@@ -154,21 +154,27 @@ public actor HAPConnection {
         async throws(HAPError) -> HAPConnection
     {
         let bridge = InboundBridge()
-        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.milliseconds(Int64(timeout * 1000)))
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+        #if os(Linux)
             // An accessory that loses power or its address sends no FIN: with events only (no
             // polling) nothing would be written, and the accessory would stay online forever.
             // Probes after `keepAlive.idle` s of silence, every `interval` s, `count` times; data
             // not acknowledged within the same total also ends the connection.
-            .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
-            .channelOption(Self.tcpOption(TCP_KEEPIDLE), value: Self.keepAlive.idle)
-            .channelOption(Self.tcpOption(TCP_KEEPINTVL), value: Self.keepAlive.interval)
-            .channelOption(Self.tcpOption(TCP_KEEPCNT), value: Self.keepAlive.count)
-            .channelOption(
-                Self.tcpOption(TCP_USER_TIMEOUT),
-                value: 1000 * (Self.keepAlive.idle + Self.keepAlive.interval * Self.keepAlive.count)
-            )
+            bootstrap =
+                bootstrap
+                .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+                .channelOption(Self.tcpOption(TCP_KEEPIDLE), value: Self.keepAlive.idle)
+                .channelOption(Self.tcpOption(TCP_KEEPINTVL), value: Self.keepAlive.interval)
+                .channelOption(Self.tcpOption(TCP_KEEPCNT), value: Self.keepAlive.count)
+                .channelOption(
+                    Self.tcpOption(TCP_USER_TIMEOUT),
+                    value: 1000 * (Self.keepAlive.idle + Self.keepAlive.interval * Self.keepAlive.count)
+                )
+        #endif
+        bootstrap =
+            bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(bridge)

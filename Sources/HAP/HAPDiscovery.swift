@@ -44,12 +44,16 @@ public enum HAPDiscovery {
             do { try await browser.run() } catch { return error }
             return nil
         }
+        let started = ContinuousClock.now
         var asked: Result<[DNSMessage.Record], MDNSError>
         do {
             asked = .success(try await MDNSQuery.records(service: service, timeout: timeout))
         } catch {
             asked = .failure(error)
         }
+        // The question fails at once where IPv4 has no multicast route: the browser still
+        // gets its whole time (an IPv6-only network).
+        try? await Task.sleep(until: started + .seconds(timeout))
         let heard = await browser.accessories()
         listening.cancel()
         let browserFailure = await listening.value

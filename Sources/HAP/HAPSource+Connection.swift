@@ -27,10 +27,13 @@ extension HAPSource {
             do throws(HAPError) {
                 let connection = try await HAPConnection.connect(
                     firstOf: hosts, port: pairing.port, timeout: connectTimeout, logger: logger)
-                if connection.host != pairing.host { answered(pairingID, at: connection.host) }
                 do throws(HAPError) {
                     try await connection.verify(pairing)
                     releaseSlot()
+                    // Only the accessory itself (verified) moves the pairing to another address.
+                    if connection.host != pairing.host && isCurrent(pairingID, token) {
+                        answered(pairingID, at: connection.host, insteadOf: pairing)
+                    }
                     try await refresh(pairing, token: token, connection: connection)
                     connections[pairingID] = connection
                     delay = backoff.initial

@@ -82,10 +82,11 @@ extension HAPSource {
         }
     }
 
-    /// The accessory answered at `host`, another of its announced addresses than the stored
-    /// one, which did not answer first: the next connection tries `host` first.
-    func answered(_ pairingID: String, at host: String) {
-        guard var pairing = pairings[pairingID] else { return }
+    /// The accessory answered (and verified) at `host`, another of its announced addresses
+    /// than `tried`'s, which did not answer first: the next connection tries `host` first.
+    /// Nothing changes when mDNS moved the pairing meanwhile.
+    func answered(_ pairingID: String, at host: String, insteadOf tried: HAPPairing) {
+        guard var pairing = pairings[pairingID], pairing.host == tried.host, pairing.port == tried.port else { return }
         logger.info("accessory \(pairingID) answers at \(host), not first at \(pairing.host)")
         pairing.host = host
         pairings[pairingID] = pairing

@@ -62,9 +62,11 @@ final class MDNSInterfacesTests: XCTestCase {
         try await restart(rig, sub, on: 40_012, gateway: gateway)
         let pairings = try await rig.pairings()
         XCTAssertTrue(pairings.contains("fd00:77::2:40012"), pairings)
-        // `homemqtt discover` hears it too, where only IPv6 reaches it.
+        // `homemqtt discover` hears it too, on a host whose multicast is IPv6 only (its IPv4
+        // question cannot even be sent).
+        try await runChecked("ip", rig.gatewaySide.exec + ["ip", "route", "del", "224.0.0.0/4", "dev", "lo"])
         let discovered = try await rig.discover()
-        XCTAssertTrue(discovered.contains("paired  c#") && discovered.contains("[fd00:77::2]:40012"), discovered)
+        XCTAssertTrue(discovered.contains("  paired  c#") && discovered.contains("[fd00:77::2]:40012"), discovered)
 
         // Controlled over IPv6: a set reaches the accessory.
         try await rig.setBrightness(61, seenBy: sub)

@@ -176,7 +176,7 @@ final class NamespaceRig: @unchecked Sendable {
     /// `homemqtt discover` on the gateway's side: a line per accessory heard.
     func discover() async throws -> String {
         try await runChecked(
-            "ip", gatewaySide.exec + [try builtProduct("homemqtt"), "discover", "--config", config, "--timeout", "2"]
+            "ip", gatewaySide.exec + [try builtProduct("homemqtt"), "discover", "--config", config, "--timeout", "4"]
         ).standardOutput
     }
 
