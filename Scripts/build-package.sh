@@ -70,7 +70,8 @@ install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debia
 shlib=$(mktemp -d)
 mkdir -p "$shlib/debian"
 printf 'Source: homemqtt\n\nPackage: homemqtt\nArchitecture: any\n' >"$shlib/debian/control"
-depends=$(cd "$shlib" && dpkg-shlibdeps -O "$OLDPWD/$stage/usr/bin/homemqtt" 2>"$shlib/errors" | sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$shlib" && dpkg-shlibdeps -O "$OLDPWD/$stage/usr/bin/homemqtt" 2>"$shlib/errors" | sed -n 's/^shlibs:Depends=//p') ||
+    depends=
 [ -n "$depends" ] || { echo "build-package: dpkg-shlibdeps found no dependencies:" >&2; cat "$shlib/errors" >&2; exit 1; }
 rm -rf "$shlib"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
