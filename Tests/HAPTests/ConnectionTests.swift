@@ -74,6 +74,40 @@ final class ConnectionTests: XCTestCase {
 }
 
 /// The write body, written straight to bytes, is what the document it stands for encodes to.
+/// `connect(firstOf:)`: the first address that answers, the next tried at once when one is
+/// refused, and every reason when none answers.
+final class ConnectRaceTests: XCTestCase {
+    func testARefusedAddressStartsTheNextAttemptAtOnce() async throws {
+        // Listening on 127.0.0.1 only: 127.0.0.2 refuses the same port at once.
+        let listener = try SilentListener(dropsPackets: false)
+        let started = ContinuousClock.now
+        let connection = try await HAPConnection.connect(
+            firstOf: ["127.0.0.2", "127.0.0.1"], port: listener.port, timeout: 5, stagger: 10)
+        XCTAssertEqual(connection.host, "127.0.0.1")
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "waited for the stagger")
+        await connection.close()
+    }
+
+    func testNoAddressAnsweringIsOneErrorWithEveryReason() async throws {
+        let listener = try SilentListener(dropsPackets: false)
+        do {
+            let connection = try await HAPConnection.connect(
+                firstOf: ["127.0.0.2", "127.0.0.3"], port: listener.port, timeout: 5, stagger: 10)
+            await connection.close()
+            XCTFail("connected to \(connection.host)")
+        } catch {
+            XCTAssertEqual(error.code, .unreachable)
+            XCTAssertTrue(error.message.contains("127.0.0.2") && error.message.contains("127.0.0.3"), error.message)
+        }
+        do {
+            _ = try await HAPConnection.connect(firstOf: [], port: listener.port)
+            XCTFail("connected to no address")
+        } catch {
+            XCTAssertEqual(error.code, .unreachable)
+        }
+    }
+}
+
 final class WriteBodyTests: XCTestCase {
     func testWriteBodyIsTheDocumentsEncoding() {
         let cases: [([HAPCharacteristicID: [String: JSONValue]], UInt64?)] = [
