@@ -46,12 +46,7 @@ extension HAPSource {
             pairing.port = found.port
         }
         pairing.configurationNumber = found.configurationNumber
-        pairings[id] = pairing
-        do {
-            try store.save(pairing)
-        } catch {
-            logger.warning("cannot save the new address of accessory \(id): \(error.message)")
-        }
+        keep(pairing, id)
         if moved {
             // A connection to the old address is to an accessory that is gone from there.
             if let c = connections[id] { await c.close() }
@@ -89,6 +84,12 @@ extension HAPSource {
         guard var pairing = pairings[pairingID], pairing.host == tried.host, pairing.port == tried.port else { return }
         logger.info("accessory \(pairingID) answers at \(host), not first at \(pairing.host)")
         pairing.host = host
+        keep(pairing, pairingID)
+    }
+
+    /// Serves `pairing` from now on and saves it; a failed save leaves the running gateway
+    /// with the new address and the file with the old one, said in the log.
+    private func keep(_ pairing: HAPPairing, _ pairingID: String) {
         pairings[pairingID] = pairing
         do {
             try store.save(pairing)
