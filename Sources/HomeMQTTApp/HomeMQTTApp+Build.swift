@@ -59,11 +59,37 @@ extension HomeMQTTApp {
         }
     }
 
-    /// The gateway on `source` and `database`, with the outputs its config enables.
+    /// The gateway on `source` and `database`, with the outputs its config enables: the home on
+    /// the gateway's base topic served by `Parts.gateway`, and every other home by a gateway of
+    /// its own that `HomesService` starts and stops as homes come and go.
     public static func build(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, options: Options = Options(),
         logger: Logger
     ) throws(ConfigError) -> Parts {
+        let base = database.view(homeID: database.baseHomeID)
+        let (gateway, services) = try buildHome(
+            config: config, source: source, database: base, options: options, outputs: serviceOutputs, logger: logger)
+        let homes = HomesService(database: base, logger: logger) { home throws(ConfigError) in
+            var homeConfig = config.forHome(home)
+            if let id = homeConfig[HomieConfig.self].deviceID {
+                homeConfig[HomieConfig.self].deviceID = "\(id)-\(Slug.make(homeConfig.baseTopic, fallback: "home"))"
+            }
+            // The source runs once, beside the first home's gateway; one web view serves.
+            return try buildHome(
+                config: homeConfig, source: source, database: database.view(homeID: home.id), options: options,
+                outputs: [.homie], logger: logger)
+        }
+        // In start order: the first home's client, the source, its gateway, the other homes
+        // (stopped before the source they share), then the outputs.
+        return Parts(
+            gateway: gateway, services: Array(services.prefix(3)) + [.init(service: homes)] + services.dropFirst(3))
+    }
+
+    /// One home's gateway and its services: its client, the source, the gateway, its outputs.
+    static func buildHome(
+        config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, options: Options,
+        outputs serviceOutputs: [Output], logger: Logger
+    ) throws(ConfigError) -> (Gateway, [ServiceConfiguration]) {
         var config = config
         config.mqtt = gatewayConnection(config)
         for output in serviceOutputs { output.prepare(config) }
@@ -74,7 +100,7 @@ extension HomeMQTTApp {
             pairing: options.pairing, operations: options.operations, publicationBacklog: options.publicationBacklog,
             ownedTopics: OwnedTopicsStore(config: config), outputs: options.outputs(config), logger: logger)
         let context = OutputContext(gateway: gateway, config: config, options: options, logger: logger)
-        return Parts(gateway: gateway, services: gateway.services + serviceOutputs.flatMap { $0.services(context) })
+        return (gateway, gateway.services + serviceOutputs.flatMap { $0.services(context) })
     }
 
     /// The gateway's connection: the options it needs (`GatewayConfig.applyGatewayOptions`) and

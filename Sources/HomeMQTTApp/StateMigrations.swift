@@ -24,7 +24,7 @@ extension HomeMQTTApp {
     /// Format 1 is every state directory written before `state.json` existed (up to 0.9.0):
     /// `home.json` already carried its version, `published/*.json` too; the scope and the
     /// pairing files did not. Format 2 gives them `"version": 1`, so that a later change to
-    /// either can be told from this one.
+    /// either can be told from this one. Format 3 raises home.json to version 2 (several homes).
     static let stateMigrations: [StateFormat.Migration] = [
         StateFormat.Migration(from: 1, summary: "scope.json and the pairing files carry their version") {
             directory throws(ModelError) in
@@ -34,6 +34,12 @@ extension HomeMQTTApp {
             where HAPPairingStore.isPairingFile(name) {
                 try FileVersion.stampIfMissing(pairings.appendingPathComponent(name), version: 1)
             }
-        }
+        },
+        // Format 3: several homes. home.json version 2 gives each home a base topic and
+        // source prefixes; a version 1 file is its one home on the gateway's base topic.
+        StateFormat.Migration(from: 2, summary: "home.json is version 2 (several homes)") {
+            directory throws(ModelError) in
+            try HomeDatabase.upgradeFile(in: directory)
+        },
     ]
 }

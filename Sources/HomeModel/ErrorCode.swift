@@ -96,6 +96,14 @@ extension ErrorCode {
     /// The default room cannot be removed or renamed away.
     public static let defaultRoom = ErrorCode(rawValue: "default-room")
     public static let duplicateName = ErrorCode(rawValue: "duplicate-name")
+    /// No home with that id or name.
+    public static let unknownHome = ErrorCode(rawValue: "unknown-home")
+    /// A home that still holds accessories cannot be removed unless told where they go.
+    public static let homeNotEmpty = ErrorCode(rawValue: "home-not-empty")
+    /// The primary home, or the home served on the gateway's own base topic, cannot be removed.
+    public static let protectedHome = ErrorCode(rawValue: "protected-home")
+    /// A home's base topic that is not a valid topic prefix, or overlaps another home's.
+    public static let invalidBaseTopic = ErrorCode(rawValue: "invalid-base-topic")
     public static let invalidName = ErrorCode(rawValue: "invalid-name")
     public static let unknownPermission = ErrorCode(rawValue: "unknown-permission")
     /// An `/accessories` document that is not the shape HAP defines.

@@ -38,14 +38,23 @@ public struct Home: Sendable, Hashable, Codable, Identifiable {
     /// Accessories removed from the home while their source still has them (a simulated one,
     /// or one bridged behind a paired bridge): kept out of the home until restored (sorted).
     public var removedAccessoryIDs: [String]
+    /// Where the home is served: nil for the gateway's own base topic (the home that was
+    /// primary when the database was made), else a base topic of its own. Topics follow the
+    /// home, never the primary flag.
+    public var baseTopic: String?
+    /// Accessory id prefixes (a HAP pairing's `hap:<id>:`, a simulator file's `sim:<stem>`)
+    /// whose accessories not yet in any home are taken in here rather than by the primary home.
+    public var sourcePrefixes: [String]
 
     public init(
         id: String = UUID().uuidString, name: String = Home.defaultName, rooms: [Room] = [],
         roomForEntireHome: Room = Room(name: Home.defaultRoomName), assignments: [String: String] = [:],
         accessoryNames: [String: String] = [:], serviceNames: [String: String] = [:], knownAccessoryIDs: [String] = [],
-        removedAccessoryIDs: [String] = []
+        removedAccessoryIDs: [String] = [], baseTopic: String? = nil, sourcePrefixes: [String] = []
     ) {
         self.removedAccessoryIDs = removedAccessoryIDs
+        self.baseTopic = baseTopic
+        self.sourcePrefixes = sourcePrefixes
         self.id = id
         self.name = name
         self.rooms = rooms
@@ -67,6 +76,8 @@ public struct Home: Sendable, Hashable, Codable, Identifiable {
         serviceNames = try c.decodeIfPresent([String: String].self, forKey: .serviceNames) ?? [:]
         knownAccessoryIDs = try c.decodeIfPresent([String].self, forKey: .knownAccessoryIDs) ?? []
         removedAccessoryIDs = try c.decodeIfPresent([String].self, forKey: .removedAccessoryIDs) ?? []
+        baseTopic = try c.decodeIfPresent(String.self, forKey: .baseTopic)
+        sourcePrefixes = try c.decodeIfPresent([String].self, forKey: .sourcePrefixes) ?? []
     }
 
     public static func serviceKey(accessoryID: String, iid: UInt64) -> String { "\(accessoryID)#\(iid)" }
@@ -98,6 +109,12 @@ public struct Home: Sendable, Hashable, Codable, Identifiable {
         knownAccessoryIDs.contains(accessoryID) || assignments[accessoryID] != nil
     }
 
+    /// Whether the accessory is this home's: known here, or removed from here (and so kept out
+    /// of every other home too until restored).
+    public func holds(accessoryID: String) -> Bool {
+        isKnown(accessoryID: accessoryID) || removedAccessoryIDs.contains(accessoryID)
+    }
+
     /// The user's name for the accessory, else its own.
     public func displayName(accessory: Accessory) -> String {
         accessoryNames[accessory.id] ?? accessory.name
@@ -125,4 +142,20 @@ public enum HomeEvent: Sendable, Hashable {
     case serviceRenamed(accessoryID: String, iid: UInt64, name: String?)
     case accessoryForgotten(accessoryID: String)
     case homeRenamed(String)
+    /// An accessory moved here from another home: it is this home's from now on.
+    case accessoryJoined(accessoryID: String)
+    /// An accessory moved from here to another home.
+    case accessoryLeft(accessoryID: String, toHome: String)
+    /// A change to the list of homes, told to every home.
+    case homes(HomesChange)
+}
+
+/// A change to the list of homes (after `homeManager(_:didAdd:)`, `didRemove`,
+/// `homeManagerDidUpdatePrimaryHome`), told to every home's subscribers.
+public enum HomesChange: Sendable, Hashable {
+    case added(Home)
+    case removed(Home)
+    case renamed(Home, oldName: String)
+    case primaryChanged(Home, previous: Home)
+    case baseTopicChanged(Home, old: String?)
 }

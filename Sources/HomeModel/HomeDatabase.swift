@@ -1,15 +1,22 @@
 public import Foundation
+import Synchronization
 
-/// The home database, after HomeKit's: homes (one primary), rooms, where accessories are, and the
-/// names users gave them. Every change is on disk before it returns and before its `HomeEvent`
-/// is emitted.
+/// The home database, after HomeKit's: homes (one primary), their rooms, which home and room
+/// each accessory is in, and the names users gave them. Every change is on disk before it
+/// returns and before its `HomeEvent` is emitted.
 ///
-/// Stored as `home.json` (`{"version": 1, ...}`) in the state directory, replaced atomically (see
+/// A `HomeDatabase` is a view of the database for one home: `view(homeID:)` makes another view of
+/// the same database, sharing its document, file and lock. The views a gateway serves are bound
+/// to a home; the one `init` opens follows the primary home (what the CLI edits by default).
+///
+/// Stored as `home.json` (`{"version": 2, ...}`) in the state directory, replaced atomically (see
 /// `AtomicFileWriter`). `home.lock` is `flock`ed so two processes never write at once: an
 /// exclusive database holds it for its lifetime; a non-exclusive one (a CLI while the gateway may
-/// run) takes it for each change, re-reading the file under it first.
+/// run) takes it for each change, re-reading the file under it first. Version 1 (one home, before
+/// 0.11) reads as version 2 with that home on the gateway's base topic; the state format's
+/// migration rewrites it.
 public actor HomeDatabase {
-    public static let currentVersion = 1
+    public static let currentVersion = 2
     public static let fileName = "home.json"
     public static let lockFileName = "home.lock"
 
@@ -24,6 +31,26 @@ public actor HomeDatabase {
         }
 
         var primaryIndex: Int { homes.firstIndex { $0.id == primaryHomeID } ?? 0 }
+
+        /// The home a view bound to `homeID` sees; nil follows the primary home.
+        func index(of homeID: String?) -> Int? {
+            guard let homeID else { return primaryIndex }
+            return homes.firstIndex { $0.id == homeID }
+        }
+
+        /// The home that holds the accessory, else the home that takes in a new accessory of its
+        /// source (the longest matching source prefix), else the primary home.
+        func homeIndex(forAccessory id: String) -> Int {
+            if homes.count == 1 { return 0 }
+            if let holder = homes.firstIndex(where: { $0.holds(accessoryID: id) }) { return holder }
+            var best: (index: Int, length: Int)?
+            for (index, home) in homes.enumerated() {
+                for prefix in home.sourcePrefixes where id.hasPrefix(prefix) && prefix.count > (best?.length ?? -1) {
+                    best = (index, prefix.count)
+                }
+            }
+            return best?.index ?? primaryIndex
+        }
     }
 
     struct Storage: Sendable {
@@ -35,9 +62,71 @@ public actor HomeDatabase {
         let heldLock: FileLock?
     }
 
-    private let storage: Storage?
-    private var document: Document
-    private let hub = EventHub<HomeEvent>()
+    /// An event and the home it is told to: nil tells every home.
+    typealias Addressed = (homeID: String?, event: HomeEvent)
+
+    /// What every view of one database shares: the document, its file, and each home's events.
+    final class Shared: Sendable {
+        let storage: Storage?
+        let document: Mutex<Document>
+        /// home id → the hub of that home's events, made when first subscribed.
+        private let hubs = Mutex<[String: EventHub<HomeEvent>]>([:])
+
+        init(storage: Storage?, document: Document) {
+            self.storage = storage
+            self.document = Mutex(document)
+        }
+
+        deinit {
+            for hub in hubs.withLock({ Array($0.values) }) { hub.finish() }
+        }
+
+        func hub(for homeID: String) -> EventHub<HomeEvent> {
+            hubs.withLock { hubs in
+                if let hub = hubs[homeID] { return hub }
+                let hub = EventHub<HomeEvent>()
+                hubs[homeID] = hub
+                return hub
+            }
+        }
+
+        /// Applies `body` to the document (re-read first under the lock when not exclusive),
+        /// saves the result if it changed, then emits the events.
+        func update<R: Sendable>(_ body: (inout Document) throws(ModelError) -> (R, [Addressed])) throws(ModelError)
+            -> R
+        {
+            let storage = self.storage
+            let (result, events): (R, [Addressed]) = try document.withLock { document throws(ModelError) in
+                var transientLock: FileLock?
+                var base = document
+                if let storage, !storage.exclusive {
+                    transientLock = try FileLock(path: storage.lockPath)
+                    if let fresh = try HomeDatabase.load(storage.file) { base = fresh }
+                }
+                defer { _ = transientLock }
+                var next = base
+                let out = try body(&next)
+                if next != base, let storage {
+                    try HomeDatabase.save(next, storage)
+                }
+                document = next
+                return out
+            }
+            let targets = hubs.withLock { $0 }
+            for (homeID, event) in events {
+                if let homeID {
+                    targets[homeID]?.yield(event)
+                } else {
+                    for hub in targets.values { hub.yield(event) }
+                }
+            }
+            return result
+        }
+    }
+
+    let shared: Shared
+    /// The home this view reads and changes; nil follows the primary home.
+    public nonisolated let homeID: String?
 
     /// Opens (or starts) the database in `directory`, creating the directory (0700) if needed.
     /// A corrupt `home.json` (`corrupt-database`) or one from a newer version
@@ -55,6 +144,7 @@ public actor HomeDatabase {
         let held = exclusive ? try FileLock(path: lockPath) : nil
         if held != nil { AtomicFileWriter.removeStaleTemporaries(for: file) }
         let storage = Storage(file: file, lockPath: lockPath, exclusive: exclusive, writer: writer, heldLock: held)
+        let document: Document
         if let loaded = try Self.load(file) {
             document = loaded
         } else {
@@ -62,42 +152,71 @@ public actor HomeDatabase {
             // Written at once so the home's and default room's ids are stable from now on.
             if exclusive { try Self.save(document, storage) }
         }
-        self.storage = storage
+        shared = Shared(storage: storage, document: document)
+        homeID = nil
     }
 
-    private init(inMemory document: Document) {
-        self.storage = nil
-        self.document = document
+    private init(shared: Shared, homeID: String?) {
+        self.shared = shared
+        self.homeID = homeID
     }
 
     /// A database without a file, for tests and dry runs.
     public static func inMemory() -> HomeDatabase {
-        HomeDatabase(inMemory: .fresh())
+        HomeDatabase(shared: Shared(storage: nil, document: .fresh()), homeID: nil)
     }
 
     /// An in-memory copy of `home`, to preview changes (a dry run) without touching any file.
     public static func inMemory(copying home: Home) -> HomeDatabase {
-        HomeDatabase(inMemory: Document(version: currentVersion, primaryHomeID: home.id, homes: [home]))
+        let document = Document(version: currentVersion, primaryHomeID: home.id, homes: [home])
+        return HomeDatabase(shared: Shared(storage: nil, document: document), homeID: nil)
     }
 
-    deinit {
-        hub.finish()
+    /// A view of the same database bound to the home `homeID`: what it reads, changes and hears
+    /// is that home's, whichever home is primary.
+    public nonisolated func view(homeID: String) -> HomeDatabase {
+        HomeDatabase(shared: shared, homeID: homeID)
     }
 
-    /// The primary home.
-    public var home: Home { document.homes[document.primaryIndex] }
+    /// This view's home; the primary home if the view's home was removed.
+    public var home: Home {
+        shared.document.withLock { $0.homes[$0.index(of: homeID) ?? $0.primaryIndex] }
+    }
 
-    public var homes: [Home] { document.homes }
+    public var homes: [Home] { shared.document.withLock { $0.homes } }
 
-    /// Each call returns a new stream that sees every change from then on.
+    /// The homes now, without waiting for the actor: for building the gateways that serve them.
+    public nonisolated var homesNow: [Home] { shared.document.withLock { $0.homes } }
+
+    /// The home served on the gateway's own base topic (the one without a base topic of its own).
+    public nonisolated var baseHomeID: String {
+        shared.document.withLock { document in
+            (document.homes.first { $0.baseTopic == nil } ?? document.homes[document.primaryIndex]).id
+        }
+    }
+
+    public var primaryHomeID: String { shared.document.withLock { $0.primaryHomeID } }
+
+    /// Each call returns a new stream that sees every change of this view's home from then on
+    /// (for a view following the primary home: of the home primary now), and every change to
+    /// the list of homes.
     public nonisolated func events() -> EventStream<HomeEvent> {
-        hub.subscribe()
+        let id = shared.document.withLock { $0.homes[$0.index(of: homeID) ?? $0.primaryIndex].id }
+        return shared.hub(for: id).subscribe()
+    }
+
+    /// Whether the accessory is this view's home's, or would be taken in by it if new. With one
+    /// home, every accessory is.
+    public nonisolated func serves(accessoryID: String) -> Bool {
+        shared.document.withLock { document in
+            document.homes.count == 1 || document.homeIndex(forAccessory: accessoryID) == document.index(of: homeID)
+        }
     }
 
     /// Re-reads the file (for a non-exclusive database, which another process may change).
     public func reload() throws(ModelError) {
-        guard let storage, let fresh = try Self.load(storage.file) else { return }
-        document = fresh
+        guard let storage = shared.storage, let fresh = try Self.load(storage.file) else { return }
+        shared.document.withLock { $0 = fresh }
     }
 
     // MARK: Changes
@@ -221,64 +340,72 @@ public actor HomeDatabase {
         }
     }
 
-    /// Takes in accessories from the sources. One never seen before is remembered, and if it
-    /// suggests a room, placed there (the room is made if missing). A known accessory is never
-    /// moved, so calling this again with the same accessories changes nothing.
+    /// Takes in accessories from the sources, those that are this home's (`serves`). One never
+    /// seen before is remembered, and if it suggests a room, placed there (the room is made if
+    /// missing). A known accessory is never moved, so calling this again with the same
+    /// accessories changes nothing.
     public func adopt(_ accessories: [Accessory]) throws(ModelError) {
-        try change { home throws(ModelError) in
-            var known = Set(home.knownAccessoryIDs).union(home.removedAccessoryIDs)
-            var events: [HomeEvent] = []
-            for accessory in accessories where !known.contains(accessory.id) {
-                known.insert(accessory.id)
-                guard home.assignments[accessory.id] == nil,
-                    let suggestion = accessory.suggestedRoom?.trimmingCharacters(in: .whitespacesAndNewlines),
-                    !suggestion.isEmpty
-                else { continue }
-                let room: Room
-                if let existing = home.room(named: suggestion) {
-                    room = existing
-                } else {
-                    room = Room(name: suggestion)
-                    home.rooms.append(room)
-                    events.append(.roomAdded(room))
+        let homeID = self.homeID
+        try shared.update { document throws(ModelError) in
+            guard let index = document.index(of: homeID) else { throw Self.unknownHome(homeID ?? "") }
+            let mine =
+                document.homes.count == 1
+                ? accessories
+                : accessories.filter {
+                    document.homeIndex(forAccessory: $0.id) == index
                 }
-                home.assignments[accessory.id] = room.id
-                events.append(.accessoryAssigned(accessoryID: accessory.id, room: room))
-            }
-            home.knownAccessoryIDs = known.subtracting(home.removedAccessoryIDs).sorted()
-            return ((), events)
+            let events = Self.adopt(mine, into: &document.homes[index])
+            return ((), events.map { (document.homes[index].id, $0) })
         }
     }
 
-    public func renameHome(to newName: String) throws(ModelError) {
-        try change { home throws(ModelError) in
-            let name = try Self.checkedName(newName, what: "home")
-            guard home.name != name else { return ((), []) }
-            home.name = name
-            return ((), [.homeRenamed(name)])
+    private static func adopt(_ accessories: [Accessory], into home: inout Home) -> [HomeEvent] {
+        var known = Set(home.knownAccessoryIDs).union(home.removedAccessoryIDs)
+        var events: [HomeEvent] = []
+        for accessory in accessories where !known.contains(accessory.id) {
+            known.insert(accessory.id)
+            guard home.assignments[accessory.id] == nil,
+                let suggestion = accessory.suggestedRoom?.trimmingCharacters(in: .whitespacesAndNewlines),
+                !suggestion.isEmpty
+            else { continue }
+            let room: Room
+            if let existing = home.room(named: suggestion) {
+                room = existing
+            } else {
+                room = Room(name: suggestion)
+                home.rooms.append(room)
+                events.append(.roomAdded(room))
+            }
+            home.assignments[accessory.id] = room.id
+            events.append(.accessoryAssigned(accessoryID: accessory.id, room: room))
         }
+        home.knownAccessoryIDs = known.subtracting(home.removedAccessoryIDs).sorted()
+        return events
+    }
+
+    /// Renames this view's home (`renameHome(id:to:)` for any home).
+    public func renameHome(to newName: String) throws(ModelError) {
+        let id = home.id
+        try renameHome(id: id, to: newName)
     }
 
     // MARK: Machinery
 
-    /// Applies `body` to the primary home, persists the result if it changed, then emits events.
-    private func change<R>(_ body: (inout Home) throws(ModelError) -> (R, [HomeEvent])) throws(ModelError) -> R {
-        var transientLock: FileLock?
-        var base = document
-        if let storage, !storage.exclusive {
-            transientLock = try FileLock(path: storage.lockPath)
-            if let fresh = try Self.load(storage.file) { base = fresh }
+    /// Applies `body` to this view's home, persists the result if it changed, then emits events.
+    private func change<R: Sendable>(_ body: (inout Home) throws(ModelError) -> (R, [HomeEvent])) throws(ModelError)
+        -> R
+    {
+        let homeID = self.homeID
+        return try shared.update { document throws(ModelError) in
+            guard let index = document.index(of: homeID) else { throw Self.unknownHome(homeID ?? "") }
+            let (result, events) = try body(&document.homes[index])
+            let id = document.homes[index].id
+            return (result, events.map { (id, $0) })
         }
-        defer { _ = transientLock }
-        var next = base
-        let index = next.primaryIndex
-        let (result, events) = try body(&next.homes[index])
-        if next != base, let storage {
-            try Self.save(next, storage)
-        }
-        document = next
-        for event in events { hub.yield(event) }
-        return result
+    }
+
+    static func unknownHome(_ key: String) -> ModelError {
+        ModelError(code: .unknownHome, message: "no home '\(key)'")
     }
 
     static func checkedName(_ name: String, what: String) throws(ModelError) -> String {
@@ -335,25 +462,43 @@ public actor HomeDatabase {
             )
         }
         guard version >= 1 else { throw corrupt("version \(version)") }
-        let document: Document
+        var document: Document
         do {
             document = try JSONDecoder().decode(Document.self, from: Data(bytes))
         } catch {
             throw corrupt("\(error)")
         }
+        // Version 1 held one home, served on the gateway's base topic: it reads as version 2.
+        document.version = currentVersion
         guard document.homes.contains(where: { $0.id == document.primaryHomeID }) else {
             throw corrupt("the primary home \(document.primaryHomeID) is missing")
         }
         return document
     }
 
+    /// The state format's migration to format 3: rewrites an older `home.json` in `directory`
+    /// as the current version. Safe to run again; a missing file stays missing. The caller
+    /// holds the database's lock (`StateFormat.prepare`).
+    public static func upgradeFile(in directory: URL) throws(ModelError) {
+        let file = directory.appendingPathComponent(fileName)
+        guard let data = FileManager.default.contents(atPath: file.path),
+            let version = (try? JSONValue(parsing: Array(data)))?["version"]?.int64Value,
+            version < Int64(currentVersion), let document = try load(file)
+        else { return }
+        try save(document, to: file, writer: AtomicFileWriter())
+    }
+
     static func save(_ document: Document, _ storage: Storage) throws(ModelError) {
+        try save(document, to: storage.file, writer: storage.writer)
+    }
+
+    static func save(_ document: Document, to file: URL, writer: AtomicFileWriter) throws(ModelError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data: Data
         do { data = try encoder.encode(document) } catch {
             throw ModelError(code: .io, message: "could not encode the home database: \(error)")
         }
-        try storage.writer.write(Array(data) + [0x0A], to: storage.file)
+        try writer.write(Array(data) + [0x0A], to: file)
     }
 }

@@ -21,7 +21,7 @@ public import Foundation
 /// `pairings/` and `published/`, each a regular file: nothing else there is backed up, migrated
 /// or restored, and a symbolic link in their place is refused.
 public struct StateFormat: Sendable {
-    public static let current = 2
+    public static let current = 3
     public static let fileName = "state.json"
     public static let backupDirectory = "backups"
     static let topLevelFiles: Set<String> = [HomeDatabase.fileName, "scope.json", fileName]

@@ -14,7 +14,8 @@ struct HomeMQTT: AsyncParsableCommand {
             RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self,
             PairCommand.self, PairingsCommand.self, UnpairCommand.self, ImportPairingCommand.self,
             AccessoryPairingsCommand.self, AddPairingCommand.self, RemovePairingCommand.self,
-            RoomCommand.self, AccessoryCommand.self, ServiceCommand.self, ScopeCommand.self, HealthCommand.self,
+            HomesCommand.self, HomeCommand.self, RoomCommand.self, AccessoryCommand.self, ServiceCommand.self,
+            ScopeCommand.self, HealthCommand.self,
             RepublishCommand.self, BackupCommand.self, RestoreCommand.self,
         ],
         defaultSubcommand: RunCommand.self

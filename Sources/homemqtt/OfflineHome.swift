@@ -116,6 +116,8 @@ struct OfflineHome: HomeEditor {
         }
     }
 
+    var gatewayBase: String { config.baseTopic }
+
     // The state directory is all there is: no topics to follow a change, no log to tell.
     var running: (any RunningGateway)? { nil }
     func homeChanged() {}

@@ -115,7 +115,9 @@ final class UpgradeAndBackupTests: XCTestCase {
             contentsOf: URL(fileURLWithPath: rig.state + "/pairings/hap-pairing-A4-4B-1E-CF-2B-D7.json"))
         let (states, observer) = try await runGateway(rig)
         let stderr = rig.gateway?.standardError ?? ""
-        XCTAssertTrue(stderr.contains("migrated the state directory \(rig.state) from format 1 to 2"), stderr)
+        XCTAssertTrue(
+            stderr.contains("migrated the state directory \(rig.state) from format 1 to \(StateFormat.current)"), stderr
+        )
 
         // Rooms, names and assignments as the old version left them.
         let accessories = Set(states.keys.map { $0.split(separator: "/").prefix(3).joined(separator: "/") })
@@ -149,7 +151,7 @@ final class UpgradeAndBackupTests: XCTestCase {
             original)
         let marker = try JSONValue(
             parsing: Array(try Data(contentsOf: URL(fileURLWithPath: rig.state + "/state.json"))))
-        XCTAssertEqual(marker["format"]?.intValue, 2)
+        XCTAssertEqual(marker["format"]?.intValue, StateFormat.current)
         for file in ["scope.json", "pairings/hap-pairing-A4-4B-1E-CF-2B-D7.json"] {
             let json = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: "\(rig.state)/\(file)"))))
             XCTAssertEqual(json["version"]?.intValue, 1, file)

@@ -58,7 +58,7 @@ final class CrashSwitch: @unchecked Sendable {
         // Ids are stable: a second reader sees the same home.
         #expect(try await onDisk(dir) == home)
         let json = try JSONValue(parsing: Array(try dir.bytes()))
-        #expect(json["version"] == 1)
+        #expect(json["version"] == 2)
     }
 
     @Test func everyChangePersistsThenEmitsItsEvent() async throws {
@@ -299,7 +299,7 @@ final class CrashSwitch: @unchecked Sendable {
     @Test func newerVersionIsRefusedAndLeftAsItIs() async throws {
         let dir = try TemporaryDirectory()
         try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
-        let text = #"{"version": 2, "whatever": "the future holds"}"#
+        let text = #"{"version": 3, "whatever": "the future holds"}"#
         try Data(text.utf8).write(to: dir.databaseFile)
         #expect(throws: ModelError.self) { try HomeDatabase(directory: dir.url) }
         do { _ = try HomeDatabase(directory: dir.url, exclusive: false) } catch {

@@ -68,7 +68,7 @@ import TestSupport
 
     @Test func anArchiveOfANewerFormatIsRefusedBeforeAnythingIsWritten() throws {
         let dir = try TemporaryDirectory()
-        let text = #"{"homemqtt-backup": 1, "format": 3, "written-by": "12.0", "files": {"home.json": "e30="}}"#
+        let text = #"{"homemqtt-backup": 1, "format": 99, "written-by": "12.0", "files": {"home.json": "e30="}}"#
         let archive = try StateArchive(reading: Array(text.utf8), file: "b.json")
         #expect(throws: ModelError.self) {
             try archive.restore(into: format(dir.url.appendingPathComponent("s")), replacing: true)

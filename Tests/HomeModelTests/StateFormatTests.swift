@@ -29,6 +29,10 @@ private final class Stamp: @unchecked Sendable {
             try FileVersion.stampIfMissing(directory.appendingPathComponent("pairings/p.json"), version: 1)
         }
     }
+    /// One for each format before the current one: the stamp, then steps that change nothing.
+    var migrations: [StateFormat.Migration] {
+        [migration] + (2..<StateFormat.current).map { StateFormat.Migration(from: $0, summary: "step \($0)") { _ in } }
+    }
 }
 
 func json(_ dir: TemporaryDirectory, _ file: String) throws -> JSONValue {
@@ -53,7 +57,7 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         let dir = try TemporaryDirectory()
         let stamp = Stamp()
         let upgrade = try StateFormat(
-            directory: dir.url.appendingPathComponent("state"), version: "9.9", migrations: [stamp.migration]
+            directory: dir.url.appendingPathComponent("state"), version: "9.9", migrations: stamp.migrations
         ).prepare()
         #expect(upgrade == nil)
         #expect(stamp.runs == 0)
@@ -68,16 +72,16 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         try formatOne(dir)
         let before = try Data(contentsOf: dir.url.appendingPathComponent("scope.json"))
         let stamp = Stamp()
-        let format = StateFormat(directory: dir.url, version: "9.9", migrations: [stamp.migration])
+        let format = StateFormat(directory: dir.url, version: "9.9", migrations: stamp.migrations)
         let upgrade = try #require(try format.prepare())
-        #expect(upgrade.from == 1 && upgrade.to == 2 && upgrade.steps == ["stamp"])
+        #expect(upgrade.from == 1 && upgrade.to == StateFormat.current && upgrade.steps.first == "stamp")
         #expect(upgrade.backup.lastPathComponent.hasPrefix("format-1-"))
         #expect(try Data(contentsOf: upgrade.backup.appendingPathComponent("scope.json")) == before)
         #expect(FileManager.default.fileExists(atPath: upgrade.backup.appendingPathComponent("pairings/p.json").path))
         #expect(try json(dir, "scope.json")["version"]?.intValue == 1)
         #expect(try json(dir, "scope.json")["rooms"]?["deny"]?[0]?.stringValue == "Bedroom")
         #expect(try json(dir, "pairings/p.json")["version"]?.intValue == 1)
-        #expect(try json(dir, "state.json")["format"]?.intValue == 2)
+        #expect(try json(dir, "state.json")["format"]?.intValue == StateFormat.current)
         // Done once: the next start changes nothing.
         #expect(try format.prepare() == nil)
         #expect(stamp.runs == 1)
@@ -89,7 +93,7 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         let original = try Data(contentsOf: dir.url.appendingPathComponent("scope.json"))
         let stamp = Stamp()
         stamp.failAfterFirstFile = true
-        let format = StateFormat(directory: dir.url, version: "9.9", migrations: [stamp.migration])
+        let format = StateFormat(directory: dir.url, version: "9.9", migrations: stamp.migrations)
         #expect(throws: ModelError.self) { try format.prepare() }
         #expect(!FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("state.json").path))
         // Half migrated: the scope has its version, the pairing not yet.
@@ -108,15 +112,15 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         let dir = try TemporaryDirectory()
         try formatOne(dir)
         try AtomicFileWriter().write(
-            Array(#"{"format": 3, "written-by": "12.0"}"#.utf8), to: dir.url.appendingPathComponent("state.json"))
+            Array(#"{"format": 99, "written-by": "12.0"}"#.utf8), to: dir.url.appendingPathComponent("state.json"))
         let before = try snapshot(dir)
         let stamp = Stamp()
         do {
-            try StateFormat(directory: dir.url, version: "9.9", migrations: [stamp.migration]).prepare()
+            try StateFormat(directory: dir.url, version: "9.9", migrations: stamp.migrations).prepare()
             Issue.record("a newer state directory was accepted")
         } catch {
             #expect(error.code == .unsupportedVersion)
-            #expect(error.message.contains("format 3, written by HomeMQTT 12.0"))
+            #expect(error.message.contains("format 99, written by HomeMQTT 12.0"))
             #expect(error.message.contains("Nothing in it was changed"))
         }
         #expect(try snapshot(dir) == before)
@@ -153,7 +157,7 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         #expect(chown(dir.url.path, 65534, 65534) == 0)
         let before = try snapshot(dir)
         do {
-            try StateFormat(directory: dir.url, version: "9.9", migrations: [Stamp().migration]).prepare()
+            try StateFormat(directory: dir.url, version: "9.9", migrations: Stamp().migrations).prepare()
             Issue.record("migrated a directory another user owns")
         } catch {
             #expect(error.code == .wrongOwner)

@@ -8,6 +8,7 @@ extension Gateway {
         let gateway: Gateway
 
         var database: HomeDatabase { gateway.database }
+        var gatewayBase: String { gateway.config.gatewayBase }
         var running: (any RunningGateway)? { self }
         var pairing: (any PairingManager)? { gateway.pairing }
 

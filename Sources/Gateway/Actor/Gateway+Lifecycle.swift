@@ -69,7 +69,8 @@ extension Gateway {
     /// connect, subscribe, publish the whole tree, `online` last.
     func start(connection states: AsyncStream<MQTTConnectionState>) async throws {
         logger.info("loading accessories", metadata: ["source": "\(source.sourceName)"])
-        let initial = await source.accessories()
+        // With several homes, each gateway serves its own home's accessories.
+        let initial = await source.accessories().filter { database.serves(accessoryID: $0.id) }
         try Task.checkCancellation()
         try await loadInitial(initial)
         if let currentHome {
@@ -182,6 +183,26 @@ extension Gateway {
         outbox.finish()
         await outbox.wait(below: 1, until: deadline + Self.stopGrace)
         logger.info("gateway stopped")
+    }
+
+    /// The home this gateway served is gone from its base topic (removed, or moved to another):
+    /// every retained topic it published — its record, the tree as published, the outputs'
+    /// topics — is cleared, and nothing is published after, not even `offline`. Then it is
+    /// stopped as any gateway is.
+    public func retire() {
+        var all = ownership.recorded
+        all.formUnion(ownership(of: publishedTree))
+        all.topics.formUnion(retained.topics)
+        let topics = all.topicsToClear(keeping: OwnedTopics())
+        logger.info("clearing the topics of a home no longer served here", metadata: ["count": "\(topics.count)"])
+        for topic in topics { enqueue(topic, [], retain: true) }
+        if let store = ownership.store {
+            do throws(ModelError) { try store.save(OwnedTopics()) } catch {
+                logger.warning("cannot empty the record of published topics", metadata: ["error": "\(error.message)"])
+            }
+        }
+        // `stop` publishes nothing from here on, and says no `offline` where nothing is left.
+        phase = .stopped
     }
 
     /// How long `stop` waits for answers in progress, and then for the outbox.

@@ -21,12 +21,14 @@ extension Gateway {
         case .valueUpdated(let address, let value):
             update(address, value)
         case .reachabilityChanged(let id, let reachable):
-            guard served.setReachable(id, reachable) else { return }
+            guard database.serves(accessoryID: id), served.setReachable(id, reachable) else { return }
             rebuild(announce: false)
             if let node = tree.accessory(id: id) {
                 event(reachable ? .accessoryReachable : .accessoryUnreachable, accessory: node)
             }
         case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
+            // Another home's: its own gateway serves it.
+            guard database.serves(accessoryID: accessory.id) else { return }
             do {
                 try await database.adopt([accessory])
             } catch {
@@ -67,13 +69,56 @@ extension Gateway {
                 ])
         case .homeRenamed(let name):
             event(.homeRenamed, fields: ["name": .string(name)])
+        case .accessoryJoined(let accessoryID):
+            // Out of this home's tree until now: its description and values come from the source.
+            if let accessory = await source.accessories().first(where: { $0.id == accessoryID }) {
+                remember(accessory)
+            }
+            rebuild(announce: true)
+            event(.accessoryJoinedHome, fields: ["accessory": .string(accessoryID)])
+        case .accessoryLeft(let accessoryID, let toHome):
+            served.forget(accessoryID)
+            rebuild(announce: true)
+            event(.accessoryLeftHome, fields: ["accessory": .string(accessoryID), "home": .string(toHome)])
+        case .homes(let change):
+            announce(change)
         case .accessoryAssigned, .accessoryRenamed, .accessoryForgotten:
             break // announced by the tree diff, which knows the topics
         }
         work.rebuildRequests.yield()
     }
 
+    /// A change to the list of homes, on every home's event topic; a home's own rename is
+    /// `home-renamed` without an id, as it always was.
+    func announce(_ change: HomesChange) {
+        func describe(_ home: Home) -> JSONValue {
+            .object([
+                "id": .string(home.id), "name": .string(home.name),
+                "base-topic": .string(home.baseTopic ?? config.gatewayBase),
+            ])
+        }
+        switch change {
+        case .added(let home):
+            event(.homeAdded, fields: ["home": describe(home)])
+        case .removed(let home):
+            event(.homeRemoved, fields: ["home": describe(home)])
+        case .renamed(let home, let oldName):
+            guard home.id != currentHome?.id else { return }
+            event(
+                .homeRenamed,
+                fields: ["home": describe(home), "name": .string(home.name), "old-name": .string(oldName)])
+        case .primaryChanged(let home, let previous):
+            event(.primaryHomeChanged, fields: ["home": describe(home), "previous": describe(previous)])
+        case .baseTopicChanged(let home, let old):
+            event(
+                .homeBaseTopicChanged,
+                fields: ["home": describe(home), "old-base-topic": .string(old ?? config.gatewayBase)])
+        }
+    }
+
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
+        // Another home's value is not kept here (its gateway keeps it).
+        if served.accessories[address.accessoryID] == nil, !database.serves(accessoryID: address.accessoryID) { return }
         let previous = served.record(value, at: address)
         guard isStarted, let node = publishedTree.characteristic(address) else { return }
         if node.isEvent {

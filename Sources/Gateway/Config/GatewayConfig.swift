@@ -82,6 +82,11 @@ public struct GatewayConfig: Sendable {
     public var brokerDisplay: String
     public var qos: MQTTQoS = .atLeastOnce
     public var baseTopic = "home"
+    /// Set when this config serves a home other than the one on the gateway's base topic
+    /// (`forHome`): the gateway's own base topic, which `baseTopic` then is not.
+    public var gatewayBaseTopic: String?
+    /// The gateway's own base topic, whichever home this config serves.
+    public var gatewayBase: String { gatewayBaseTopic ?? baseTopic }
     /// The home database, the run-time scope and the HAP pairings. See `StateDirectorySource`
     /// for what decides it.
     public var stateDirectory: String

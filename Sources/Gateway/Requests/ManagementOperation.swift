@@ -43,6 +43,8 @@ extension GatewayOperation {
 /// announces the change; the CLI's without it changes the state directory only.
 public protocol HomeEditor: Sendable {
     var database: HomeDatabase { get }
+    /// The gateway's own base topic: where the home without a base topic of its own is served.
+    var gatewayBase: String { get }
     /// The running gateway, for what only it can do; nil when the home is edited without it.
     var running: (any RunningGateway)? { get }
 
@@ -115,7 +117,8 @@ public enum ManagementOperations {
     public static let core: [any ManagementOperation.Type] = [
         TreeGet.self, Republish.self, Health.self, RoomAdd.self, RoomRename.self, RoomRemove.self,
         AccessoryRename.self, AccessoryMove.self, AccessoryRemove.self, AccessoryIdentify.self, ServiceRename.self,
-        ScopeGet.self, ScopeSet.self,
+        ScopeGet.self, ScopeSet.self, HomesList.self, HomeAdd.self, HomeRename.self, HomeRemove.self,
+        HomePrimary.self, HomeBaseTopic.self, AccessoryHome.self, SourceHome.self,
     ]
 
     /// The core operations, then `extra`. A name listed twice is answered by its first type.

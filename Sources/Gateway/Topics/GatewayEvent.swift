@@ -14,5 +14,12 @@ public enum GatewayEvent: String, Sendable, CaseIterable {
     case roomRenamed = "room-renamed"
     case serviceRenamed = "service-renamed"
     case homeRenamed = "home-renamed"
+    case homeAdded = "home-added"
+    case homeRemoved = "home-removed"
+    case primaryHomeChanged = "primary-home-changed"
+    case homeBaseTopicChanged = "home-base-topic-changed"
+    /// An accessory moved here from another home (`accessory-left-home` in the home it left).
+    case accessoryJoinedHome = "accessory-joined-home"
+    case accessoryLeftHome = "accessory-left-home"
     case scopeChanged = "scope-changed"
 }

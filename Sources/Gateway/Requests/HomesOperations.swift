@@ -1,0 +1,249 @@
+// The operations on the list of homes: list, add, rename, remove, make primary, move a home's
+// base topic, and move an accessory or a whole source to another home. Like the room operations
+// they need no running gateway; a running one announces each change on every home's
+// `$gateway/event` and serves a new home at once.
+public import HomeModel
+
+/// A home as the operations answer it.
+func homeAnswer(_ home: Home, primaryID: String, gatewayBase: String) -> JSONValue {
+    .object([
+        "id": .string(home.id), "name": .string(home.name), "primary": .bool(home.id == primaryID),
+        "base-topic": .string(home.baseTopic ?? gatewayBase), "rooms": .uint(UInt64(home.allRooms.count)),
+        "accessories": .uint(UInt64(home.knownAccessoryIDs.count)),
+    ])
+}
+
+extension HomeEditor {
+    /// The home `key` names (id, name or base topic), as a request's failure when none does.
+    func home(named key: String) async throws(GatewayFailure) -> Home {
+        do throws(ModelError) {
+            return try await database.home(named: key, gatewayBase: gatewayBase)
+        } catch {
+            throw GatewayFailure(code: error.code, message: error.message)
+        }
+    }
+
+    func describe(_ home: Home) async -> JSONValue {
+        homeAnswer(home, primaryID: await database.primaryHomeID, gatewayBase: gatewayBase)
+    }
+}
+
+/// `homes`: every home, with its id, name, whether it is primary, its base topic and counts.
+public struct HomesList: ManagementOperation {
+    public static let name = "homes"
+
+    public init() {}
+    public init(_ request: RequestReader) throws(GatewayFailure) {}
+    public var fields: [String: JSONValue] { [:] }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let primary = await editor.database.primaryHomeID
+        return .array(
+            await editor.database.homes.map {
+                homeAnswer($0, primaryID: primary, gatewayBase: editor.gatewayBase)
+            })
+    }
+}
+
+/// `home/add`: a new home, served at once on its own base topic (`<base>-<name>` unless given).
+public struct HomeAdd: ManagementOperation {
+    public static let name = "home/add"
+    public var name: String
+    public var baseTopic: String?
+
+    public init(name: String, baseTopic: String? = nil) {
+        self.name = name
+        self.baseTopic = baseTopic
+    }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        name = try request.text("name")
+        baseTopic = try request.optionalText("base-topic")
+    }
+
+    public var fields: [String: JSONValue] {
+        ["name": .string(name), "base-topic": baseTopic.map(JSONValue.string) ?? .null]
+    }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let (name, topic, base) = (self.name, baseTopic, editor.gatewayBase)
+        let home = try await editor.change { db throws(ModelError) in
+            try await db.addHome(named: name, baseTopic: topic, gatewayBase: base)
+        }
+        return await editor.describe(home)
+    }
+}
+
+/// `home/rename`: a home's new name; its topics stay.
+public struct HomeRename: ManagementOperation {
+    public static let name = "home/rename"
+    /// The home: id, name or base topic.
+    public var home: String
+    public var name: String
+
+    public init(home: String, name: String) {
+        self.home = home
+        self.name = name
+    }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        home = try request.text("home")
+        name = try request.text("name")
+    }
+
+    public var fields: [String: JSONValue] { ["home": .string(home), "name": .string(name)] }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let home = try await editor.home(named: self.home)
+        let name = self.name
+        try await editor.change { db throws(ModelError) in try await db.renameHome(id: home.id, to: name) }
+        return await editor.describe(try await editor.home(named: home.id))
+    }
+}
+
+/// `home/remove`: a home and its topics; one that holds accessories only with `move-to`.
+public struct HomeRemove: ManagementOperation {
+    public static let name = "home/remove"
+    /// The home: id, name or base topic.
+    public var home: String
+    /// Where its accessories go: a home's id, name or base topic.
+    public var moveTo: String?
+
+    public init(home: String, moveTo: String? = nil) {
+        self.home = home
+        self.moveTo = moveTo
+    }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        home = try request.text("home")
+        moveTo = try request.optionalText("move-to")
+    }
+
+    public var fields: [String: JSONValue] {
+        ["home": .string(home), "move-to": moveTo.map(JSONValue.string) ?? .null]
+    }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let home = try await editor.home(named: self.home)
+        var targetID: String?
+        if let moveTo { targetID = try await editor.home(named: moveTo).id }
+        let answer = await editor.describe(home)
+        try await editor.change { [targetID] db throws(ModelError) in
+            try await db.removeHome(id: home.id, movingTo: targetID)
+        }
+        return answer
+    }
+}
+
+/// `home/primary`: makes a home primary. No topic changes; it is announced.
+public struct HomePrimary: ManagementOperation {
+    public static let name = "home/primary"
+    public var home: String
+
+    public init(home: String) { self.home = home }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        home = try request.text("home")
+    }
+
+    public var fields: [String: JSONValue] { ["home": .string(home)] }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let home = try await editor.home(named: self.home)
+        try await editor.change { db throws(ModelError) in try await db.setPrimary(homeID: home.id) }
+        return await editor.describe(home)
+    }
+}
+
+/// `home/base-topic`: moves a home (not the one on the gateway's base topic) to another base
+/// topic; its old topics are cleared.
+public struct HomeBaseTopic: ManagementOperation {
+    public static let name = "home/base-topic"
+    public var home: String
+    public var baseTopic: String
+
+    public init(home: String, baseTopic: String) {
+        self.home = home
+        self.baseTopic = baseTopic
+    }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        home = try request.text("home")
+        baseTopic = try request.text("base-topic")
+    }
+
+    public var fields: [String: JSONValue] { ["home": .string(home), "base-topic": .string(baseTopic)] }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let home = try await editor.home(named: self.home)
+        let (topic, base) = (baseTopic, editor.gatewayBase)
+        try await editor.change { db throws(ModelError) in
+            try await db.setBaseTopic(homeID: home.id, to: topic, gatewayBase: base)
+        }
+        return await editor.describe(try await editor.home(named: home.id))
+    }
+}
+
+/// `accessory/home`: an accessory moved to another home, with its names; its topics in the home
+/// it leaves are cleared.
+public struct AccessoryHome: ManagementOperation {
+    public static let name = "accessory/home"
+    /// The accessory: id, name or topic (in the home the request is sent to), or any home's id.
+    public var accessory: String
+    public var home: String
+
+    public init(accessory: String, home: String) {
+        self.accessory = accessory
+        self.home = home
+    }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        accessory = try request.text("accessory")
+        home = try request.text("home")
+    }
+
+    public var fields: [String: JSONValue] { ["accessory": .string(accessory), "home": .string(home)] }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let target = try await editor.home(named: home)
+        let id: String
+        do throws(GatewayFailure) {
+            id = try await editor.accessory(named: accessory).id
+        } catch {
+            // An accessory of another home is named by its id.
+            guard await editor.database.homes.contains(where: { $0.holds(accessoryID: accessory) }) else { throw error }
+            id = accessory
+        }
+        try await editor.change { db throws(ModelError) in try await db.moveAccessory(id: id, toHome: target.id) }
+        return .object(["id": .string(id), "home": await editor.describe(target)])
+    }
+}
+
+/// `source/home`: a whole source — accessory ids starting with `prefix`, such as a HAP pairing's
+/// `hap:<pairing id>:` or a simulator file's `sim:<file>` — assigned to a home: its accessories
+/// move there now, and new ones are taken in there.
+public struct SourceHome: ManagementOperation {
+    public static let name = "source/home"
+    public var prefix: String
+    public var home: String
+
+    public init(prefix: String, home: String) {
+        self.prefix = prefix
+        self.home = home
+    }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        prefix = try request.text("prefix")
+        home = try request.text("home")
+    }
+
+    public var fields: [String: JSONValue] { ["prefix": .string(prefix), "home": .string(home)] }
+
+    public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        let target = try await editor.home(named: home)
+        let prefix = self.prefix
+        try await editor.change { db throws(ModelError) in try await db.assignSource(prefix: prefix, toHome: target.id)
+        }
+        return .object(["prefix": .string(prefix), "home": await editor.describe(target)])
+    }
+}

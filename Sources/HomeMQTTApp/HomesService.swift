@@ -1,0 +1,86 @@
+import Foundation
+public import Gateway
+public import HomeModel
+public import Logging
+public import ServiceLifecycle
+
+/// Serves every home beside the one on the gateway's base topic: a gateway of its own for each
+/// (its own connection, base topic and last will), started when the home is added, retired —
+/// its topics cleared — when the home is removed or its base topic moves. The homes' gateways
+/// share the source, which runs beside the first home's gateway.
+public final class HomesService: Service {
+    /// One home's gateway and its services, without the source: its client, the gateway, and
+    /// its outputs on connections of their own.
+    public typealias Make =
+        @Sendable (Home) throws(ConfigError) -> (Gateway, [ServiceGroupConfiguration.ServiceConfiguration])
+
+    let database: HomeDatabase
+    let logger: Logger
+    let make: Make
+
+    init(database: HomeDatabase, logger: Logger, make: @escaping Make) {
+        self.database = database
+        self.logger = logger
+        self.make = make
+    }
+
+    /// A home being served: its gateway, and the group its services run in.
+    struct Served: Sendable {
+        let gateway: Gateway
+        let group: ServiceGroup
+    }
+
+    public func run() async throws {
+        // Subscribed first, so that a home added while the others start is not missed.
+        let events = database.events()
+        await withDiscardingTaskGroup { tasks in
+            var served: [String: Served] = [:]
+            func start(_ home: Home) {
+                guard home.baseTopic != nil, served[home.id] == nil else { return }
+                do throws(ConfigError) {
+                    let (gateway, made) = try make(home)
+                    // The source is not among them: the first home's group runs it.
+                    let services = made.filter { !($0.service is any AccessorySource) }
+                    let group = ServiceGroup(
+                        configuration: ServiceGroupConfiguration(
+                            services: services, gracefulShutdownSignals: [], logger: logger))
+                    served[home.id] = Served(gateway: gateway, group: group)
+                    logger.info(
+                        "serving a home", metadata: ["home": "\(home.name)", "base": "\(home.baseTopic ?? "")"])
+                    tasks.addTask {
+                        do {
+                            try await group.run()
+                        } catch {
+                            self.logger.error(
+                                "a home's gateway stopped", metadata: ["home": "\(home.name)", "error": "\(error)"])
+                        }
+                    }
+                } catch {
+                    logger.error("cannot serve a home", metadata: ["home": "\(home.name)", "error": "\(error)"])
+                }
+            }
+            func retire(_ id: String) async {
+                guard let home = served.removeValue(forKey: id) else { return }
+                await home.gateway.retire()
+                await home.group.triggerGracefulShutdown()
+            }
+
+            for home in database.homesNow { start(home) }
+            for await event in events.cancelOnGracefulShutdown() {
+                guard case .homes(let change) = event else { continue }
+                switch change {
+                case .added(let home):
+                    start(home)
+                case .removed(let home):
+                    await retire(home.id)
+                case .baseTopicChanged(let home, _):
+                    await retire(home.id)
+                    start(home)
+                case .renamed, .primaryChanged:
+                    break
+                }
+            }
+            for home in served.values { await home.group.triggerGracefulShutdown() }
+        }
+    }
+}
