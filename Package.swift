@@ -84,6 +84,8 @@ let package = Package(
             dependencies: [
                 "MQTT", "HomeModel",
                 .product(name: "Yams", package: "Yams"),
+                // SHA-256 of the web view's tokens (`access:`), kept hashed at rest.
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // Counters only (no-ops until a factory is bootstrapped); the exporter is WebView's.

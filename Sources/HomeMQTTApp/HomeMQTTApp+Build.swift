@@ -164,7 +164,8 @@ extension HomeMQTTApp.Output {
             return [
                 .init(
                     service: WebView(
-                        gateway: context.gateway, config: settings, logger: context.logger,
+                        gateway: context.gateway, config: settings, access: context.config[AccessConfig.self],
+                        logger: context.logger,
                         onListening: context.options.webListening))
             ]
         })

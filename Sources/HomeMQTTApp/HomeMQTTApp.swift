@@ -15,6 +15,7 @@ public enum HomeMQTTApp {
         HomieConfig.self,
         AccessoryStateConfig.self,
         WebConfig.self,
+        AccessConfig.self,
     ]
 
     /// The kinds of source `sources:` may name, each read and made by its factory.
@@ -55,6 +56,15 @@ public enum HomeMQTTApp {
 }
 
 extension HomeMQTTApp {
+    /// The topic prefixes outside the homes' base topics the gateway publishes under (Home
+    /// Assistant's discovery, Homie's domain): what its broker user needs besides the homes.
+    public static func gatewayTopicPrefixes(_ config: GatewayConfig) -> [String] {
+        var prefixes: [String] = []
+        if config[HomeAssistantConfig.self].enabled { prefixes.append(config[HomeAssistantConfig.self].prefix) }
+        if config[HomieConfig.self].enabled { prefixes.append(config[HomieConfig.self].domain) }
+        return prefixes
+    }
+
     /// The outputs the config asks for, in the order their documents are published.
     public static func outputs(for config: GatewayConfig) -> [any GatewayOutput] {
         var outputs: [any GatewayOutput] = []

@@ -10,10 +10,16 @@ struct PageRequests: Sendable {
     let base: String
 
     /// The answer to one request's text: the gateway's, or why it never reached the gateway.
-    func answer(_ bytes: [UInt8]) async -> (id: JSONValue, answer: JSONValue) {
+    func answer(_ bytes: [UInt8], grant: WebAccess.Grant) async -> (id: JSONValue, answer: JSONValue) {
         let parsed: (id: JSONValue, topic: String, payload: String)
         do throws(GatewayFailure) {
             parsed = try read(bytes)
+            // The role's rule (AccessPolicy), the same one the broker's ACL file says.
+            guard grant.mayPublish(parsed.topic, base: base) else {
+                throw GatewayFailure(
+                    code: .insufficientPrivileges,
+                    message: "a \(grant.role.rawValue) may not send '\(parsed.topic)'")
+            }
         } catch {
             return (Self.id(in: bytes), Self.error(error))
         }

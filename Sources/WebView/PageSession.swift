@@ -22,6 +22,8 @@ import Synchronization
 struct PageSession: Sendable {
     let hub: LiveHub
     let requests: PageRequests
+    /// What the page's token may do: every request it sends is checked against it.
+    let grant: WebAccess.Grant
     /// The page's connection, closed when it overflows (its writer may be waiting on a peer
     /// that does not read, and would never see it).
     let channel: any Channel
@@ -86,7 +88,7 @@ struct PageSession: Sendable {
                                 continue
                             }
                             answers.addTask {
-                                let (requestID, answer) = await requests.answer(bytes)
+                                let (requestID, answer) = await requests.answer(bytes, grant: grant)
                                 inFlight.count.subtract(1, ordering: .relaxed)
                                 await reply(to: id, requestID: requestID, answer)
                             }

@@ -37,13 +37,34 @@ struct WebAccess: Sendable {
     /// The cookie the page gets after its token was entered once.
     static let cookieName = "homemqtt-token"
 
+    /// `web.token`: an administrator's.
     let token: String?
+    /// `access:`: each user's token (as its hash) and role per home.
+    var users = AccessConfig()
+    /// The home this web view serves, for the users' roles in it.
+    var home: @Sendable () async -> Home? = { nil }
+    var gatewayBase = "home"
+
+    /// What a request may do: its role in the home and, for a guest, what it may control.
+    struct Grant: Sendable {
+        var role: HomeRole
+        var guestControl: [String] = []
+        static let administrator = Grant(role: .administrator)
+
+        func mayPublish(_ topic: String, base: String) -> Bool {
+            AccessPolicy.mayPublish(topic, base: base, role: role, guestControl: guestControl)
+        }
+    }
+
+    private var needsToken: Bool { token != nil || users.hasTokens }
 
     /// Refuses a request that may not use the web view: a `Host` that is not a loopback literal
     /// while no token is configured; then, unless `needsToken` is false (the page and its files,
-    /// which hold nothing of the home), a request without the right token.
-    func check(_ request: Request, needsToken: Bool = true) throws(WebError) {
-        guard let token else {
+    /// which hold nothing of the home), a request without a token that has a role in the home.
+    /// Returns what it may do.
+    @discardableResult
+    func check(_ request: Request, needsToken: Bool = true) async throws(WebError) -> Grant {
+        guard self.needsToken else {
             let host = request.head.authority ?? ""
             guard Self.isLocalHost(host) else {
                 throw WebError(
@@ -51,18 +72,39 @@ struct WebAccess: Sendable {
                     message:
                         "the web view without a token answers only to localhost, 127.0.0.0/8 and [::1], not '\(host)'")
             }
-            return
+            return .administrator
         }
-        guard needsToken else { return }
-        guard let presented = Self.presentedToken(request), Self.same(presented, token) else {
-            throw WebError.unauthorized
+        guard needsToken else { return Grant(role: .guest) }
+        guard let presented = Self.presentedToken(request) else { throw WebError.unauthorized }
+        return try await grant(for: presented)
+    }
+
+    /// The grant of a token: `web.token`'s is an administrator's; an `access:` user's is their
+    /// role in this home (refused when they have none).
+    func grant(for presented: String) async throws(WebError) -> Grant {
+        if let token, Self.same(presented, token) { return .administrator }
+        guard let user = users.user(presenting: presented) else { throw WebError.unauthorized }
+        guard let home = await home(), let role = user.role(in: home, gatewayBase: gatewayBase) else {
+            throw WebError(
+                status: .forbidden, code: .insufficientPrivileges,
+                message: "this token has no role in the home this web view serves")
+        }
+        return Grant(role: role, guestControl: user.guestControl)
+    }
+
+    /// Refuses a request that needs an administrator.
+    static func require(_ role: HomeRole, _ grant: Grant, for what: String) throws(WebError) {
+        guard grant.role >= role else {
+            throw WebError(
+                status: .forbidden, code: .insufficientPrivileges,
+                message: "\(what) needs the \(role.rawValue) role; this token is a \(grant.role.rawValue)'s")
         }
     }
 
-    /// Whether `candidate` is the configured token (true when none is configured).
-    func accepts(_ candidate: String) -> Bool {
-        guard let token else { return true }
-        return Self.same(candidate, token)
+    /// Whether `candidate` is a token with a role here (true when none is configured).
+    func accepts(_ candidate: String) async -> Bool {
+        guard needsToken else { return true }
+        return (try? await grant(for: candidate)) != nil
     }
 
     /// The token a request carries, from the header, the query or the cookie, in that order.

@@ -93,7 +93,9 @@ public struct WebConfig: ConfigSection, Hashable, CustomStringConvertible {
             }
             config.enabled = enabled
         }
-        if config.enabled, config.token == nil, !config.isLoopback {
+        // A user's token (`access:`) guards it as well as `web.token` does.
+        let userTokens = (try? AccessConfig.read(top, context))?.hasTokens ?? false
+        if config.enabled, config.token == nil, !userTokens, !config.isLoopback {
             throw top.error(
                 "web.token",
                 "required when web.listen is not a loopback address (\(config.listenDisplay)): anyone on the network could control the home; set web.token or web.token-file"

@@ -28,27 +28,28 @@ struct WebRoutes: Sendable {
     func router() -> Router<Context> {
         // HEAD on every GET route: the same status and headers, no body (RFC 9110 §9.3.2).
         let router = Router(context: Context.self, options: .autoGenerateHeadEndpoints)
-        router.get("/") { request, _ in try page(request) }
-        router.get("/index.html") { request, _ in try page(request) }
+        router.get("/") { request, _ in try await page(request) }
+        router.get("/index.html") { request, _ in try await page(request) }
         router.get("/assets/:name") { request, context in
-            try asset(context.parameters.get("name") ?? "", request)
+            try await asset(context.parameters.get("name") ?? "", request)
         }
-        router.get("/favicon.ico") { request, _ in try asset("favicon.svg", request) }
+        router.get("/favicon.ico") { request, _ in try await asset("favicon.svg", request) }
         // Open to any Host and without a token: a supervisor's liveness probe. It says whether
         // the gateway runs and reaches the broker, nothing of the home, and changes nothing.
         router.get("/healthz") { _, _ in await health() }
         router.get("/metrics") { request, _ in
-            try access.check(request)
+            try await access.check(request)
             let text = await metrics.render(hub: hub, limiter: limiter)
             return Self.response(
                 .ok, ByteBuffer(bytes: text), type: "text/plain; version=0.0.4; charset=utf-8")
         }
         router.get("/api/session") { request, _ in
-            try access.check(request)
-            return Self.json(.object(["status": "ok", "base": .string(requests.base)]))
+            let grant = try await access.check(request)
+            return Self.json(
+                .object(["status": "ok", "base": .string(requests.base), "role": .string(grant.role.rawValue)]))
         }
         router.get("/api/home") { request, _ in
-            try access.check(request)
+            try await access.check(request)
             guard let home = await hub.home() else {
                 throw WebError(
                     status: .serviceUnavailable, code: .unreachable, message: "the gateway has not loaded the home yet")
@@ -56,15 +57,15 @@ struct WebRoutes: Sendable {
             return Self.response(.ok, ByteBuffer(string: home), type: "application/json; charset=utf-8")
         }
         router.post("/api/request") { request, context in
-            try access.check(request)
+            let grant = try await access.check(request)
             try access.checkSite(request)
             var request = request
             let body = try await request.collectBody(upTo: PageSession.maxMessageSize)
-            let (id, answer) = await requests.answer(Array(buffer: body))
+            let (id, answer) = await requests.answer(Array(buffer: body), grant: grant)
             return Self.json(.object(["id": id, "answer": answer]))
         }
         router.get("/api/pairings") { request, _ in
-            try access.check(request)
+            try WebAccess.require(.administrator, try await access.check(request), for: "the pairings")
             // The gateway's `pairings` request, as over MQTT; without a HAP source it has none.
             let answer = await requests.gateway.request(
                 topic: requests.base + "/$gateway/request/pairings", payload: [])
@@ -74,23 +75,27 @@ struct WebRoutes: Sendable {
             return Self.json(.object(["pairings": answer["data"]?["pairings"] ?? .array([]), "hap": true]))
         }
         router.ws("/ws") { request, _ in
-            try access.check(request)
+            try await access.check(request)
             try access.checkSite(request)
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            try await PageSession(hub: hub, requests: requests, channel: context.requestContext.channel, logger: logger)
-                .run(inbound: inbound, outbound: outbound)
+            // Checked again for the grant itself: the upgrade's answer cannot carry it along.
+            let grant = (try? await access.check(context.request)) ?? WebAccess.Grant(role: .guest)
+            try await PageSession(
+                hub: hub, requests: requests, grant: grant, channel: context.requestContext.channel, logger: logger
+            )
+            .run(inbound: inbound, outbound: outbound)
         }
         return router
     }
 
     /// The page; with a right `?token=` the token goes to a cookie and the browser is sent to
     /// the address without it (out of the history and the address bar).
-    private func page(_ request: Request) throws -> Response {
-        try access.check(request, needsToken: false)
+    private func page(_ request: Request) async throws -> Response {
+        try await access.check(request, needsToken: false)
         if let token = request.uri.queryParameters["token"].map(String.init) {
             var response = Response.redirect(to: "/", type: .found)
-            if access.accepts(token) {
+            if await access.accepts(token) {
                 response.setCookie(WebAccess.cookie(for: token))
             } else {
                 response = Response.redirect(to: "/#token-refused", type: .found)
@@ -98,11 +103,11 @@ struct WebRoutes: Sendable {
             response.headers[.cacheControl] = "no-store"
             return response
         }
-        return try asset("index.html", request)
+        return try await asset("index.html", request)
     }
 
-    private func asset(_ name: String, _ request: Request) throws -> Response {
-        try access.check(request, needsToken: false)
+    private func asset(_ name: String, _ request: Request) async throws -> Response {
+        try await access.check(request, needsToken: false)
         guard let asset = WebAssets.named(name) else {
             throw WebError(status: .notFound, code: .notFound, message: "no asset '\(name)'")
         }

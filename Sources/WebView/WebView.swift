@@ -14,6 +14,8 @@ public import ServiceLifecycle
 public struct WebView: Service, CustomStringConvertible {
     let gateway: Gateway
     let config: WebConfig
+    /// The users' tokens and roles (`access:`).
+    let access: AccessConfig
     let metrics: WebMetrics
     let logger: Logger
     let onListening: @Sendable (Int) async -> Void
@@ -24,11 +26,12 @@ public struct WebView: Service, CustomStringConvertible {
     ///     made, so that the gateway's counters are exported.
     ///   - onListening: called with the port once the server listens (port 0 picks a free one).
     public init(
-        gateway: Gateway, config: WebConfig, metrics: WebMetrics = .shared,
+        gateway: Gateway, config: WebConfig, access: AccessConfig = AccessConfig(), metrics: WebMetrics = .shared,
         logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) {
         self.gateway = gateway
         self.config = config
+        self.access = access
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
@@ -41,8 +44,12 @@ public struct WebView: Service, CustomStringConvertible {
     public func run() async throws {
         let base = await gateway.config.baseTopic
         let limiter = ConnectionLimiter(cap: config.maxConnections)
+        let gateway = gateway
+        let webAccess = WebAccess(
+            token: config.token, users: access, home: { await gateway.servedHome() },
+            gatewayBase: await gateway.config.gatewayBase)
         let routes = WebRoutes(
-            hub: hub, requests: PageRequests(gateway: gateway, base: base), access: WebAccess(token: config.token),
+            hub: hub, requests: PageRequests(gateway: gateway, base: base), access: webAccess,
             metrics: metrics, limiter: limiter, logger: logger)
         let router = routes.router()
         // Hummingbird's own lines (started, shutting down) only at warning: ours says where.

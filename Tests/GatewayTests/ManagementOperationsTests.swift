@@ -19,7 +19,8 @@ final class ManagementOperationsTests: XCTestCase {
             [
                 "tree", "republish", "health", "room/add", "room/rename", "room/remove", "accessory/rename",
                 "accessory/move", "accessory/remove", "accessory/identify", "service/rename", "scope/get",
-                "scope/set", "pair", "pairings", "unpair", "discover",
+                "scope/set", "homes", "home/add", "home/rename", "home/remove", "home/primary", "home/base-topic",
+                "accessory/home", "source/home", "pair", "pairings", "unpair", "discover",
             ])
         XCTAssertEqual(Set(names).count, names.count, "a name listed twice")
 

@@ -37,7 +37,8 @@ final class WebGateway: Sendable {
     ///   - launcher: a command that runs the binary (`prlimit --nofile=1024:1024 --`).
     init(
         broker: MosquittoBroker, token: String? = nil, extra: String = "", accessories: String? = nil,
-        hap: Bool = false, logLevel: String = "warning", web: String = "", launcher: [String] = []
+        hap: Bool = false, logLevel: String = "warning", web: String = "", launcher: [String] = [],
+        brokerURL: String? = nil
     ) throws {
         self.broker = broker
         self.token = token
@@ -49,7 +50,7 @@ final class WebGateway: Sendable {
         let home = accessories ?? repositoryRoot.appendingPathComponent("Config/accessories").path
         let yaml = """
             broker:
-              url: \(broker.url)
+              url: \(brokerURL ?? broker.url)
               client-id: homemqtt-web-test
             state-directory: state
             poll-interval: 0
@@ -72,12 +73,13 @@ final class WebGateway: Sendable {
 
     static func start(
         broker: MosquittoBroker? = nil, token: String? = nil, extra: String = "", accessories: String? = nil,
-        hap: Bool = false, logLevel: String = "warning", web: String = "", launcher: [String] = []
+        hap: Bool = false, logLevel: String = "warning", web: String = "", launcher: [String] = [],
+        brokerURL: String? = nil
     ) async throws -> WebGateway {
         let broker = if let broker { broker } else { try await MosquittoBroker.start() }
         let gateway = try WebGateway(
             broker: broker, token: token, extra: extra, accessories: accessories, hap: hap, logLevel: logLevel,
-            web: web, launcher: launcher)
+            web: web, launcher: launcher, brokerURL: brokerURL)
         try await gateway.start()
         return gateway
     }

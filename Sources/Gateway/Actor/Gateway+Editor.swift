@@ -1,6 +1,6 @@
 // The running gateway as the management operations see it: each change of the home database
 // or the scope is followed by the topics and announced before the operation answers.
-import HomeModel
+public import HomeModel
 
 extension Gateway {
     /// The gateway's editor, handed to the operations it performs.
@@ -80,6 +80,11 @@ extension Gateway {
         func paired(accessoryIDs: [String]) async {
             await gateway.paired(accessoryIDs: accessoryIDs)
         }
+    }
+
+    /// The home this gateway serves, as the database has it now.
+    public func servedHome() async -> Home {
+        await database.home
     }
 
     func room(named key: String) async throws(GatewayFailure) -> Room {

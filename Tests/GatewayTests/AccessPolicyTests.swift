@@ -1,0 +1,92 @@
+import Foundation
+import Gateway
+import HomeMQTTApp
+import HomeModel
+import TestSupport
+import XCTest
+
+/// `access:` read strictly, the one rule of who may publish what, and the ACL file made of it.
+final class AccessPolicyTests: XCTestCase {
+    func testEachRoleMayPublishWhatItsRoleAllows() {
+        let light = "home/hallway/lamp/lightbulb/on/set"
+        let lock = "home/hallway/lock/lock/target/set"
+        func may(_ role: HomeRole, _ topic: String) -> Bool {
+            AccessPolicy.mayPublish(topic, base: "home", role: role, guestControl: ["hallway/lamp"])
+        }
+        XCTAssertTrue(may(.administrator, "home/$gateway/request/room/add"))
+        XCTAssertFalse(may(.member, "home/$gateway/request/room/add"))
+        XCTAssertTrue(may(.member, lock))
+        XCTAssertTrue(may(.guest, light))
+        XCTAssertFalse(may(.guest, lock))
+        XCTAssertTrue(may(.guest, "home/hallway/lock/lock/target/get"))
+        XCTAssertFalse(may(.guest, "home/hallway/lamp-2/lightbulb/on/set"), "a prefix of a name is not the accessory")
+        XCTAssertFalse(may(.administrator, "other/hallway/lamp/lightbulb/on/set"))
+        XCTAssertTrue(may(.guest, "home/hallway/lamp/lightbulb/$toggle"))
+        XCTAssertFalse(may(.guest, "home/hallway/lamp/$identify"))
+        XCTAssertTrue(may(.member, "home/hallway/lock/$identify"))
+    }
+
+    func testTheACLFileGivesEachUserTheirRoleInEachHome() {
+        let first = Home(name: "My Home")
+        let cabin = Home(name: "Cabin", baseTopic: "home-cabin")
+        let users = [
+            AccessUser(name: "alice", roles: ["*": .administrator]),
+            AccessUser(name: "bob", roles: ["my home": .member]),
+            AccessUser(name: "gus", roles: ["home-cabin": .guest], guestControl: ["porch/lamp"]),
+        ]
+        let text = AccessPolicy.mosquittoACL(
+            users: users, homes: [first, cabin], gatewayBase: "home", gatewayUser: "gw",
+            gatewayPrefixes: ["homeassistant"], source: "test")
+        let blocks = text.components(separatedBy: "\n\n")
+        XCTAssertEqual(
+            blocks[1],
+            "# the gateway itself\nuser gw\ntopic readwrite home/#\ntopic readwrite home-cabin/#\ntopic readwrite homeassistant/#"
+        )
+        XCTAssertEqual(
+            blocks[2],
+            "user alice\n# My Home: administrator\ntopic readwrite home/#\n# Cabin: administrator\ntopic readwrite home-cabin/#"
+        )
+        XCTAssertTrue(
+            blocks[3].hasPrefix("user bob\n# My Home: member\ntopic read home/#\ntopic write home/+/+/+/+/set"))
+        XCTAssertFalse(blocks[3].contains("home-cabin"), "bob has no role in the cabin")
+        XCTAssertEqual(
+            blocks[4],
+            "user gus\n# Cabin: guest\ntopic read home-cabin/#\ntopic write home-cabin/+/+/+/+/get\ntopic write home-cabin/porch/lamp/+/+/set\ntopic write home-cabin/porch/lamp/$set\ntopic write home-cabin/porch/lamp/+/$toggle\n"
+        )
+    }
+
+    func testAccessIsReadStrictlyAndKeepsOnlyTheTokensHash() throws {
+        let hash = AccessConfig.hex(AccessConfig.sha256("s3cret"))
+        let config = try HomeMQTTApp.parseConfig(
+            """
+            access:
+              users:
+                - name: alice
+                  token-sha256: \(hash)
+                  roles: { "*": administrator, Cabin: guest }
+            """, file: "gw.yml")
+        let access = config[AccessConfig.self]
+        XCTAssertEqual(access.users.first?.roles, ["*": .administrator, "cabin": .guest])
+        XCTAssertEqual(access.user(presenting: "s3cret")?.name, "alice")
+        XCTAssertNil(access.user(presenting: "s3cre"))
+        XCTAssertFalse("\(access)".contains(hash))
+
+        for (yaml, key) in [
+            ("access: { users: [ { name: a, roles: { x: owner } } ] }", "access.users[0].roles"),
+            (
+                "access: { users: [ { name: a, roles: { x: guest }, token-sha256: abc } ] }",
+                "access.users[0].token-sha256"
+            ),
+            ("access: { users: [ { name: a } ] }", "access.users[0].roles"),
+            ("access: { users: [ { name: a, roles: { x: guest }, colour: red } ] }", "access.users[0].colour"),
+            (
+                "access: { users: [ { name: a, roles: { x: guest } }, { name: a, roles: { x: guest } } ] }",
+                "access.users[1].name"
+            ),
+        ] {
+            XCTAssertThrowsError(try HomeMQTTApp.parseConfig(yaml, file: "gw.yml"), yaml) { error in
+                XCTAssertEqual((error as? ConfigError)?.key, key, "\(yaml): \(error)")
+            }
+        }
+    }
+}
