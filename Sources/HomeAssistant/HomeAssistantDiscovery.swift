@@ -26,7 +26,16 @@ public enum HomeAssistantDiscovery {
         /// The `origin`'s `support_url`, where the user has one.
         public var supportURL: String?
 
-        public init(defaultRoomID: String? = nil, accessoryTopics: Bool = false, supportURL: String? = nil) {
+        /// The home's name, for a home other than the one on the gateway's base topic: its
+        /// devices' areas are `<home> <room>` (and `<home>` for its default room), so that two
+        /// homes' rooms of one name are two areas.
+        public var homeName: String?
+
+        public init(
+            defaultRoomID: String? = nil, accessoryTopics: Bool = false, supportURL: String? = nil,
+            homeName: String? = nil
+        ) {
+            self.homeName = homeName
             self.defaultRoomID = defaultRoomID
             self.accessoryTopics = accessoryTopics
             self.supportURL = supportURL
@@ -195,7 +204,11 @@ public enum HomeAssistantDiscovery {
             ("serial_number", accessory.serialNumber), ("sw_version", accessory.firmwareRevision),
         ]
         for (key, value) in facts where !value.isEmpty { device[key] = .string(value) }
-        if node.room.id != options.defaultRoomID { device["suggested_area"] = .string(node.room.name) }
+        if node.room.id != options.defaultRoomID {
+            device["suggested_area"] = .string(options.homeName.map { "\($0) \(node.room.name)" } ?? node.room.name)
+        } else if let home = options.homeName {
+            device["suggested_area"] = .string(home)
+        }
         if let bridgeNodeID, bridgeNodeID != nodeID { device["via_device"] = .string(bridgeNodeID) }
 
         var origin: [String: JSONValue] = ["name": .string(originName), "sw_version": .string(HomeMQTTVersion.current)]

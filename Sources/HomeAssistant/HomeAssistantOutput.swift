@@ -27,7 +27,8 @@ public final class HomeAssistantOutput: GatewayOutput {
             tree: tree, prefix: config.prefix, gatewayStatusTopic: gateway.statusTopic,
             options: .init(
                 defaultRoomID: gateway.home?.roomForEntireHome.id, accessoryTopics: accessoryTopics,
-                supportURL: config.supportURL))
+                supportURL: config.supportURL,
+                homeName: gateway.config.gatewayBaseTopic == nil ? nil : gateway.home?.name))
     }
 
     public func requestFilters(_ gateway: isolated Gateway) -> [String] {

@@ -199,6 +199,8 @@ final class MultipleHomesTests: XCTestCase {
             }
             if text.contains("home-cabin/") {
                 cabinDevices += 1
+                // The cabin's areas carry its name: its default room is the area "Cabin".
+                XCTAssertEqual(config["device"]?["suggested_area"]?.stringValue?.hasPrefix("Cabin"), true, text)
                 XCTAssertFalse(text.contains("\"home/"), "a cabin device names the first home's topics: \(topic)")
             }
         }

@@ -26,6 +26,21 @@ final class BrowserTests: XCTestCase {
         }
     }
 
+    func testTheHomesPageAddsAHomeThatIsServedAtOnceAndRemovesIt() async throws {
+        try Self.requireBrowser()
+        let web = try await WebGateway.start()
+        addTeardownBlock { await web.stopAll() }
+        let result = try await runProcess(
+            Self.python,
+            [
+                Self.script, "--url", web.url, "--broker-port", "\(web.broker.port)", "--homes", "--artifacts",
+                Self.artifacts,
+            ],
+            timeout: 120)
+        XCTAssertEqual(result.status, 0, "\(result.standardOutput)\n\(result.standardError)\n\(web.log)")
+        XCTAssertTrue(result.standardOutput.contains("homes test passed"), result.standardOutput)
+    }
+
     func testToggleLiveUpdateErrorAndReconnectInChromium() async throws {
         try Self.requireBrowser()
         let web = try await WebGateway.start()

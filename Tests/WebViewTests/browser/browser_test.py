@@ -9,6 +9,10 @@ Debian's chromium-driver; MQTT on the side with mosquitto_pub and mosquitto_sub.
         `restart-gateway` and reading a line on stdin) sees the page reconnect by itself.
         Screenshots of the home and of the accessory go to DIR.
 
+    browser_test.py --url … --broker-port N --homes --artifacts DIR
+        on the Homes page adds a home, sees it served on MQTT at once (its own base topic says
+        online), makes it primary and sees the list say so, then removes it and sees its topics go.
+
     browser_test.py --url … --scale N
         opens a home of N accessories and prints how long until every tile is drawn
         (`figure: tiles N in S s`), for the bench.
@@ -156,6 +160,67 @@ def main_test(args):
         driver.quit()
 
 
+def homes_text(driver):
+    """The Homes page's list, empty until the page has drawn it."""
+    found = css(driver, "#homes-list")
+    return found.text if found else ""
+
+
+def home_rows(driver):
+    """Each row's name cell with its badge, read in the page at once (the list is redrawn after
+    every change)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#homes-list tr')].map((r) => r.cells[0].innerText.trim())")
+
+
+def home_button(driver, name, op):
+    """Clicks the `op` button of the home named `name`; False while there is none. The click is
+    made after the script returns: a confirmation it opens must not block the script."""
+    return driver.execute_script(
+        "const row = [...document.querySelectorAll('#homes-list tr')]"
+        "  .find((r) => r.cells.length && r.cells[0].innerText.startsWith(arguments[0]));"
+        "const button = row && row.querySelector('button[data-op=\"' + arguments[1] + '\"]');"
+        "if (!button) return false; setTimeout(() => button.click(), 0); return true;", name, op)
+
+
+def homes_test(args):
+    driver = browser()
+    try:
+        step("the Homes page lists the home")
+        driver.get(args.url + "/#/homes")
+        wait(driver, "the first home's row", lambda d: "My Home" in homes_text(d), timeout=20)
+        status = Subscriber(args.broker_port, "home-lake-cabin/$gateway/status")
+
+        step("add a home on the page; it is served at once")
+        css(driver, "#home-name").send_keys("Lake Cabin")
+        css(driver, "#home-add").click()
+        wait(driver, "the new row", lambda d: "home-lake-cabin" in homes_text(d))
+        retained, payload = status.next(timeout=15)
+        assert payload == "online", f"home-lake-cabin/$gateway/status said {payload!r}"
+
+        step("make it primary; the list marks it")
+        wait(driver, "the cabin's primary button", lambda d: home_button(d, "Lake Cabin", "primary"))
+        wait(driver, "the primary badge on the cabin", lambda d: any(
+            row == "Lake Cabin primary" for row in home_rows(d)))
+        driver.save_screenshot(f"{args.artifacts}/web-homes.png")
+
+        step("make the first home primary again and remove the cabin; its status is cleared")
+        wait(driver, "the first home's primary button", lambda d: home_button(d, "My Home", "primary"))
+        # The dialog asking to confirm the removal is accepted.
+        wait(driver, "the cabin's remove button", lambda d: home_button(d, "Lake Cabin", "remove"))
+        wait(driver, "the confirmation", lambda d: d.switch_to.alert)
+        driver.switch_to.alert.accept()
+        wait(driver, "the row gone", lambda d: "Lake Cabin" not in homes_text(d))
+        while True:
+            retained, payload = status.next(timeout=10)
+            if payload == "":
+                break
+        status.close()
+        print("homes test passed", flush=True)
+    finally:
+        driver.quit()
+
+
 def scale(args):
     driver = browser()
     try:
@@ -199,9 +264,10 @@ if __name__ == "__main__":
     parser.add_argument("--broker-port", type=int)
     parser.add_argument("--artifacts")
     parser.add_argument("--scale", type=int)
+    parser.add_argument("--homes", action="store_true")
     arguments = parser.parse_args()
     try:
-        (scale if arguments.scale else main_test)(arguments)
+        (scale if arguments.scale else homes_test if arguments.homes else main_test)(arguments)
     except AssertionError as failure:
         print(f"FAILED: {failure}", flush=True)
         sys.exit(1)
