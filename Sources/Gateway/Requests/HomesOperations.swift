@@ -101,9 +101,11 @@ public struct HomeRename: ManagementOperation {
     }
 }
 
-/// `home/remove`: a home and its topics; one that holds accessories only with `move-to`.
+/// `home/remove`: a home and its topics; one that holds accessories only with `move-to`. Only
+/// the running gateway can clear the topics of the home it served, so only it removes one.
 public struct HomeRemove: ManagementOperation {
     public static let name = "home/remove"
+    public static var needsGateway: Bool { true }
     /// The home: id, name or base topic.
     public var home: String
     /// Where its accessories go: a home's id, name or base topic.
@@ -124,6 +126,7 @@ public struct HomeRemove: ManagementOperation {
     }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
         var targetID: String?
         if let moveTo { targetID = try await editor.home(named: moveTo).id }
@@ -132,6 +135,18 @@ public struct HomeRemove: ManagementOperation {
             try await db.removeHome(id: home.id, movingTo: targetID)
         }
         return answer
+    }
+}
+
+extension HomeRemove {
+    /// Without the running gateway a home's retained topics would stay on the broker with no
+    /// one left to clear them.
+    static func requireGateway(_ editor: some HomeEditor, for op: String) throws(GatewayFailure) {
+        guard editor.running != nil else {
+            throw GatewayFailure(
+                code: .needsGateway,
+                message: "\(op) needs the running gateway, which clears the topics of the home it served")
+        }
     }
 }
 
@@ -156,9 +171,10 @@ public struct HomePrimary: ManagementOperation {
 }
 
 /// `home/base-topic`: moves a home (not the one on the gateway's base topic) to another base
-/// topic; its old topics are cleared.
+/// topic; the running gateway clears its old topics, so only it moves one.
 public struct HomeBaseTopic: ManagementOperation {
     public static let name = "home/base-topic"
+    public static var needsGateway: Bool { true }
     public var home: String
     public var baseTopic: String
 
@@ -175,6 +191,7 @@ public struct HomeBaseTopic: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home), "base-topic": .string(baseTopic)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
         let (topic, base) = (baseTopic, editor.gatewayBase)
         try await editor.change { db throws(ModelError) in
