@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import Gateway
 public import HomeModel
 import Homie
@@ -67,16 +68,21 @@ extension HomeMQTTApp {
         logger: Logger
     ) throws(ConfigError) -> Parts {
         let base = database.view(homeID: database.baseHomeID)
+        // Each home's gateway turns notifications on and off for its own accessories only.
+        let shared = SharedSource(source)
         let (gateway, services) = try buildHome(
-            config: config, source: source, database: base, options: options, outputs: serviceOutputs, logger: logger)
+            config: config, source: shared.lease(0), database: base, options: options, outputs: serviceOutputs,
+            logger: logger)
+        let leases = Atomic<Int>(0)
         let homes = HomesService(database: base, logger: logger) { home throws(ConfigError) in
             var homeConfig = config.forHome(home)
             if let id = homeConfig[HomieConfig.self].deviceID {
                 homeConfig[HomieConfig.self].deviceID = "\(id)-\(Slug.make(homeConfig.baseTopic, fallback: "home"))"
             }
             // The source runs once, beside the first home's gateway; one web view serves.
+            let lease = shared.lease(leases.add(1, ordering: .relaxed).newValue)
             return try buildHome(
-                config: homeConfig, source: source, database: database.view(homeID: home.id), options: options,
+                config: homeConfig, source: lease, database: database.view(homeID: home.id), options: options,
                 outputs: [.homie], logger: logger)
         }
         // In start order: the first home's client, the source, its gateway, the other homes

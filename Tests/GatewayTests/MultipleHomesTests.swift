@@ -186,6 +186,13 @@ final class MultipleHomesTests: XCTestCase {
             XCTAssertEqual(status, "ok", topic)
         }
 
+        // The door travels (12 s): its new home hears it, although the home it left turned off
+        // the notifications it no longer wants.
+        let current = cabinDoor.replacingOccurrences(of: "/target-door-state/", with: "/current-door-state/")
+        try await observer.waitForMessage("the cabin's garage door open", timeout: 40) {
+            $0.topic == current && $0.string == "0"
+        }
+
         // Home Assistant: one device per accessory, each home's on its own topics, no id twice.
         let discovery = try await retained(rig, "homeassistant/#")
         var uniqueIDs = Set<String>()

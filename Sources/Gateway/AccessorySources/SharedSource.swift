@@ -1,0 +1,92 @@
+public import HomeModel
+import ServiceLifecycle
+import Synchronization
+
+/// One source served by several homes' gateways (`lease(_:)` gives each its own view): events and
+/// requests go straight through, and a characteristic's notifications stay on while any gateway
+/// wants them. Without this, a gateway whose home an accessory left would turn off the
+/// notifications the accessory's new home had just turned on.
+public final class SharedSource: AccessorySource {
+    /// Who wants each characteristic's notifications, and the last call made to the source:
+    /// the next waits for it, so that the source sees them in the order they were decided.
+    /// Shared by every view of one source.
+    final class Ledger: Sendable {
+        struct State {
+            var holders: [CharacteristicAddress: Set<Int>] = [:]
+            var last: Task<Void, Never>?
+        }
+        let state = Mutex(State())
+    }
+
+    let base: any AccessorySource
+    private let ledger: Ledger
+    /// Whose view this is: each gateway's differs.
+    let holder: Int
+
+    public convenience init(_ base: any AccessorySource) {
+        self.init(base, ledger: Ledger(), holder: 0)
+    }
+
+    private init(_ base: any AccessorySource, ledger: Ledger, holder: Int) {
+        self.base = base
+        self.ledger = ledger
+        self.holder = holder
+    }
+
+    /// The view of gateway `holder` (distinct for each gateway).
+    public func lease(_ holder: Int) -> SharedSource {
+        SharedSource(base, ledger: ledger, holder: holder)
+    }
+
+    public var sourceName: String { base.sourceName }
+    public func accessories() async -> [Accessory] { await base.accessories() }
+    public func events() -> EventStream<SourceEvent> { base.events() }
+
+    public func read(_ address: CharacteristicAddress) async throws(AccessoryError) -> CharacteristicValue {
+        try await base.read(address)
+    }
+
+    public func write(_ address: CharacteristicAddress, value: CharacteristicValue) async throws(AccessoryError) {
+        try await base.write(address, value: value)
+    }
+
+    public func identify(accessoryID: String) async throws(AccessoryError) {
+        try await base.identify(accessoryID: accessoryID)
+    }
+
+    /// Turns a characteristic's notifications on at the source when the first gateway wants
+    /// them, off when the last one no longer does.
+    public func setNotifications(enabled: Bool, for addresses: [CharacteristicAddress]) async -> [CharacteristicAddress:
+        AccessoryError]
+    {
+        let holder = self.holder
+        let base = self.base
+        let call: Task<[CharacteristicAddress: AccessoryError], Never>? = ledger.state.withLock { ledger in
+            var changed: [CharacteristicAddress] = []
+            for address in addresses {
+                var set = ledger.holders[address] ?? []
+                let wasEmpty = set.isEmpty
+                if enabled {
+                    set.insert(holder)
+                    if wasEmpty { changed.append(address) }
+                } else if set.remove(holder) != nil, set.isEmpty {
+                    changed.append(address)
+                }
+                ledger.holders[address] = set.isEmpty ? nil : set
+            }
+            guard !changed.isEmpty else { return nil }
+            let previous = ledger.last
+            let call = Task { [changed] in
+                await previous?.value
+                return await base.setNotifications(enabled: enabled, for: changed)
+            }
+            ledger.last = Task { _ = await call.value }
+            return call
+        }
+        return await call?.value ?? [:]
+    }
+
+    public func run() async throws {
+        try await base.run()
+    }
+}
