@@ -224,7 +224,8 @@ start_gateway
 stop_gateway
 grep -q "migrated the state directory" "$root/tmp/gateway.log" || fail "no word of the migration in the log"
 ls -d "$root$state"/backups/format-1-* >/dev/null || fail "no backup of the old state"
-grep -q '"format": 2' "$root$state/state.json" || fail "state.json not written"
+grep -q '"format": 3' "$root$state/state.json" || fail "state.json not written"
+grep -q '"version" : 2' "$root$state/home.json" || fail "home.json not migrated to version 2"
 
 umount -R "$view"
 # remove keeps the config and the state; purge removes them.

@@ -80,8 +80,8 @@ extension HomeDatabase {
         }
     }
 
-    /// Makes a home primary: where new accessories go unless a source is assigned elsewhere, and
-    /// what the CLI edits by default. No home's topics change.
+    /// Makes a home primary: where new accessories go unless a source is assigned elsewhere. No
+    /// home's topics change.
     public func setPrimary(homeID: String) throws(ModelError) {
         try shared.update { document throws(ModelError) in
             guard let home = document.homes.first(where: { $0.id == homeID }) else { throw Self.unknownHome(homeID) }

@@ -20,7 +20,8 @@ struct Inspection {
         let logger = Logger(label: "homemqtt")
         let source = try Setup.source(config, logger: logger)
         let database = try Setup.openDatabase(config, exclusive: false)
-        let accessories = await source.accessories()
+        // This home's: with several homes, the others' are served on their own base topics.
+        let accessories = await source.accessories().filter { database.serves(accessoryID: $0.id) }
         let scopeStore = ScopeStore(directory: URL(fileURLWithPath: config.stateDirectory))
         let scope: ScopeFilter
         do {

@@ -73,7 +73,9 @@ struct OfflineHome: HomeEditor {
         let deadline = ContinuousClock.now + .seconds(2)
         while true {
             do throws(ModelError) {
-                return try HomeDatabase(directory: directory, exclusive: true)
+                // The home on the gateway's base topic, as the running gateway's requests edit.
+                let database = try HomeDatabase(directory: directory, exclusive: true)
+                return database.view(homeID: database.baseHomeID)
             } catch {
                 guard error.code == .locked, ContinuousClock.now < deadline else { throw error }
             }

@@ -87,7 +87,11 @@ enum Setup {
             throw CLIError(error.message)
         }
         do {
-            return try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: exclusive)
+            // The home on the gateway's base topic: the one the CLI's requests go to when the
+            // gateway runs, whichever home is primary.
+            let database = try HomeDatabase(
+                directory: URL(fileURLWithPath: config.stateDirectory), exclusive: exclusive)
+            return database.view(homeID: database.baseHomeID)
         } catch {
             throw CLIError("\(config.stateDirectory): \(error.message)")
         }

@@ -229,6 +229,18 @@ final class MultipleHomesTests: XCTestCase {
         let infoAfter = firstInfo.merging(try await retained(rig, "home-cabin/+/+/$info")) { a, _ in a }
         XCTAssertEqual(infoAfter, infoBefore)
 
+        // A new base topic: the cabin's topics move, none stay behind.
+        try await cli(rig, ["home", "base-topic", "Cabin", "lake"])
+        try await observer.waitForMessage("the cabin online on its new base", timeout: 20) {
+            $0.topic == "lake/$gateway/status" && $0.string == "online"
+        }
+        try await observer.waitForMessage("the Peer Light on the new base", timeout: 20) {
+            $0.topic.hasPrefix("lake/") && $0.topic.contains("/peer-light/") && $0.topic.hasSuffix("/power-state/state")
+        }
+        try await Task.sleep(for: .seconds(1))
+        let oldBase = try await retained(rig, "home-cabin/#")
+        XCTAssertEqual(oldBase, [:])
+
         // Removing the cabin needs a home for its accessories; with one, its topics all go.
         try await cli(rig, ["home", "primary", "My Home"])
         let refused = try await runProcess(try homemqtt(), ["home", "remove", "Cabin", "--config", rig.config])
@@ -239,11 +251,12 @@ final class MultipleHomesTests: XCTestCase {
             $0.topic.hasPrefix("home/") && $0.topic.contains("/peer-light/") && $0.topic.hasSuffix("/power-state/state")
         }
         try await Task.sleep(for: .seconds(1))
-        let cabinAfter = try await retained(rig, "home-cabin/#")
+        let cabinAfter = try await retained(rig, "lake/#")
         XCTAssertEqual(cabinAfter, [:])
         let discoveryAfter = try await retained(rig, "homeassistant/#")
         XCTAssertFalse(
-            discoveryAfter.values.contains { $0.contains("home-cabin/") }, "a removed home's discovery stayed")
+            discoveryAfter.values.contains { $0.contains("home-cabin/") || $0.contains("\"lake/") },
+            "a removed home's discovery stayed")
 
         // SIGTERM: both gone, the remaining home says offline.
         let status = await gateway.terminate(grace: 10)

@@ -156,6 +156,12 @@ final class UpgradeAndBackupTests: XCTestCase {
             let json = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: "\(rig.state)/\(file)"))))
             XCTAssertEqual(json["version"]?.intValue, 1, file)
         }
+        // The home database: version 2, its one home on the gateway's base topic.
+        let database = try JSONValue(
+            parsing: Array(try Data(contentsOf: URL(fileURLWithPath: rig.state + "/home.json"))))
+        XCTAssertEqual(database["version"]?.intValue, 2)
+        XCTAssertEqual(database["homes"]?.arrayValue?.count, 1)
+        XCTAssertNil(database["homes"]?[0]?["baseTopic"])
     }
 
     func testBackupWipeRestoreServesTheSameTopicsWithAWorkingPairing() async throws {

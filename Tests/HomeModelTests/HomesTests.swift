@@ -144,7 +144,7 @@ private func code(_ body: () async throws(ModelError) -> Void) async -> String? 
         #expect(await events.next() == .homes(.primaryChanged(cabin, previous: first)))
         let reopened = try HomeDatabase(directory: dir.url, exclusive: false)
         #expect(await reopened.primaryHomeID == cabin.id)
-        #expect(await reopened.home.id == cabin.id) // the CLI's view follows the primary home
+        #expect(await reopened.home.id == cabin.id) // a view opened without a home follows the primary one
         #expect(await reopened.homes.map(\.baseTopic) == [nil, "home-cabin"])
         #expect(reopened.baseHomeID == first.id)
     }
