@@ -77,13 +77,14 @@ extension HomeMQTTApp {
         let homes = HomesService(database: base, logger: logger) { home throws(ConfigError) in
             var homeConfig = config.forHome(home)
             if let id = homeConfig[HomieConfig.self].deviceID {
-                homeConfig[HomieConfig.self].deviceID = "\(id)-\(Slug.make(homeConfig.baseTopic, fallback: "home"))"
+                homeConfig[HomieConfig.self].deviceID = "\(id)-\(GatewayConfig.homeSuffix(home))"
             }
             // The source runs once, beside the first home's gateway; one web view serves.
             let lease = shared.lease(leases.add(1, ordering: .relaxed).newValue)
-            return try buildHome(
+            let (gateway, services) = try buildHome(
                 config: homeConfig, source: lease, database: database.view(homeID: home.id), options: options,
                 outputs: [.homie], logger: logger)
+            return HomesService.Made(gateway: gateway, services: services, release: { await lease.releaseAll() })
         }
         // In start order: the first home's client, the source, its gateway, the other homes
         // (stopped before the source they share), then the outputs.

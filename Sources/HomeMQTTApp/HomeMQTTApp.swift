@@ -28,18 +28,22 @@ public enum HomeMQTTApp {
     public static func loadConfig(
         file: String, environment: [String: String] = ProcessInfo.processInfo.environment, stateDirectory: String? = nil
     ) throws(ConfigError) -> GatewayConfig {
-        try GatewayConfig.load(
+        var config = try GatewayConfig.load(
             file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
             sources: sourceFactories)
+        config.reservedTopicPrefixes = gatewayTopicPrefixes(config)
+        return config
     }
 
     /// Reads a config text with every section of the app (see `GatewayConfig.parse`).
     public static func parseConfig(
         _ text: String, file: String, environment: [String: String] = [:], stateDirectory: String? = nil
     ) throws(ConfigError) -> GatewayConfig {
-        try GatewayConfig.parse(
+        var config = try GatewayConfig.parse(
             text, file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
             sources: sourceFactories)
+        config.reservedTopicPrefixes = gatewayTopicPrefixes(config)
+        return config
     }
 
     /// The config's sources as the gateway's one source (a `CompositeSource` when there are

@@ -9,10 +9,16 @@ public import ServiceLifecycle
 /// its topics cleared — when the home is removed or its base topic moves. The homes' gateways
 /// share the source, which runs beside the first home's gateway.
 public final class HomesService: Service {
-    /// One home's gateway and its services, without the source: its client, the gateway, and
-    /// its outputs on connections of their own.
-    public typealias Make =
-        @Sendable (Home) throws(ConfigError) -> (Gateway, [ServiceGroupConfiguration.ServiceConfiguration])
+    /// One home's gateway, its services (its client, the gateway, its outputs on connections of
+    /// their own; the source's is left out), and what lets go of the source's notifications
+    /// it held once it stops serving.
+    public struct Made: Sendable {
+        var gateway: Gateway
+        var services: [ServiceGroupConfiguration.ServiceConfiguration]
+        var release: @Sendable () async -> Void
+    }
+
+    public typealias Make = @Sendable (Home) throws(ConfigError) -> Made
 
     let database: HomeDatabase
     let logger: Logger
@@ -26,7 +32,7 @@ public final class HomesService: Service {
 
     /// A home being served: its gateway, and the group its services run in.
     struct Served: Sendable {
-        let gateway: Gateway
+        let made: Made
         let group: ServiceGroup
     }
 
@@ -38,13 +44,13 @@ public final class HomesService: Service {
             func start(_ home: Home) {
                 guard home.baseTopic != nil, served[home.id] == nil else { return }
                 do throws(ConfigError) {
-                    let (gateway, made) = try make(home)
+                    let made = try make(home)
                     // The source is not among them: the first home's group runs it.
-                    let services = made.filter { !($0.service is any AccessorySource) }
+                    let services = made.services.filter { !($0.service is any AccessorySource) }
                     let group = ServiceGroup(
                         configuration: ServiceGroupConfiguration(
                             services: services, gracefulShutdownSignals: [], logger: logger))
-                    served[home.id] = Served(gateway: gateway, group: group)
+                    served[home.id] = Served(made: made, group: group)
                     logger.info(
                         "serving a home", metadata: ["home": "\(home.name)", "base": "\(home.baseTopic ?? "")"])
                     tasks.addTask {
@@ -61,7 +67,8 @@ public final class HomesService: Service {
             }
             func retire(_ id: String) async {
                 guard let home = served.removeValue(forKey: id) else { return }
-                await home.gateway.retire()
+                await home.made.gateway.retire()
+                await home.made.release()
                 await home.group.triggerGracefulShutdown()
             }
 

@@ -20,13 +20,17 @@ extension HomeDatabase {
 
     /// A new home on `baseTopic`, or on `<gatewayBase>-<name>` when nil.
     @discardableResult
-    public func addHome(named name: String, baseTopic: String?, gatewayBase: String) throws(ModelError) -> Home {
+    /// - Parameter reserved: other topic prefixes the gateway publishes under (Home Assistant's
+    ///   discovery prefix, Homie's domain), which no home's topics may overlap either.
+    public func addHome(named name: String, baseTopic: String?, gatewayBase: String, reserved: [String] = [])
+        throws(ModelError) -> Home
+    {
         try shared.update { document throws(ModelError) in
             let name = try Self.checkedName(name, what: "home")
             if let other = document.homes.first(where: { Home.nameKey($0.name) == Home.nameKey(name) }) {
                 throw ModelError(code: .duplicateName, message: "a home named '\(other.name)' already exists")
             }
-            let topics = Self.baseTopics(document, gatewayBase: gatewayBase)
+            let topics = Self.baseTopics(document, gatewayBase: gatewayBase) + reserved.map { ("", $0) }
             let topic: String
             if let baseTopic {
                 topic = try Self.checkedBaseTopic(baseTopic, among: topics)
@@ -59,7 +63,9 @@ extension HomeDatabase {
 
     /// A new base topic for a home that has its own (the home on the gateway's base topic keeps
     /// the gateway's). The home's topics move: its gateway clears the old ones.
-    public func setBaseTopic(homeID: String, to topic: String, gatewayBase: String) throws(ModelError) {
+    public func setBaseTopic(homeID: String, to topic: String, gatewayBase: String, reserved: [String] = [])
+        throws(ModelError)
+    {
         try shared.update { document throws(ModelError) in
             guard let index = document.homes.firstIndex(where: { $0.id == homeID }) else {
                 throw Self.unknownHome(homeID)
@@ -72,7 +78,9 @@ extension HomeDatabase {
                         "\(home.name) is served on the gateway's base topic '\(gatewayBase)'; change mqtt.base-topic in the config to move it"
                 )
             }
-            let others = Self.baseTopics(document, gatewayBase: gatewayBase).filter { $0.homeID != homeID }
+            let others =
+                Self.baseTopics(document, gatewayBase: gatewayBase).filter { $0.homeID != homeID }
+                + reserved.map { ("", $0) }
             let topic = try Self.checkedBaseTopic(topic, among: others)
             guard topic != old else { return ((), []) }
             document.homes[index].baseTopic = topic
@@ -218,12 +226,18 @@ extension HomeDatabase {
         guard !trimmed.isEmpty else { throw invalid("is empty") }
         guard trimmed.utf8.count <= 200 else { throw invalid("is longer than 200 bytes") }
         guard !trimmed.contains(where: { "+#\0".contains($0) }) else { throw invalid("holds + # or NUL") }
+        // A topic is written into the broker's ACL file, a line per rule: no spaces, no controls.
+        guard
+            !trimmed.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.properties.generalCategory == .control
+            })
+        else { throw invalid("holds a space or a control character") }
         guard !trimmed.hasPrefix("$") else { throw invalid("starts with $ (the broker's own topics)") }
         guard !trimmed.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) else {
             throw invalid("has an empty level (a leading, trailing or double /)")
         }
         if let clash = others.first(where: { Self.overlaps($0.topic, trimmed) }) {
-            throw invalid("overlaps '\(clash.topic)', another home's topics")
+            throw invalid("overlaps '\(clash.topic)', another home's topics or the gateway's")
         }
         return trimmed
     }

@@ -96,7 +96,9 @@ public actor HomeDatabase {
             -> R
         {
             let storage = self.storage
-            let (result, events): (R, [Addressed]) = try document.withLock { document throws(ModelError) in
+            // The events are yielded under the lock, so that every subscriber hears the changes
+            // in the order they were made (yielding only buffers; it never calls back here).
+            return try document.withLock { document throws(ModelError) in
                 var transientLock: FileLock?
                 var base = document
                 if let storage, !storage.exclusive {
@@ -110,17 +112,17 @@ public actor HomeDatabase {
                     try HomeDatabase.save(next, storage)
                 }
                 document = next
-                return out
-            }
-            let targets = hubs.withLock { $0 }
-            for (homeID, event) in events {
-                if let homeID {
-                    targets[homeID]?.yield(event)
-                } else {
-                    for hub in targets.values { hub.yield(event) }
+                let (result, events) = out
+                let targets = hubs.withLock { $0 }
+                for (homeID, event) in events {
+                    if let homeID {
+                        targets[homeID]?.yield(event)
+                    } else {
+                        for hub in targets.values { hub.yield(event) }
+                    }
                 }
+                return result
             }
-            return result
         }
     }
 

@@ -43,16 +43,21 @@ struct WebAccess: Sendable {
     var users = AccessConfig()
     /// The home this web view serves, for the users' roles in it.
     var home: @Sendable () async -> Home? = { nil }
+    /// Every home, for whether a user administers them all.
+    var homes: @Sendable () async -> [Home] = { [] }
     var gatewayBase = "home"
 
     /// What a request may do: its role in the home and, for a guest, what it may control.
     struct Grant: Sendable {
         var role: HomeRole
         var guestControl: [String] = []
-        static let administrator = Grant(role: .administrator)
+        /// An administrator of every home: may change the list of homes.
+        var ownsEveryHome = false
+        static let administrator = Grant(role: .administrator, ownsEveryHome: true)
 
         func mayPublish(_ topic: String, base: String) -> Bool {
-            AccessPolicy.mayPublish(topic, base: base, role: role, guestControl: guestControl)
+            AccessPolicy.mayPublish(
+                topic, base: base, role: role, guestControl: guestControl, ownsEveryHome: ownsEveryHome)
         }
     }
 
@@ -89,7 +94,8 @@ struct WebAccess: Sendable {
                 status: .forbidden, code: .insufficientPrivileges,
                 message: "this token has no role in the home this web view serves")
         }
-        return Grant(role: role, guestControl: user.guestControl)
+        let owns = await homes().allSatisfy { user.role(in: $0, gatewayBase: gatewayBase) == .administrator }
+        return Grant(role: role, guestControl: user.guestControl, ownsEveryHome: owns)
     }
 
     /// Refuses a request that needs an administrator.

@@ -47,6 +47,7 @@ public struct WebView: Service, CustomStringConvertible {
         let gateway = gateway
         let webAccess = WebAccess(
             token: config.token, users: access, home: { await gateway.servedHome() },
+            homes: { await gateway.allHomes() },
             gatewayBase: await gateway.config.gatewayBase)
         let routes = WebRoutes(
             hub: hub, requests: PageRequests(gateway: gateway, base: base), access: webAccess,

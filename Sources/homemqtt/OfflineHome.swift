@@ -119,6 +119,8 @@ struct OfflineHome: HomeEditor {
     }
 
     var gatewayBase: String { config.baseTopic }
+    var reservedTopics: [String] { config.reservedTopicPrefixes }
+    var managesHomes: Bool { true }
 
     // The state directory is all there is: no topics to follow a change, no log to tell.
     var running: (any RunningGateway)? { nil }

@@ -10,9 +10,16 @@ final class AccessPolicyTests: XCTestCase {
     func testEachRoleMayPublishWhatItsRoleAllows() {
         let light = "home/hallway/lamp/lightbulb/on/set"
         let lock = "home/hallway/lock/lock/target/set"
-        func may(_ role: HomeRole, _ topic: String) -> Bool {
-            AccessPolicy.mayPublish(topic, base: "home", role: role, guestControl: ["hallway/lamp"])
+        func may(_ role: HomeRole, _ topic: String, ownsEveryHome: Bool = false) -> Bool {
+            AccessPolicy.mayPublish(
+                topic, base: "home", role: role, guestControl: ["hallway/lamp"], ownsEveryHome: ownsEveryHome)
         }
+        // The list of homes: an administrator of every home only.
+        XCTAssertFalse(may(.administrator, "home/$gateway/request/home/add"))
+        XCTAssertFalse(may(.administrator, "home/$gateway/request/accessory/home"))
+        XCTAssertTrue(may(.administrator, "home/$gateway/request/source/home", ownsEveryHome: true))
+        XCTAssertFalse(may(.member, "home/$gateway/request/home/add", ownsEveryHome: true))
+        XCTAssertTrue(may(.administrator, "home/$gateway/request/homes"))
         XCTAssertTrue(may(.administrator, "home/$gateway/request/room/add"))
         XCTAssertFalse(may(.member, "home/$gateway/request/room/add"))
         XCTAssertTrue(may(.member, lock))
@@ -33,6 +40,7 @@ final class AccessPolicyTests: XCTestCase {
             AccessUser(name: "alice", roles: ["*": .administrator]),
             AccessUser(name: "bob", roles: ["my home": .member]),
             AccessUser(name: "gus", roles: ["home-cabin": .guest], guestControl: ["porch/lamp"]),
+            AccessUser(name: "carol", roles: ["my home": .administrator, "cabin": .member]),
         ]
         let text = AccessPolicy.mosquittoACL(
             users: users, homes: [first, cabin], gatewayBase: "home", gatewayUser: "gw",
@@ -49,8 +57,15 @@ final class AccessPolicyTests: XCTestCase {
         XCTAssertTrue(
             blocks[3].hasPrefix("user bob\n# My Home: member\ntopic read home/#\ntopic write home/+/+/+/+/set"))
         XCTAssertFalse(blocks[3].contains("home-cabin"), "bob has no role in the cabin")
+        XCTAssertTrue(
+            blocks[5].hasPrefix(
+                "user carol\n# not an administrator of every home: no changes to the list of homes\ntopic deny home/$gateway/request/home/add\n"
+            ), blocks[5])
+        XCTAssertTrue(
+            blocks[5].contains(
+                "topic deny home/$gateway/request/source/home\n# My Home: administrator\ntopic readwrite home/#"))
         XCTAssertEqual(
-            blocks[4],
+            blocks[4] + "\n",
             "user gus\n# Cabin: guest\ntopic read home-cabin/#\ntopic write home-cabin/+/+/+/+/get\ntopic write home-cabin/porch/lamp/+/+/set\ntopic write home-cabin/porch/lamp/$set\ntopic write home-cabin/porch/lamp/+/$toggle\n"
         )
     }
@@ -78,6 +93,10 @@ final class AccessPolicyTests: XCTestCase {
                 "access.users[0].token-sha256"
             ),
             ("access: { users: [ { name: a } ] }", "access.users[0].roles"),
+            (
+                "access: { users: [ { name: a, roles: { x: guest }, guest-control: [hallway] } ] }",
+                "access.users[0].guest-control"
+            ),
             ("access: { users: [ { name: a, roles: { x: guest }, colour: red } ] }", "access.users[0].colour"),
             (
                 "access: { users: [ { name: a, roles: { x: guest } }, { name: a, roles: { x: guest } } ] }",

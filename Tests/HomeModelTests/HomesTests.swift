@@ -38,13 +38,21 @@ private func code(_ body: () async throws(ModelError) -> Void) async -> String? 
                 }
                     == "invalid-base-topic", "\(clash)")
         }
-        for bad in ["", "a/+/b", "a/#", "$SYS/x", "/lead", "trail/", "a//b"] {
+        for (index, bad) in [
+            "", "a/+/b", "a/#", "$SYS/x", "/lead", "trail/", "a//b", "a b", "x\ntopic readwrite #", "tab\there",
+        ].enumerated() {
             #expect(
                 await code { () async throws(ModelError) in
-                    _ = try await db.addHome(named: "Y \(bad)", baseTopic: bad, gatewayBase: "home")
+                    _ = try await db.addHome(named: "Y \(index)", baseTopic: bad, gatewayBase: "home")
                 }
                     == "invalid-base-topic", "\(bad)")
         }
+        // Nor the gateway's other prefixes (Home Assistant's discovery, Homie).
+        #expect(
+            await code { () async throws(ModelError) in
+                _ = try await db.addHome(
+                    named: "HA", baseTopic: "homeassistant/x", gatewayBase: "home", reserved: ["homeassistant"])
+            } == "invalid-base-topic")
         // A second home of the same name's slug is numbered rather than refused.
         let second = try await db.addHome(named: "The-Cabin!", baseTopic: nil, gatewayBase: "home")
         #expect(second.baseTopic == "home-the-cabin-2")

@@ -32,10 +32,12 @@ public struct AccessUser: Sendable, Hashable {
         self.guestControl = guestControl
     }
 
-    /// The user's role in `home`, if any: by its id, name or base topic (any case), else `*`.
+    /// The user's role in `home`, if any: by its id, else its name, else its base topic (any
+    /// case), else `*`.
     public func role(in home: Home, gatewayBase: String) -> HomeRole? {
-        let keys: Set = [home.id.lowercased(), home.name.lowercased(), (home.baseTopic ?? gatewayBase).lowercased()]
-        if let match = roles.first(where: { keys.contains($0.key) }) { return match.value }
+        for key in [home.id, home.name, home.baseTopic ?? gatewayBase] {
+            if let role = roles[key.lowercased()] { return role }
+        }
         return roles["*"]
     }
 }
@@ -86,9 +88,19 @@ public struct AccessConfig: ConfigSection, Hashable, CustomStringConvertible {
                 roles[key == "*" ? key : key.lowercased()] = role
             }
             let control = try entry.strings("guest-control") ?? []
-            for item in control where item.isEmpty || item.contains(where: { "+#".contains($0) }) || item.hasPrefix("/")
-            {
-                throw entry.error("guest-control", "'\(item)' is not an accessory or service topic under a home's base")
+            for item in control {
+                let levels = item.split(separator: "/", omittingEmptySubsequences: false)
+                guard (2...4).contains(levels.count), !levels.contains(where: \.isEmpty),
+                    !item.unicodeScalars.contains(where: {
+                        "+#".unicodeScalars.contains($0) || $0.properties.isWhitespace
+                            || $0.properties.generalCategory == .control
+                    })
+                else {
+                    throw entry.error(
+                        "guest-control",
+                        "'\(item)' is not <room>/<accessory>, <room>/<accessory>/<service> or …/<characteristic> under a home's base"
+                    )
+                }
             }
             try entry.finish()
             config.users.append(AccessUser(name: name, tokenSHA256: hash, roles: roles, guestControl: control))

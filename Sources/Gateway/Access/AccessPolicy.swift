@@ -7,13 +7,29 @@ public import HomeModel
 /// administrator's; a member may send any accessory request (`set`, `get`, `$set`, `$toggle`,
 /// `$identify`); a guest may read and `get`, and `set`, `$set` and `$toggle` only under what
 /// `guest-control` names.
-/// Everyone with a role reads all of `B/#`.
+/// Everyone with a role reads all of `B/#`. The operations on the list of homes (`homes/…`
+/// requests that add, remove or change a home, or move accessories between homes) change more
+/// than one home: only an administrator of every home may send them.
 public enum AccessPolicy {
-    /// Whether `role` may publish `topic`, which is under `base`.
-    public static func mayPublish(_ topic: String, base: String, role: HomeRole, guestControl: [String]) -> Bool {
+    /// The request operations that change the list of homes or move accessories between them.
+    public static let homeListOperations = [
+        "home/add", "home/rename", "home/remove", "home/primary", "home/base-topic", "accessory/home", "source/home",
+    ]
+
+    /// Whether `role` may publish `topic`, which is under `base`; `ownsEveryHome`: the user is an
+    /// administrator of every home.
+    public static func mayPublish(
+        _ topic: String, base: String, role: HomeRole, guestControl: [String], ownsEveryHome: Bool
+    ) -> Bool {
         guard topic.hasPrefix(base + "/") else { return false }
         let relative = topic.dropFirst(base.count + 1)
-        if relative.hasPrefix("$gateway/") { return role == .administrator }
+        if relative.hasPrefix("$gateway/") {
+            let op = relative.dropFirst("$gateway/request/".count)
+            if relative.hasPrefix("$gateway/request/"), homeListOperations.contains(String(op)) {
+                return role == .administrator && ownsEveryHome
+            }
+            return role == .administrator
+        }
         switch role {
         case .administrator, .member:
             return true
@@ -46,6 +62,14 @@ public enum AccessPolicy {
         }
         for user in users {
             lines += ["", "user \(user.name)"]
+            let ownsEveryHome = homes.allSatisfy { user.role(in: $0, gatewayBase: gatewayBase) == .administrator }
+            if !ownsEveryHome, homes.contains(where: { user.role(in: $0, gatewayBase: gatewayBase) == .administrator })
+            {
+                // An administrator of some homes only: the operations on the list of homes are
+                // answered on the gateway's base topic, and changing homes there is not theirs.
+                lines.append("# not an administrator of every home: no changes to the list of homes")
+                lines += homeListOperations.map { "topic deny \(gatewayBase)/$gateway/request/\($0)" }
+            }
             for home in homes {
                 guard let role = user.role(in: home, gatewayBase: gatewayBase) else { continue }
                 let base = home.baseTopic ?? gatewayBase

@@ -83,7 +83,24 @@ public final class SharedSource: AccessorySource {
             ledger.last = Task { _ = await call.value }
             return call
         }
-        return await call?.value ?? [:]
+        guard let call else { return [:] }
+        let failures = await call.value
+        if enabled, !failures.isEmpty {
+            // Not on at the source: this gateway holds nothing there, and the next that asks
+            // is passed to the source again.
+            ledger.state.withLock { ledger in
+                for address in failures.keys { ledger.holders[address]?.remove(holder) }
+                ledger.holders = ledger.holders.filter { !$0.value.isEmpty }
+            }
+        }
+        return failures
+    }
+
+    /// Lets go of every characteristic this view holds (its gateway stopped serving): those no
+    /// other gateway wants are turned off at the source.
+    public func releaseAll() async {
+        let held = ledger.state.withLock { ledger in ledger.holders.filter { $0.value.contains(holder) }.map(\.key) }
+        _ = await setNotifications(enabled: false, for: held)
     }
 
     public func run() async throws {

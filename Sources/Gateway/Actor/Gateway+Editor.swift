@@ -9,6 +9,8 @@ extension Gateway {
 
         var database: HomeDatabase { gateway.database }
         var gatewayBase: String { gateway.config.gatewayBase }
+        var reservedTopics: [String] { gateway.config.reservedTopicPrefixes }
+        var managesHomes: Bool { gateway.config.gatewayBaseTopic == nil }
         var running: (any RunningGateway)? { self }
         var pairing: (any PairingManager)? { gateway.pairing }
 
@@ -85,6 +87,11 @@ extension Gateway {
     /// The home this gateway serves, as the database has it now.
     public func servedHome() async -> Home {
         await database.home
+    }
+
+    /// Every home of the database.
+    public func allHomes() async -> [Home] {
+        await database.homes
     }
 
     func room(named key: String) async throws(GatewayFailure) -> Room {

@@ -20,6 +20,11 @@ extension Gateway {
         let payload = json.encodedUTF8()
         enqueue(topic, fitting(topic, payload, json: json, properties: Outbox.json), retain: false)
         switch reply?.target {
+        case .mqtt(let replyTopic, _)? where isServedTopic(replyTopic):
+            // A response topic among the homes' or the gateway's own topics would let a client
+            // publish, through the gateway, where the broker lets it not: answered on `result` only.
+            logger.debug(
+                "a response topic among the gateway's topics was not used", metadata: ["topic": "\(replyTopic)"])
         case .mqtt(let replyTopic, let correlationData)?:
             var properties = Outbox.json
             properties.correlationData = correlationData
@@ -31,6 +36,13 @@ extension Gateway {
         case nil:
             break
         }
+    }
+
+    /// Whether `topic` is under a home's base topic or a prefix the gateway publishes under.
+    func isServedTopic(_ topic: String) -> Bool {
+        let prefixes =
+            database.homesNow.map { $0.baseTopic ?? config.gatewayBase } + [base] + config.reservedTopicPrefixes
+        return prefixes.contains { topic == $0 || topic.hasPrefix($0 + "/") }
     }
 
     func enqueue(_ topic: String, json: JSONValue, retain: Bool = false) {

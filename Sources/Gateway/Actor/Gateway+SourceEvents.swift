@@ -40,6 +40,8 @@ extension Gateway {
                     ])
             }
             await refreshHome()
+            // It may have moved to another home while this one was recording it.
+            guard database.serves(accessoryID: accessory.id) else { return }
             remember(accessory)
             rebuild(announce: true)
         case .accessoryRemoved(let id):

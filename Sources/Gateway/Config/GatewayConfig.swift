@@ -85,6 +85,9 @@ public struct GatewayConfig: Sendable {
     /// Set when this config serves a home other than the one on the gateway's base topic
     /// (`forHome`): the gateway's own base topic, which `baseTopic` then is not.
     public var gatewayBaseTopic: String?
+    /// Topic prefixes the gateway publishes under beside the homes' base topics (Home
+    /// Assistant's discovery prefix, Homie's domain), set by the app that reads the config.
+    public var reservedTopicPrefixes: [String] = []
     /// The gateway's own base topic, whichever home this config serves.
     public var gatewayBase: String { gatewayBaseTopic ?? baseTopic }
     /// The home database, the run-time scope and the HAP pairings. See `StateDirectorySource`

@@ -14,6 +14,17 @@ func homeAnswer(_ home: Home, primaryID: String, gatewayBase: String) -> JSONVal
 }
 
 extension HomeEditor {
+    /// Refuses a change to the list of homes where it may not be made: on the request topic of
+    /// a home other than the one on the gateway's base topic (where its administrators need not
+    /// administer the homes it would change).
+    func requireHomesEditor(_ op: String) throws(GatewayFailure) {
+        guard managesHomes else {
+            throw GatewayFailure(
+                code: .insufficientPrivileges,
+                message: "\(op) changes the list of homes: send it to \(gatewayBase)/$gateway/request/\(op)")
+        }
+    }
+
     /// The home `key` names (id, name or base topic), as a request's failure when none does.
     func home(named key: String) async throws(GatewayFailure) -> Home {
         do throws(ModelError) {
@@ -66,9 +77,10 @@ public struct HomeAdd: ManagementOperation {
     }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        let (name, topic, base) = (self.name, baseTopic, editor.gatewayBase)
+        try editor.requireHomesEditor(Self.name)
+        let (name, topic, base, reserved) = (self.name, baseTopic, editor.gatewayBase, editor.reservedTopics)
         let home = try await editor.change { db throws(ModelError) in
-            try await db.addHome(named: name, baseTopic: topic, gatewayBase: base)
+            try await db.addHome(named: name, baseTopic: topic, gatewayBase: base, reserved: reserved)
         }
         return await editor.describe(home)
     }
@@ -94,6 +106,7 @@ public struct HomeRename: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home), "name": .string(name)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try editor.requireHomesEditor(Self.name)
         let home = try await editor.home(named: self.home)
         let name = self.name
         try await editor.change { db throws(ModelError) in try await db.renameHome(id: home.id, to: name) }
@@ -126,6 +139,7 @@ public struct HomeRemove: ManagementOperation {
     }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try editor.requireHomesEditor(Self.name)
         try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
         var targetID: String?
@@ -164,6 +178,7 @@ public struct HomePrimary: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try editor.requireHomesEditor(Self.name)
         let home = try await editor.home(named: self.home)
         try await editor.change { db throws(ModelError) in try await db.setPrimary(homeID: home.id) }
         return await editor.describe(home)
@@ -191,11 +206,12 @@ public struct HomeBaseTopic: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home), "base-topic": .string(baseTopic)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try editor.requireHomesEditor(Self.name)
         try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
-        let (topic, base) = (baseTopic, editor.gatewayBase)
+        let (topic, base, reserved) = (baseTopic, editor.gatewayBase, editor.reservedTopics)
         try await editor.change { db throws(ModelError) in
-            try await db.setBaseTopic(homeID: home.id, to: topic, gatewayBase: base)
+            try await db.setBaseTopic(homeID: home.id, to: topic, gatewayBase: base, reserved: reserved)
         }
         return await editor.describe(try await editor.home(named: home.id))
     }
@@ -222,6 +238,7 @@ public struct AccessoryHome: ManagementOperation {
     public var fields: [String: JSONValue] { ["accessory": .string(accessory), "home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try editor.requireHomesEditor(Self.name)
         let target = try await editor.home(named: home)
         let id: String
         do throws(GatewayFailure) {
@@ -257,6 +274,7 @@ public struct SourceHome: ManagementOperation {
     public var fields: [String: JSONValue] { ["prefix": .string(prefix), "home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
+        try editor.requireHomesEditor(Self.name)
         let target = try await editor.home(named: home)
         let prefix = self.prefix
         try await editor.change { db throws(ModelError) in try await db.assignSource(prefix: prefix, toHome: target.id)

@@ -45,6 +45,12 @@ public protocol HomeEditor: Sendable {
     var database: HomeDatabase { get }
     /// The gateway's own base topic: where the home without a base topic of its own is served.
     var gatewayBase: String { get }
+    /// Topic prefixes beside the homes' base topics the gateway publishes under (Home
+    /// Assistant's discovery, Homie): no home's base topic may overlap them.
+    var reservedTopics: [String] { get }
+    /// Whether the list of homes may be changed here: on the gateway of the home on the gateway's
+    /// base topic, or by the CLI without it; not on another home's request topic.
+    var managesHomes: Bool { get }
     /// The running gateway, for what only it can do; nil when the home is edited without it.
     var running: (any RunningGateway)? { get }
 

@@ -271,3 +271,6 @@ if __name__ == "__main__":
     except AssertionError as failure:
         print(f"FAILED: {failure}", flush=True)
         sys.exit(1)
+    except Exception as failure:  # selenium's own errors (a driver that did not start, …): said on stdout too
+        print(f"FAILED: {type(failure).__name__}: {failure}", flush=True)
+        sys.exit(1)
