@@ -161,9 +161,9 @@ def main_test(args):
 
 
 def homes_text(driver):
-    """The Homes page's list, empty until the page has drawn it."""
-    found = css(driver, "#homes-list")
-    return found.text if found else ""
+    """The Homes page's list, empty until the page has drawn it. Read in the page at once: a
+    change of the home redraws the page, and an element found before is then gone."""
+    return driver.execute_script("const list = document.getElementById('homes-list'); return list ? list.innerText : ''")
 
 
 def home_rows(driver):
