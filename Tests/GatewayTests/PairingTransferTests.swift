@@ -97,7 +97,7 @@ final class PairingTransferTests: XCTestCase {
         let answer = try await observer.waitForMessage("the set's result", timeout: 20) {
             $0.topic == "\(brightness)/result"
         }
-        XCTAssertTrue(answer.string.contains("\"status\":\"ok\""), answer.string)
+        XCTAssertTrue(answer.string.contains("\"status\":\"ok\""), answer.string + "\n" + gateway.standardError)
         let inside = try await peer.value(aid: 2, iid: 10)
         XCTAssertEqual(inside, "37")
         // …and aiohomekit still does with its own, and sees HomeMQTT beside it.
