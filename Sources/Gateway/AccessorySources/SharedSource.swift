@@ -7,13 +7,10 @@ import Synchronization
 /// wants them. Without this, a gateway whose home an accessory left would turn off the
 /// notifications the accessory's new home had just turned on.
 public final class SharedSource: AccessorySource {
-    /// Who wants each characteristic's notifications, and the last call made to the source:
-    /// the next waits for it, so that the source sees them in the order they were decided.
-    /// Shared by every view of one source.
+    /// Who wants each characteristic's notifications, shared by every view of one source.
     final class Ledger: Sendable {
         struct State {
             var holders: [CharacteristicAddress: Set<Int>] = [:]
-            var last: Task<Void, Never>?
         }
         let state = Mutex(State())
     }
@@ -61,7 +58,7 @@ public final class SharedSource: AccessorySource {
     {
         let holder = self.holder
         let base = self.base
-        let call: Task<[CharacteristicAddress: AccessoryError], Never>? = ledger.state.withLock { ledger in
+        let changed: [CharacteristicAddress] = ledger.state.withLock { ledger in
             var changed: [CharacteristicAddress] = []
             for address in addresses {
                 var set = ledger.holders[address] ?? []
@@ -74,17 +71,12 @@ public final class SharedSource: AccessorySource {
                 }
                 ledger.holders[address] = set.isEmpty ? nil : set
             }
-            guard !changed.isEmpty else { return nil }
-            let previous = ledger.last
-            let call = Task { [changed] in
-                await previous?.value
-                return await base.setNotifications(enabled: enabled, for: changed)
-            }
-            ledger.last = Task { _ = await call.value }
-            return call
+            return changed
         }
-        guard let call else { return [:] }
-        let failures = await call.value
+        // Called from the caller's own task, as a source without homes is: each gateway's
+        // calls come one at a time from its notification loop.
+        guard !changed.isEmpty else { return [:] }
+        let failures = await base.setNotifications(enabled: enabled, for: changed)
         if enabled, !failures.isEmpty {
             // Not on at the source: this gateway holds nothing there, and the next that asks
             // is passed to the source again.
