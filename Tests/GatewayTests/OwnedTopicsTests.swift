@@ -44,6 +44,35 @@ final class OwnedTopicsTests: XCTestCase {
         XCTAssertFalse(current.covers(record()))
     }
 
+    /// Lamps of one model share one set of paths in a record; merging a newer record into it
+    /// still changes only the accessory that gained or lost a characteristic.
+    func testLampsOfOneModelShareTheirPathsAndAMergeChangesOnlyTheOneThatGrew() {
+        var shapes = OwnedTopics.Shapes()
+        var recorded = OwnedTopics()
+        for lamp in ["a", "b", "c"] {
+            recorded.accessories["home/hall/\(lamp)"] = shapes.shared(["lightbulb/on", "lightbulb/brightness"])
+        }
+        var next = recorded
+        next.accessories["home/hall/b"]?.insert("lightbulb/hue")
+        next.accessories["home/hall/d"] = shapes.shared(["lightbulb/on", "lightbulb/brightness"])
+        var merged = recorded
+        merged.formUnion(next)
+        XCTAssertEqual(merged.accessories["home/hall/b"], ["lightbulb/on", "lightbulb/brightness", "lightbulb/hue"])
+        for lamp in ["a", "c", "d"] {
+            XCTAssertEqual(merged.accessories["home/hall/\(lamp)"], ["lightbulb/on", "lightbulb/brightness"], lamp)
+        }
+        XCTAssertEqual(recorded.accessories["home/hall/b"], ["lightbulb/on", "lightbulb/brightness"])
+        XCTAssertTrue(merged.covers(next))
+        XCTAssertFalse(recorded.covers(next))
+        XCTAssertTrue(merged.contains("home/hall/b/lightbulb/hue/state"))
+        XCTAssertFalse(merged.contains("home/hall/a/lightbulb/hue/state"))
+        XCTAssertEqual(
+            merged.topicsToClear(keeping: recorded),
+            ["home/hall/b/lightbulb/hue/meta", "home/hall/b/lightbulb/hue/state"]
+                + ["home/hall/d/lightbulb/brightness/meta", "home/hall/d/lightbulb/brightness/state"]
+                + ["home/hall/d/lightbulb/on/meta", "home/hall/d/lightbulb/on/state"])
+    }
+
     func testAnEarlierRunsTreeIsARecordOfItsAccessories() throws {
         let tree = try JSONValue(
             parsing: #"""

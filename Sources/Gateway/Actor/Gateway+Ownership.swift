@@ -84,6 +84,7 @@ extension Gateway {
     func ownership(of tree: TopicTree) -> OwnedTopics {
         var record = OwnedTopics()
         record.topics = [statusTopic, treeTopic]
+        var shapes = OwnedTopics.Shapes()
         for node in tree.accessories {
             record.topics.insert(node.topic + "/$info")
             record.topics.insert(node.topic + "/$availability")
@@ -94,7 +95,7 @@ extension Gateway {
             for service in node.services {
                 for c in service.characteristics { paths.insert(service.slug + "/" + c.slug) }
             }
-            record.accessories[node.topic] = paths
+            record.accessories[node.topic] = shapes.shared(paths)
         }
         return record
     }
