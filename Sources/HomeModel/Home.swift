@@ -147,7 +147,7 @@ public enum HomeEvent: Sendable, Hashable {
     /// An accessory moved from here to another home.
     case accessoryLeft(accessoryID: String, toHome: String)
     /// A change to the list of homes, told to every home.
-    case homes(HomesChange)
+    indirect case homes(HomesChange)
 }
 
 /// A change to the list of homes (after `homeManager(_:didAdd:)`, `didRemove`,

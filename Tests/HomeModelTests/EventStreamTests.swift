@@ -75,3 +75,13 @@ import Testing
         #expect(counted.load(ordering: .relaxed) == 1)
     }
 }
+
+/// A home's events wait in every subscriber's buffer until it reads them: at start-up, one
+/// `accessoryAssigned` per accessory of a large home (10,000 of them in the bench) waits while
+/// the gateway publishes. Every element is as large as the largest case, so the cases that carry
+/// whole homes are stored out of line.
+@Suite struct HomeEventSizeTests {
+    @Test func anEventIsAFewWordsNotAWholeHome() {
+        #expect(MemoryLayout<HomeEvent>.stride <= 64, "HomeEvent is \(MemoryLayout<HomeEvent>.stride) bytes")
+    }
+}
