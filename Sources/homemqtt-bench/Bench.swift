@@ -136,6 +136,7 @@ struct GatewayChild: AsyncParsableCommand {
     @Option var config: String
 
     func run() async throws {
+        HomeMQTTApp.useOneMemoryArena()
         bootstrapLogging(level: .warning)
         let config = try HomeMQTTApp.loadConfig(file: config)
         let logger = Logger(label: "homemqtt")

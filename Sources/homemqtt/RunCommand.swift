@@ -21,6 +21,7 @@ struct RunCommand: AsyncParsableCommand {
     var logLevel: String?
 
     func run() async throws {
+        HomeMQTTApp.useOneMemoryArena()
         let config: GatewayConfig
         do {
             config = try Setup.loadConfig(options)
