@@ -81,6 +81,26 @@ final class TopicTreeTests: XCTestCase {
         XCTAssertNil(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 2)))
     }
 
+    /// Lamps of one model share what their characteristics are; each keeps the value it was
+    /// described with, its own address and its own topic.
+    func testLampsOfOneModelKeepTheirOwnValuesAndTopics() async throws {
+        var dim = Self.lamp(id: "a", name: "Hall Lamp")
+        dim.services[1].characteristics[1].value = .int(10)
+        let list = [dim, Self.lamp(id: "b", name: "Desk Lamp")]
+        let tree = TopicTree(
+            base: "home", accessories: list, home: try await home(list), scope: try ScopeFilter(ScopeConfig()))
+        let a = try XCTUnwrap(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 12)))
+        let b = try XCTUnwrap(tree.characteristic(CharacteristicAddress(accessoryID: "b", iid: 12)))
+        XCTAssertEqual(a.characteristic.value, .int(10))
+        XCTAssertEqual(b.characteristic.value, .int(50))
+        XCTAssertEqual(a.characteristic, list[0].services[1].characteristics[1])
+        XCTAssertEqual(b.characteristic, list[1].services[1].characteristics[1])
+        XCTAssertEqual([a.typeName, b.typeName], ["brightness", "brightness"])
+        XCTAssertEqual(a.topic, "home/default-room/hall-lamp/lightbulb/brightness")
+        XCTAssertEqual(b.topic, "home/default-room/desk-lamp/lightbulb/brightness")
+        XCTAssertEqual(a.address.accessoryID, "a")
+    }
+
     func testTreeDocumentIsCanonicalJSONWithEveryTopic() async throws {
         let list = [
             Self.lamp(id: "a", name: "Lamp \"Quoted\" \\ Ünïcode\n", room: "Living Room"),
