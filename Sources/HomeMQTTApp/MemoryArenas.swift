@@ -12,10 +12,11 @@ extension HomeMQTTApp {
     /// process (`homemqtt run`, the bench's gateway). By default every thread that allocates
     /// gets an arena of its own, up to eight per core, and memory one arena frees is never
     /// reused by another: a start-up that loads accessory files on every core and then builds
-    /// the topic tree elsewhere keeps both. One arena peaked 12 MB lower at 10,000 accessories
-    /// (280 against 292 MB) and 4 MB lower at 1,000 (71 against 75 MB), in no more time; a
-    /// gateway serves on one or two threads, which rarely contend for it. A `MALLOC_ARENA_MAX`
-    /// in the environment is glibc's to apply, and wins.
+    /// the topic tree elsewhere keeps both. Set here, one arena peaked 285–288 MB at 10,000
+    /// accessories against 292–295 MB (three alternated pairs) and 72 MB at 1,000 against 74–75,
+    /// in no more time; a gateway serves on one or two threads, which rarely contend for it.
+    /// Threads that allocated before this call keep their arenas, so `MALLOC_ARENA_MAX=1` in
+    /// the environment, which glibc applies first (and which wins here), saves a little more.
     public static func useOneMemoryArena() {
         #if canImport(Glibc)
             guard ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil, let symbol = dlsym(nil, "mallopt")
