@@ -12,19 +12,39 @@ public struct SimulatorFactory: SourceFactory, CustomStringConvertible {
     public static let type = "simulator"
     /// The accessory files' directory, absolute or relative to the config file.
     public var directory: String
+    /// Where the directory was named (`gateway.yml: sources[0].directory`), so that a
+    /// directory that cannot be listed is reported as a config error is; not part of equality.
+    var origin: String?
 
     public init(directory: String) {
         self.directory = directory
     }
 
     public static func read(_ entry: ConfigReader, _ context: ConfigContext) throws(ConfigError) -> Self {
-        Self(directory: context.resolve(try entry.string("directory") ?? "accessories"))
+        var factory = Self(directory: context.resolve(try entry.string("directory") ?? "accessories"))
+        factory.origin = "\(context.file): \(entry.keyPath("directory"))"
+        return factory
     }
 
     /// Without `sources:`, the simulated home in `accessories` beside the config file.
     public static func byDefault(_ context: ConfigContext) -> Self? {
         let directory = context.directory.isEmpty ? "." : context.directory
-        return Self(directory: (directory as NSString).appendingPathComponent("accessories"))
+        var factory = Self(directory: (directory as NSString).appendingPathComponent("accessories"))
+        factory.origin = "\(context.file): sources (none given: the simulated home beside the file)"
+        return factory
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.directory == rhs.directory }
+    public func hash(into hasher: inout Hasher) { hasher.combine(directory) }
+
+    /// A directory that cannot be listed is the config's mistake: said with the file and key
+    /// that name it (`gateway.yml: sources[0].directory: /srv/sim: no such directory`). A
+    /// problem inside an accessory file names that file, as it is.
+    func failure(_ error: any Error) -> SourceFilesError {
+        guard let error = error as? SimulatorError, error.key == nil,
+            error.file == URL(fileURLWithPath: directory).relativePath, let origin
+        else { return SourceFilesError("\(error)") }
+        return SourceFilesError("\(origin): \(directory): \(error.message)")
     }
 
     public func make(_ context: SourceContext) throws -> MadeSource {
@@ -33,10 +53,10 @@ public struct SimulatorFactory: SourceFactory, CustomStringConvertible {
             do {
                 return MadeSource(source: try SimulatedHome.load(directory: url))
             } catch {
-                throw SourceFilesError("\(error)")
+                throw failure(error)
             }
         }
-        let (directory, logger) = (directory, context.logger)
+        let (directory, logger, factory) = (directory, context.logger, self)
         return MadeSource(
             source: DeferredSource(name: "simulator") { hub in
                 logger.info("loading accessory files", metadata: ["directory": "\(directory)"])
@@ -45,7 +65,7 @@ public struct SimulatorFactory: SourceFactory, CustomStringConvertible {
                         logger.warning("accessory file", metadata: ["problem": "\(warning)"])
                     }
                 } catch {
-                    throw SourceFilesError("\(error)")
+                    throw factory.failure(error)
                 }
             })
     }

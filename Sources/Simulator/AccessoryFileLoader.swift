@@ -90,14 +90,26 @@ public enum AccessoryFileLoader {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
-            throw SimulatorError(
-                file: directory.relativePath, code: .io,
-                message: "cannot list the directory: \(error.localizedDescription)")
+            throw SimulatorError(file: directory.relativePath, code: .io, message: directoryProblem(directory.path))
         }
         let files = names.sorted()
             .filter { fileExtensions.contains(($0 as NSString).pathExtension.lowercased()) }
             .map { directory.appendingPathComponent($0) }
         return try load(files: files)
+    }
+
+    /// Why the accessory directory cannot be listed, in words (Foundation's would be "The
+    /// operation could not be completed").
+    static func directoryProblem(_ path: String) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let problem = ConfigText.problem(errno)
+            return problem == .notFound ? "no such directory" : "cannot list the directory: \(problem.words)"
+        }
+        guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else { return "is a file, not a directory" }
+        guard let dir = opendir(path) else { return "cannot list the directory: \(ConfigText.problem(errno).words)" }
+        closedir(dir)
+        return "cannot list the directory"
     }
 
     /// All files or nothing: the first bad file (in the given order) stops the load.
@@ -142,11 +154,18 @@ public enum AccessoryFileLoader {
 
     private static func loadFile(_ url: URL) throws(SimulatorError) -> FileContents {
         let file = url.relativePath
-        let text: String
+        // Read as bytes and checked here: Foundation would say only that "the file isn't in the
+        // correct format", and Yams would quote a control character raw.
+        let bytes: [UInt8]
         do {
-            text = try String(contentsOf: url, encoding: .utf8)
+            bytes = try ConfigText.read(url.path)
         } catch {
-            throw SimulatorError(file: file, code: .io, message: "cannot read the file: \(error.localizedDescription)")
+            throw SimulatorError(file: file, code: .io, message: error.words)
+        }
+        let text: String
+        switch ConfigText.text(bytes) {
+        case .success(let decoded): text = decoded
+        case .failure(let problem): throw SimulatorError(file: file, code: .io, message: problem.message)
         }
         let stem = url.deletingPathExtension().lastPathComponent
         if url.pathExtension.lowercased() == "json" {

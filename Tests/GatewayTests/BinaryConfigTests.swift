@@ -112,6 +112,69 @@ extension BinaryConfigTests {
     }
 }
 
+extension BinaryConfigTests {
+    /// What Foundation used to word ("The file doesn't exist", "isn't in the correct format"):
+    /// a simulator directory that is not there, and bytes that are not YAML text in the config
+    /// or in an accessory file. Each is one line naming the file (and the key), with exit 2,
+    /// and no byte of the file reaches the terminal raw.
+    /// `run` logs its start before the accessory files load (they load as a service of the
+    /// group): the error is its last line, with the same exit code.
+    func assertFails(
+        _ command: String, _ config: String, _ expected: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let result = try await homemqtt([command, "--config", config])
+        guard command == "run" else {
+            assertConfigFailure(result, expected, command, file: file, line: line)
+            return
+        }
+        XCTAssertEqual(result.status, 2, result.standardError, file: file, line: line)
+        let last = result.standardError.split(separator: "\n").last.map(String.init)
+        XCTAssertEqual(last, "homemqtt: \(expected)", result.standardError, file: file, line: line)
+    }
+
+    func testMissingDirectoryAndGarbageBytesNameTheFileAndKey() async throws {
+        let directory = try TemporaryDirectory(prefix: "homemqtt-badconfig")
+        let config = directory.file("gateway.yml")
+        let missing = directory.file("no-such-accessories")
+        try "sources:\n  - type: simulator\n    directory: \(missing)\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        for command in ["check-config", "run", "tree"] {
+            try await assertFails(command, config, "\(config): sources[0].directory: \(missing): no such directory")
+        }
+
+        // A config of garbage: latin-1 text, then a binary (an ELF header with its NUL).
+        try Data(Array("base-topic: caf".utf8) + [0xE9, 0x0A]).write(to: URL(fileURLWithPath: config))
+        assertConfigFailure(
+            try await homemqtt(["check-config", "--config", config]),
+            "\(config): is not UTF-8 text: byte 0xE9 at line 1, column 16", "latin-1 config")
+        try Data([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01, 0x00, 0x1B, 0x5D]).write(to: URL(fileURLWithPath: config))
+        for command in ["check-config", "run"] {
+            assertConfigFailure(
+                try await homemqtt([command, "--config", config]),
+                "\(config): holds the control character U+007F at line 1, column 1: not YAML text (a binary file?)",
+                command)
+        }
+
+        // An accessory file with a NUL and an escape sequence in a name, and one in latin-1.
+        let accessories = directory.file("accessories")
+        try FileManager.default.createDirectory(atPath: accessories, withIntermediateDirectories: true)
+        try "sources:\n  - type: simulator\n    directory: accessories\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        let lamp = accessories + "/lamp.yml"
+        try Data(Array("name: Lamp\nservices: []\nmodel: \u{1B}]0;pwned\u{7}x\u{0}y\n".utf8)).write(
+            to: URL(fileURLWithPath: lamp))
+        for command in ["check-config", "run"] {
+            try await assertFails(
+                command, config,
+                "\(lamp): holds the control character U+001B at line 3, column 8: not YAML text (a binary file?)")
+        }
+        try Data(Array("name: Caf".utf8) + [0xE9] + Array("\nservices: []\n".utf8)).write(to: URL(fileURLWithPath: lamp))
+        assertConfigFailure(
+            try await homemqtt(["check-config", "--config", config]),
+            "\(lamp): is not UTF-8 text: byte 0xE9 at line 1, column 10", "latin-1 accessory file")
+    }
+}
+
 /// A scope entry that matches nothing is reported, naming its key; the quoted form works.
 final class ScopeWarningTests: XCTestCase {
     func testAnEntrySplitAtItsCommaIsReportedAndTheQuotedFormDenies() async throws {

@@ -22,6 +22,11 @@ final class GatewayConfigLoadTests: XCTestCase {
         let latin1 = directory.file("latin1.yml")
         try Data([0x62, 0x61, 0x73, 0x65, 0x2D, 0x74, 0x6F, 0x70, 0x69, 0x63, 0x3A, 0x20, 0xE9, 0x0A]).write(
             to: URL(fileURLWithPath: latin1))
+        // The start of an ELF binary, and text with a NUL on its second line.
+        let binary = directory.file("binary.yml")
+        try Data([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01, 0x00]).write(to: URL(fileURLWithPath: binary))
+        let nul = directory.file("nul.yml")
+        try Data(Array("base-topic: home\nlog-le\u{0}vel: info\n".utf8)).write(to: URL(fileURLWithPath: nul))
         let cases: [(String, ConfigError.Code, String)] = [
             ("/dev/null", .empty, "/dev/null: the file is empty"),
             (blank, .empty, "\(blank): the file is empty"),
@@ -31,7 +36,9 @@ final class GatewayConfigLoadTests: XCTestCase {
                 directory.file("missing/gateway.yml"), .notFound,
                 "\(directory.file("missing/gateway.yml")): no such file"
             ),
-            (latin1, .unreadable, "\(latin1): is not UTF-8 text"),
+            (latin1, .unreadable, "\(latin1): is not UTF-8 text: byte 0xE9 at line 1, column 13"),
+            (binary, .unreadable, "\(binary): holds the control character U+007F at line 1, column 1: not YAML text (a binary file?)"),
+            (nul, .unreadable, "\(nul): holds the control character U+0000 at line 2, column 7: not YAML text (a binary file?)"),
         ]
         for (path, code, text) in cases {
             let error = try XCTUnwrap(loadError(path), path)

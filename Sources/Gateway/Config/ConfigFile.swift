@@ -1,4 +1,5 @@
 import Foundation
+import HomeModel
 import Yams
 
 /// Reading a config file, with a plain message for each way it can fail: `run`, `check-config`
@@ -10,41 +11,28 @@ enum ConfigFile {
         func failure(_ code: ConfigError.Code, _ message: String) -> ConfigError {
             ConfigError(file: file, key: nil, message: message, code: code)
         }
-        func fromErrno(_ number: Int32) -> ConfigError {
-            switch number {
-            case ENOENT, ENOTDIR: return failure(.notFound, "no such file")
-            case EACCES, EPERM: return failure(.permissionDenied, "permission denied")
-            case EISDIR: return failure(.isDirectory, "is a directory, not a config file")
-            default:
-                return failure(.unreadable, "cannot read the file: \(String(cString: strerror(number)).lowercased())")
+        let bytes: [UInt8]
+        do {
+            bytes = try ConfigText.read(file)
+        } catch {
+            switch error {
+            case .notFound: throw failure(.notFound, error.words)
+            case .permissionDenied: throw failure(.permissionDenied, error.words)
+            case .isDirectory: throw failure(.isDirectory, "is a directory, not a config file")
+            case .other: throw failure(.unreadable, error.words)
             }
-        }
-        var info = stat()
-        guard stat(file, &info) == 0 else { throw fromErrno(errno) }
-        if info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) { throw fromErrno(EISDIR) }
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw fromErrno(errno) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw fromErrno(errno)
-            }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
         }
         // Only white space is no config at all: `/dev/null`, or a file emptied by accident.
         // A file of comments only is a config that keeps every default, and is accepted.
         if bytes.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
             throw failure(.empty, "the file is empty")
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw failure(.unreadable, "is not UTF-8 text")
+        // Bytes that are not UTF-8 or a control character (a binary file, another encoding):
+        // said with where, before Yams would say it without (or quote the line raw).
+        switch ConfigText.text(bytes) {
+        case .success(let text): return text
+        case .failure(let problem): throw failure(.unreadable, problem.message)
         }
-        return text
     }
 
     /// A YAML syntax error as one line, without the snippet of the file Yams quotes (which may
@@ -70,9 +58,4 @@ enum ConfigFile {
         text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             .joined(separator: " ")
     }
-}
-
-// File scope: inside ConfigFile, `read` names its own member.
-private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(fd, buffer, count)
 }
