@@ -47,6 +47,22 @@ extension MDNSBrowser {
         return inbound
     }
 
+    /// Warns, once both sockets are open, when the service is not followed in both families:
+    /// over IPv6 only (a host without IPv4, or without an IPv4 multicast route) or not at all.
+    /// Saying "not followed" while IPv6 follows it would send a user looking for a fault that
+    /// is not there.
+    func sayWhatIsFollowed() {
+        guard let ipv4Problem else { return }
+        if joined6.isEmpty {
+            logger.warning(
+                "mDNS: \(service) is not followed: no IPv4 multicast (\(ipv4Problem)) and no IPv6 interface to ask on")
+        } else {
+            let interfaces = joined6.map(\.name).joined(separator: ", ")
+            logger.warning(
+                "mDNS: \(service) is followed over IPv6 only, on \(interfaces): no IPv4 multicast (\(ipv4Problem))")
+        }
+    }
+
     /// Sends `bytes` to ff02::fb on each interface joined, setting the outgoing interface
     /// before each copy (the event loop keeps the order).
     func sendIPv6(_ bytes: [UInt8]) {

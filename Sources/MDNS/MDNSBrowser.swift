@@ -37,6 +37,8 @@ public actor MDNSBrowser: Service {
     public nonisolated let interfaces: MDNSInterfaces
     /// The interfaces joined besides the default route's: queries go out on each.
     private var joined: [NIONetworkDevice] = []
+    /// Why the IPv4 socket could not join the group, if it could not.
+    var ipv4Problem: String?
     /// The IPv6 socket (`[::]:5353`, ff02::fb), when the machine has IPv6 (MDNSBrowser+IPv6).
     var channel6: (any Channel)?
     /// The interfaces it joined ff02::fb on: queries go out on each, and a link-local address
@@ -74,6 +76,7 @@ public actor MDNSBrowser: Service {
         defer { updatesContinuation.finish() }
         let inbound = try await open()
         let inbound6 = await openIPv6()
+        sayWhatIsFollowed()
         // A first query after 20–120 ms (RFC 6762 §5.2), then 1 s, 2 s, 4 s, …
         nextQuery = now + Double.random(in: 0.02...0.12)
         await withDiscardingTaskGroup { group in
@@ -124,9 +127,10 @@ public actor MDNSBrowser: Service {
                     do {
                         try await multicast.joinGroup(Self.group).get()
                     } catch {
-                        // No multicast route (a machine with only loopback): queries fail
-                        // too, and the browser stays quiet rather than failing its caller.
-                        logger.warning("mDNS: cannot join 224.0.0.251 (\(error)); \(service) is not followed")
+                        // No multicast route (a machine with only loopback, or without IPv4):
+                        // queries fail too, and the browser stays quiet rather than failing
+                        // its caller. Said once IPv6 is open too (`sayWhatIsFollowed`).
+                        ipv4Problem = "cannot join 224.0.0.251: \(error)"
                     }
                     let devices = interfaceDevices { device in
                         guard case .v4(let v4)? = device.address else { return false }
@@ -235,8 +239,11 @@ public actor MDNSBrowser: Service {
         var buffer = channel.allocator.buffer(capacity: bytes.count)
         buffer.writeBytes(bytes)
         let envelope = AddressedEnvelope(remoteAddress: Self.group, data: buffer)
-        channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
         sendIPv6(bytes)
+        // Without IPv4 multicast (said once, `sayWhatIsFollowed`) every IPv4 send would fail:
+        // a second warning that queries cannot be sent would be wrong over IPv6.
+        guard ipv4Problem == nil else { return }
+        channel.writeAndFlush(envelope).whenFailure { error in self.sendFailed(error) }
         guard !joined.isEmpty, let options = channel as? any SocketOptionProvider else { return }
         for device in joined {
             guard case .v4(let v4)? = device.address else { continue }
