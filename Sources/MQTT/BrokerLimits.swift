@@ -23,19 +23,28 @@ public struct MQTTBrokerLimits: Sendable, Hashable, CustomStringConvertible {
     /// The broker's Topic Alias Maximum. The client never sends topic aliases.
     public var topicAliasMaximum = 0
 
-    public init(configuredMaximumPacketSize: Int? = nil) {
+    /// A limit the client learned from the broker without being told: it refused a packet
+    /// (dropped the connection right after it, or answered "packet too large") and kept smaller
+    /// ones (`Connection.learnLimit`). Kept across reconnects of the same client.
+    public var learnedMaximumPacketSize: Int?
+    /// `MQTTConfiguration.maximumTopicLevels`: no broker announces it.
+    public var maximumTopicLevels = MQTTConfiguration.mosquittoTopicLevels
+
+    public init(configuredMaximumPacketSize: Int? = nil, maximumTopicLevels: Int = MQTTConfiguration.mosquittoTopicLevels) {
         self.configuredMaximumPacketSize = configuredMaximumPacketSize
+        self.maximumTopicLevels = maximumTopicLevels
     }
 
-    /// The largest packet the client sends: the smaller of the broker's and the configured
-    /// limits; nil when neither is known (then only the protocol's 256 MB bounds it).
+    /// The largest packet the client sends: the smallest of the broker's, the configured and
+    /// the learned limits; nil when none is known (then only the protocol's 256 MB bounds it).
     public var maximumPacketSize: Int? {
-        switch (brokerMaximumPacketSize, configuredMaximumPacketSize) {
-        case (let broker?, let configured?): min(broker, configured)
-        case (let broker?, nil): broker
-        case (nil, let configured?): configured
-        case (nil, nil): nil
-        }
+        [brokerMaximumPacketSize, configuredMaximumPacketSize, learnedMaximumPacketSize].compactMap { $0 }.min()
+    }
+
+    /// Whether the packet limit in force was learned rather than told.
+    public var packetLimitIsLearned: Bool {
+        guard let learned = learnedMaximumPacketSize else { return false }
+        return learned == maximumPacketSize
     }
 
     /// True when a PUBLISH of `size` bytes (`publishPacketSize`) is within the limit.
@@ -62,6 +71,8 @@ public struct MQTTBrokerLimits: Sendable, Hashable, CustomStringConvertible {
         var parts = ["max-packet-size=\(maximumPacketSize.map(String.init) ?? "none")"]
         if let broker = brokerMaximumPacketSize { parts.append("broker-max-packet-size=\(broker)") }
         if let configured = configuredMaximumPacketSize { parts.append("configured-max-packet-size=\(configured)") }
+        if let learned = learnedMaximumPacketSize { parts.append("learned-max-packet-size=\(learned)") }
+        parts.append("max-topic-levels=\(maximumTopicLevels)")
         parts += [
             "max-qos=\(maximumQoS.rawValue)", "retain=\(retainAvailable ? "yes" : "no")",
             "receive-maximum=\(receiveMaximum)", "topic-alias-maximum=\(topicAliasMaximum) (unused)",

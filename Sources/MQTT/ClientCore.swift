@@ -11,6 +11,7 @@ final class ClientCore: Sendable {
         var unconfirmed: Set<String> = []
         var messageContinuations: [UInt64: AsyncStream<MQTTMessage>.Continuation] = [:]
         var stateContinuations: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
+        var learnedContinuations: [UInt64: AsyncStream<MQTTLearnedLimit>.Continuation] = [:]
         var nextID: UInt64 = 0
         /// The broker refused MQTT 5 and accepted 3.1.1: every later connection uses 3.1.1.
         var fellBackToMQTT311 = false
@@ -50,16 +51,27 @@ final class ClientCore: Sendable {
         }
     }
 
+    func learned(_ limit: MQTTLearnedLimit) {
+        state.withLock { state in
+            for continuation in state.learnedContinuations.values { continuation.yield(limit) }
+        }
+    }
+
     /// Finishing runs `onTermination` handlers, which take the lock: so finish outside it.
     func finishStreams() {
-        let (messages, states) = state.withLock { state in
-            let taken = (Array(state.messageContinuations.values), Array(state.stateContinuations.values))
+        let (messages, states, learned) = state.withLock { state in
+            let taken = (
+                Array(state.messageContinuations.values), Array(state.stateContinuations.values),
+                Array(state.learnedContinuations.values)
+            )
             state.messageContinuations.removeAll()
             state.stateContinuations.removeAll()
+            state.learnedContinuations.removeAll()
             return taken
         }
         for continuation in messages { continuation.finish() }
         for continuation in states { continuation.finish() }
+        for continuation in learned { continuation.finish() }
     }
 
     /// Records filters; returns the connection to send them on, or nil when not connected (then they are
@@ -97,7 +109,10 @@ final class ClientCore: Sendable {
             defer { state.limits = limits }
             return state.limits
         }
-        guard let previous, previous != limits else { return }
+        // A limit the client learned is its own, not the broker's change.
+        var told = limits
+        told.learnedMaximumPacketSize = previous?.learnedMaximumPacketSize
+        guard let previous, previous != told else { return }
         logger.warning("the broker's limits changed at the reconnect", metadata: ["limits": "\(limits)"])
     }
 

@@ -67,6 +67,7 @@ extension Connection {
             state.limits = limits
             state.connected = true
             state.everConnected = true
+            state.connectedAt = .now
             return state.takeWaiters(.connect)
         }
         logger.debug("MQTT connected", metadata: ["sessionPresent": "\(sessionPresent)"])
@@ -89,7 +90,10 @@ extension Connection {
     /// The CONNACK's limits (MQTT 5; a property it leaves out keeps the protocol's default)
     /// with the configured maximum packet size. A 3.1.1 CONNACK has no properties.
     private func readLimits(_ properties: OpaquePointer?) -> MQTTBrokerLimits {
-        var limits = MQTTBrokerLimits(configuredMaximumPacketSize: configuration.maximumPacketSize)
+        var limits = MQTTBrokerLimits(
+            configuredMaximumPacketSize: configuration.maximumPacketSize,
+            maximumTopicLevels: configuration.maximumTopicLevels)
+        limits.learnedMaximumPacketSize = control.withLock { $0.limits.learnedMaximumPacketSize }
         guard let properties else { return limits }
         var size: UInt32 = 0
         if mosquitto_property_read_int32(properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), &size, false)
@@ -126,18 +130,15 @@ extension Connection {
     }
 
     private func didPublish(mid: Int32, reason: Int32) {
-        if reason >= 0x80 {
-            logger.warning(
-                "MQTT broker rejected a publish",
-                metadata: ["mid": "\(mid)", "reason": "\(String(cString: mosquitto_reason_string(reason)))"])
-        }
-        let resumed = control.withLock { state -> [CheckedContinuation<Outcome, Never>] in
-            if state.outstanding.removeValue(forKey: mid) == nil {
-                state.earlyPublishDone[mid] = state.epoch
+        let (resumed, sent) = control.withLock { state -> ([CheckedContinuation<Outcome, Never>], Sent?) in
+            let sent = state.outstanding.removeValue(forKey: mid)
+            if sent == nil {
+                state.earlyPublishDone[mid] = (state.epoch, reason)
             }
             let limit = configuration.maxQueuedPublishes
-            return state.takeCapacityWaiters(limit: limit, resumingAt: Connection.resumeLevel(limit: limit))
+            return (state.takeCapacityWaiters(limit: limit, resumingAt: Connection.resumeLevel(limit: limit)), sent)
         }
+        if let sent { settle(sent, reason: reason) }
         for waiter in resumed { waiter.resume(returning: .success(())) }
     }
 

@@ -109,11 +109,18 @@ extension Connection {
     }
 
     /// Marks the start of a call into libmosquitto from another thread; false when stopping.
+    /// While the network thread makes the handle anew (`replaceHandle`, a few milliseconds)
+    /// the call waits for it.
     private func enter() -> Bool {
-        control.withLock { state in
-            guard !state.stopRequested else { return false }
-            state.users += 1
-            return true
+        while true {
+            let entered = control.withLock { state -> Bool? in
+                guard !state.stopRequested else { return false }
+                if state.replacing { return nil }
+                state.users += 1
+                return true
+            }
+            if let entered { return entered }
+            usleep(1000)
         }
     }
 
@@ -136,7 +143,7 @@ extension Connection {
             }
             let outcome = await suspend(.capacity) { state in
                 if state.stopRequested || state.finished { return .failure(.closed) }
-                return state.outstanding.count < limit ? .success(()) : nil
+                return state.outstanding.count < limit && !state.replacing ? .success(()) : nil
             }
             if case .failure = outcome { return outcome }
         }
@@ -153,8 +160,12 @@ extension Connection {
         guard payload.count <= 268_435_455 else {
             return .failure(MQTTError(code: .payloadTooLarge, message: "payload of \(payload.count) bytes"))
         }
+        let levels = MQTTTopicShape.levels(topic)
+        guard levels <= configuration.maximumTopicLevels else {
+            return .failure(PublishCheck.topicTooDeep(topic, levels: levels, limit: configuration.maximumTopicLevels))
+        }
         let limit = configuration.maxQueuedPublishes
-        enum Decision { case fail(MQTTError), drop, wait, go(UInt64, MQTTQoS, Bool) }
+        enum Decision { case fail(MQTTError), drop, wait, go(UInt64, MQTTQoS, Bool, size: Int, order: UInt64) }
         let decision = control.withLock { state -> Decision in
             if state.stopRequested || state.finished { return .fail(.closed) }
             let qos = state.limits.qos(for: requested)
@@ -164,10 +175,16 @@ extension Connection {
             guard state.limits.allows(packetSize: size) else {
                 return .fail(Connection.tooLarge(topic, size: size, limits: state.limits))
             }
+            if !state.refusedTopics.isEmpty, state.refusedTopics.contains(topic) {
+                return .fail(PublishCheck.refusedBefore(topic))
+            }
+            if state.replacing { return .wait }
             if qos == .atMostOnce && !state.connected { return state.everConnected ? .drop : .fail(.notConnected) }
             if state.outstanding.count >= limit { return .wait }
             state.users += 1
-            return .go(state.epoch, qos, requestedRetain && state.limits.retainAvailable)
+            state.sendOrder += 1
+            return .go(
+                state.epoch, qos, requestedRetain && state.limits.retainAvailable, size: size, order: state.sendOrder)
         }
         switch decision {
         case .fail(let error):
@@ -176,27 +193,39 @@ extension Connection {
             return .success(())
         case .wait:
             return nil
-        case .go(let epoch, let qos, let retain):
+        case .go(let epoch, let qos, let retain, let size, let order):
             var mid: Int32 = 0
             let rc = send(topic, payload: payload, qos: qos, retain: retain, properties: properties, mid: &mid)
             let savedErrno = errno
             // QoS 1/2 while the socket is down: libmosquitto keeps the message queued and returns NO_CONN.
             let queued =
                 rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce)
-            control.withLock { state in
+            let sent = Sent(
+                topic: topic, qos: qos, epoch: epoch, size: size, levels: levels, order: order, at: .now,
+                message: qos == .atMostOnce || payload.count > Self.largestCopyKept
+                    ? nil : PendingPublish(payload: payload, retain: retain, properties: properties))
+            let early = control.withLock { state -> Int32? in
                 state.users -= 1
-                guard queued else { return }
-                if state.earlyPublishDone.removeValue(forKey: mid) != nil { return }
+                guard queued else { return nil }
+                // Acknowledged before this thread got here: settled now.
+                if let early = state.earlyPublishDone.removeValue(forKey: mid) { return early.reason }
                 // A QoS 0 message queued on a connection that has since dropped is already gone.
-                if qos == .atMostOnce && epoch != state.epoch { return }
-                state.outstanding[mid] = (qos, epoch)
+                if qos == .atMostOnce && epoch != state.epoch { return nil }
+                state.outstanding[mid] = sent
                 state.highWater = max(state.highWater, state.outstanding.count)
+                return nil
             }
+            if let early { settle(sent, reason: early) }
             wakeIfWaiting()
             if queued || (rc == MOSQ_ERR_NO_CONN.rawValue && qos == .atMostOnce) { return .success(()) }
             return .failure(MQTTError(mosquitto: rc, errno: savedErrno))
         }
     }
+
+    /// The largest payload kept to hand to a handle made anew (`replaceHandle`): holding a
+    /// large home's tree until its PUBACK would double its memory at start-up. A larger
+    /// message is a retained document, which the gateway publishes again after a reconnect.
+    static let largestCopyKept = 65_536
 
     static func tooLarge(_ topic: String, size: Int, limits: MQTTBrokerLimits) -> MQTTError {
         let limit = limits.maximumPacketSize ?? MQTTBrokerLimits.protocolMaximumPacketSize
@@ -209,7 +238,7 @@ extension Connection {
         )
     }
 
-    private func send(
+    func send(
         _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties,
         mid: inout Int32
     ) -> Int32 {

@@ -27,11 +27,14 @@ extension Connection {
     private func networkThreadMain() {
         var attempt = 0
         var first = true
+        // A handle made anew (`replaceHandle`) connects as the first time.
+        var fresh = true
         var lastError: MQTTError?
         while !stopRequested {
             if !first { core.setState(.reconnecting(lastError), from: self) }
-            let (rc, savedErrno) = first ? connectFirst() : reconnect()
+            let (rc, savedErrno) = fresh ? connectFirst() : reconnect()
             first = false
+            fresh = false
             var wasConnected = false
             if rc == MOSQ_ERR_SUCCESS.rawValue {
                 (lastError, wasConnected) = runUntilConnectionEnds()
@@ -40,6 +43,9 @@ extension Connection {
             }
             if stopRequested { break }
             let error = lastError ?? MQTTError(code: .connectionLost, message: "the connection ended")
+            // Before anything else: libmosquitto would send the message the broker refused
+            // again at the reconnect.
+            if wasConnected { fresh = dropCulprit(after: error) }
             let (everConnected, waiters) = connectionDropped(error: error)
             for waiter in waiters { waiter.resume(returning: .failure(error)) }
             if !everConnected {
@@ -138,7 +144,9 @@ extension Connection {
             state.connected = false
             state.epoch += 1
             state.outstanding = state.outstanding.filter { $0.value.qos != .atMostOnce }
+            state.connectedAt = nil
             state.earlyPublishDone.removeAll()
+            state.writtenUnconfirmed.removeAll()
             state.earlyAcks.removeAll()
             state.ignoredAcks.removeAll()
             var released = Array(state.ackWaiters.values)

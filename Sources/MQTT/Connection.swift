@@ -41,9 +41,28 @@ final class Connection: Sendable {
         var lastLogError: String?
         /// Incremented when a connection drops; QoS 0 publishes of older epochs are gone.
         var epoch: UInt64 = 0
-        var outstanding: [Int32: (qos: MQTTQoS, epoch: UInt64)] = [:]
+        var outstanding: [Int32: Sent] = [:]
+        /// Counts publishes handed to libmosquitto: the order they go out in.
+        var sendOrder: UInt64 = 0
+        /// The largest packet the broker acknowledged without a refusal.
+        var largestKept = 0
+        /// The most levels of a topic the broker acknowledged a publish to.
+        var deepestKept = 0
+        /// QoS 0 publishes written to the socket and not yet known kept (a later
+        /// acknowledgement says the broker read past them): the connection may be lost for one.
+        var writtenUnconfirmed: [Sent] = []
+        /// The handle is being made anew (`replaceHandle`): nobody enters libmosquitto.
+        var replacing = false
+        /// Topics whose publish the broker dropped the connection for: never sent again.
+        var refusedTopics: Set<String> = []
+        /// When the last CONNACK came.
+        var connectedAt: ContinuousClock.Instant?
+        /// Publishes the broker refused (a PUBACK reason, or the connection dropped for it).
+        var refusedCount = 0
+        /// Which refusals to log and how many went unlogged.
+        var refusalLog = RefusalLog()
         /// `on_publish` that beat the publishing thread's bookkeeping.
-        var earlyPublishDone: [Int32: UInt64] = [:]
+        var earlyPublishDone: [Int32: (epoch: UInt64, reason: Int32)] = [:]
         var highWater = 0
         var ackWaiters: [Int32: CheckedContinuation<Outcome, Never>] = [:]
         var earlyAcks: [Int32: Outcome] = [:]
@@ -53,6 +72,27 @@ final class Connection: Sendable {
         var nextWaiterID: UInt64 = 0
         /// What the broker accepts, from the last CONNACK and the configuration.
         var limits = MQTTBrokerLimits()
+    }
+
+    /// A publish libmosquitto holds until it is written (QoS 0) or acknowledged (QoS 1/2).
+    struct Sent {
+        var topic: String
+        var qos: MQTTQoS
+        var epoch: UInt64
+        /// Its packet's size, and its place in the order of sending.
+        var size: Int
+        var levels: Int
+        var order: UInt64
+        var at: ContinuousClock.Instant
+        /// What to send again if libmosquitto's queue must be dropped (QoS 1/2 only). The
+        /// payload is the caller's array, shared, not copied.
+        var message: PendingPublish?
+    }
+
+    struct PendingPublish {
+        var payload: [UInt8]
+        var retain: Bool
+        var properties: MQTTPublishProperties
     }
 
     let handle: MosquittoHandle
@@ -71,7 +111,11 @@ final class Connection: Sendable {
         self.core = core
         self.configuration = configuration
         self.logger = logger
-        control = Mutex(Control(limits: MQTTBrokerLimits(configuredMaximumPacketSize: configuration.maximumPacketSize)))
+        control = Mutex(
+            Control(
+                limits: MQTTBrokerLimits(
+                    configuredMaximumPacketSize: configuration.maximumPacketSize,
+                    maximumTopicLevels: configuration.maximumTopicLevels)))
     }
 
     var h: OpaquePointer { handle.raw }
@@ -89,6 +133,7 @@ final class Connection: Sendable {
             config.reconnectDelayMax >= config.reconnectDelayMin
         else { throw .invalidConfiguration("timeouts and reconnect delays must be positive (max >= min)") }
         guard config.maxQueuedPublishes >= 1 else { throw .invalidConfiguration("maxQueuedPublishes must be >= 1") }
+        guard config.maximumTopicLevels >= 1 else { throw .invalidConfiguration("maximumTopicLevels must be >= 1") }
         if let size = config.maximumPacketSize, !(128...MQTTBrokerLimits.protocolMaximumPacketSize).contains(size) {
             throw .invalidConfiguration(
                 "maximumPacketSize must be 128…\(MQTTBrokerLimits.protocolMaximumPacketSize) bytes")
@@ -127,7 +172,7 @@ final class Connection: Sendable {
         }
     }
 
-    private static func configure(_ h: OpaquePointer, _ config: MQTTConfiguration) throws(MQTTError) {
+    static func configure(_ h: OpaquePointer, _ config: MQTTConfiguration) throws(MQTTError) {
         try check(mosquitto_threaded_set(h, true), "threaded mode")
         // Every MQTT packet is a small write. With Nagle's algorithm on, a packet waits for the
         // TCP ACK of the previous one, which the broker delays (delayed ACK, 40 ms and more) while
@@ -207,6 +252,12 @@ final class Connection: Sendable {
 }
 
 extension Connection.Control {
+    /// The broker read `sent` and kept the connection.
+    mutating func keep(_ sent: Connection.Sent) {
+        largestKept = max(largestKept, sent.size)
+        deepestKept = max(deepestKept, sent.levels)
+    }
+
     mutating func takeWaiters(_ kind: Connection.WaiterKind) -> [CheckedContinuation<Outcome, Never>] {
         let ids = waiters.filter { $0.value.kind == kind }.keys.sorted()
         return ids.compactMap { waiters.removeValue(forKey: $0)?.continuation }
@@ -226,7 +277,7 @@ extension Connection.Control {
     }
 }
 
-private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let string else { return body(nil) }
     return string.withCString { body($0) }
 }

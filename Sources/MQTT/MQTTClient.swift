@@ -171,7 +171,9 @@ public final class MQTTClient: MQTTTransport {
     /// What the broker accepts (its last CONNACK and the configured maximum packet size).
     public var brokerLimits: MQTTBrokerLimits {
         core.state.withLock { $0.connection }?.control.withLock { $0.limits }
-            ?? MQTTBrokerLimits(configuredMaximumPacketSize: configuration.maximumPacketSize)
+            ?? MQTTBrokerLimits(
+                configuredMaximumPacketSize: configuration.maximumPacketSize,
+                maximumTopicLevels: configuration.maximumTopicLevels)
     }
 
     /// Clean DISCONNECT (the broker discards the will), stops the network thread, destroys the handle and
@@ -340,6 +342,27 @@ public final class MQTTClient: MQTTTransport {
             _ = core.state.withLock { $0.messageContinuations.removeValue(forKey: id) }
         }
         return stream
+    }
+
+    /// Every packet limit the client learns from the broker's refusals from now on
+    /// (`MQTTLearnedLimit`): the new limits are in `brokerLimits` already when it comes.
+    /// Finishes on `disconnect()`.
+    public func learnedLimits() -> AsyncStream<MQTTLearnedLimit> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MQTTLearnedLimit.self, bufferingPolicy: .unbounded)
+        let id = core.state.withLock { state -> UInt64 in
+            state.nextID += 1
+            state.learnedContinuations[state.nextID] = continuation
+            return state.nextID
+        }
+        continuation.onTermination = { [core] _ in
+            _ = core.state.withLock { $0.learnedContinuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Publishes the broker refused (a PUBACK's reason, or a connection dropped for one).
+    public var refusedPublishCount: Int {
+        core.state.withLock { $0.connection }?.control.withLock { $0.refusedCount } ?? 0
     }
 
     /// Yields the current state first, then every change. Finishes on `disconnect()` (after `.disconnected`).

@@ -49,6 +49,11 @@ public protocol MQTTTransport: Service {
     /// The current state first, then every change.
     func connectionStates() -> AsyncStream<MQTTConnectionState>
 
+    /// Every packet limit learned from the broker's refusals from now on (a broker that drops
+    /// the connection for a packet over a limit it never announced). A transport that learns
+    /// none finishes the stream at once.
+    func learnedLimits() -> AsyncStream<MQTTLearnedLimit>
+
     /// Runs `guest`'s work on the thread that reads and writes the connection, where there is
     /// one (`MQTTNetworkThreadGuest`); nil stops. A transport without such a thread ignores it.
     func host(_ guest: (any MQTTNetworkThreadGuest)?)
@@ -56,6 +61,8 @@ public protocol MQTTTransport: Service {
 
 extension MQTTTransport {
     public func host(_ guest: (any MQTTNetworkThreadGuest)?) {}
+
+    public func learnedLimits() -> AsyncStream<MQTTLearnedLimit> { AsyncStream { $0.finish() } }
 
     public func publish(
         _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false

@@ -91,6 +91,16 @@ public struct MQTTConfiguration: Sendable {
     /// exceed it fails with `packet-too-large` and nothing is sent. Nil: no limit is known.
     public var maximumPacketSize: Int? = nil
 
+    /// The most levels a topic this client publishes to may have (`a/b/c` has 3). mosquitto
+    /// drops the connection of a client that publishes to a topic of more than 201 levels (200
+    /// separators, its `TOPIC_HIERARCHY_LIMIT`), and no broker announces such a limit: EMQX's
+    /// `max_topic_levels` is 128, AWS IoT's 7. A publish to a deeper topic fails with
+    /// `invalid-topic` and nothing is sent.
+    public var maximumTopicLevels: Int = MQTTConfiguration.mosquittoTopicLevels
+
+    /// What mosquitto takes: 200 separators.
+    public static let mosquittoTopicLevels = 201
+
     /// When the broker refuses an MQTT 5 CONNECT as a protocol it does not speak (a
     /// "unsupported protocol version" CONNACK, or a connection closed before any CONNACK, as
     /// RabbitMQ 3.x does), the first `connect()` tries MQTT 3.1.1 once and, if that is

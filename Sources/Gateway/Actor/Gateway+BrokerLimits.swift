@@ -27,7 +27,7 @@ extension Gateway {
     @discardableResult
     func applyTree() -> [String] {
         let messages = treeMessages()
-        for (topic, payload) in messages { setRetained(topic, payload, qos: Self.treeQoS) }
+        for (topic, payload) in messages { setRetained(topic, payload, qos: treeQoS) }
         return messages.map(\.topic)
     }
 
@@ -35,7 +35,7 @@ extension Gateway {
     /// broker's maximum packet size (the remaining length's varint may grow by 3 bytes with it).
     nonisolated func payloadBudget(_ topic: String) -> Int {
         guard let limit = mqtt.brokerLimits.maximumPacketSize else { return .max }
-        let overhead = mqtt.packetSize(topic: topic, payloadCount: 0, qos: Self.treeQoS, properties: Outbox.json)
+        let overhead = mqtt.packetSize(topic: topic, payloadCount: 0, qos: treeQoS, properties: Outbox.json)
         return limit - overhead - 3
     }
 
@@ -102,6 +102,26 @@ extension Gateway {
         ]
         if let op = json["op"] { object["op"] = op }
         return JSONValue.object(object).encodedUTF8()
+    }
+
+    /// A packet limit the MQTT client learned from the broker's refusals (the broker announced
+    /// none): said once, with the key that states it up front, and the retained topics made
+    /// again under it, the tree in pages. After a lost connection the reconnect's
+    /// republication does that already.
+    func learned(_ limit: MQTTLearnedLimit) {
+        let size = limit.limits.maximumPacketSize.map(String.init) ?? "?"
+        let text =
+            "the broker refused a packet larger than any it kept and announced no limit: publishing packets of "
+            + "at most \(size) bytes from now on (the tree in pages); set broker.max-packet-size to the "
+            + "broker's limit to state it up front"
+        logger.warning(
+            "\(text)",
+            metadata: [
+                "refused-bytes": "\(limit.refusedPacketSize)", "largest-kept-bytes": "\(limit.largestKeptPacketSize)",
+                "config": "\(config.file)",
+            ])
+        guard isStarted, mqtt.connectionState.isConnected else { return }
+        applyRetained()
     }
 
     /// The start-up line that says what the broker takes and what the gateway does less

@@ -24,6 +24,7 @@ extension Gateway {
         let homeEvents = database.events()
         let messages = mqtt.messages()
         let states = mqtt.connectionStates()
+        let learnedLimits = mqtt.learnedLimits()
 
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await self.outbox.drain { await self.republish($0) } }
@@ -46,7 +47,9 @@ extension Gateway {
                         do {
                             try await self.start(connection: states)
                             try await withTaskExecutorPreference(self.parts.thread) {
-                                try await self.serve(sourceEvents: sourceEvents, homeEvents: homeEvents, states: states)
+                                try await self.serve(
+                                    sourceEvents: sourceEvents, homeEvents: homeEvents, states: states,
+                                    learnedLimits: learnedLimits)
                             }
                         } catch {
                             phases.cancelAll()
@@ -126,7 +129,7 @@ extension Gateway {
     /// cancelled.
     func serve(
         sourceEvents: EventStream<SourceEvent>, homeEvents: EventStream<HomeEvent>,
-        states: AsyncStream<MQTTConnectionState>
+        states: AsyncStream<MQTTConnectionState>, learnedLimits: AsyncStream<MQTTLearnedLimit>
     ) async throws {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await self.consume(sourceEvents: sourceEvents) }
@@ -148,6 +151,7 @@ extension Gateway {
                 }
             }
             group.addTask { for await state in states { await self.handle(connection: state) } }
+            group.addTask { for await limit in learnedLimits { await self.learned(limit) } }
             if config.pollInterval > 0 { group.addTask { try await self.pollLoop() } }
         }
     }

@@ -34,19 +34,23 @@ extension Gateway {
             guard let node = tree.characteristic(topic: path) else {
                 reportUnknown(
                     message, "no characteristic at '\(path)' (see \(base)/$gateway/tree)",
-                    result: (path + "/result", kind))
+                    result: servedDepth(path, 4) ? (path + "/result", kind) : nil)
                 return
             }
             command = kind == "set" ? .set(node, payload: message.payload) : .get(node)
         case "$toggle":
             guard let (accessory, service) = tree.service(topic: path) else {
-                reportUnknown(message, "no service at '\(path)'", result: (path + "/$result", "toggle"))
+                reportUnknown(
+                    message, "no service at '\(path)'",
+                    result: servedDepth(path, 3) ? (path + "/$result", "toggle") : nil)
                 return
             }
             command = .toggle(accessory, service)
         case "$identify":
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
-                reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "identify"))
+                reportUnknown(
+                    message, "no accessory at '\(path)'",
+                    result: servedDepth(path, 2) ? (path + "/$result", "identify") : nil)
                 return
             }
             command = .identify(accessory)
@@ -59,10 +63,24 @@ extension Gateway {
         perform(command, message)
     }
 
+    /// Whether `path` has the levels below the base that a request's path has: 4 for a
+    /// characteristic, 3 for a service, 2 for an accessory. A request of another shape (which
+    /// only a front end in this process can send: the gateway subscribes to these shapes
+    /// alone) is answered where it came from, never on a topic made from it: such a topic may
+    /// be one the broker refuses (mosquitto drops a client that publishes to more than 201
+    /// levels).
+    func servedDepth(_ path: String, _ levels: Int) -> Bool {
+        guard path.hasPrefix(base + "/") else { return false }
+        var count = 1
+        for byte in path.utf8.dropFirst(base.utf8.count + 1) where byte == UInt8(ascii: "/") { count += 1 }
+        return count == levels
+    }
+
     /// Reports a message on a topic the gateway does not serve on `$gateway/error`. `result` is
     /// the topic a request of that kind is answered on, and its op: a client that waits there
     /// (one still using a topic from before a rename) gets the error there too, with the
-    /// request's `id`, and on its Response Topic.
+    /// request's `id`, and on its Response Topic. Without one (a topic of no served shape)
+    /// the error goes to where the request came from alone.
     func reportUnknown(_ message: IncomingMessage, _ text: String, result: (topic: String, op: String)? = nil) {
         guard !message.retain || !message.payload.isEmpty else { return }
         if let result {
@@ -70,6 +88,10 @@ extension Gateway {
             answer(
                 result.topic, json: Payloads.error(id: Self.requestID(message.payload), op: result.op, failure),
                 reply: Reply(message))
+        } else if case .mqtt? = message.reply?.target {
+            let json = Payloads.error(
+                id: Self.requestID(message.payload), op: nil, GatewayFailure(code: .unknownTopic, message: text))
+            answerReply(Reply(message), json: json, payload: json.encodedUTF8())
         } else {
             refuseLocal(message, code: .unknownTopic, text)
         }

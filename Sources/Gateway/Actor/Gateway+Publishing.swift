@@ -19,6 +19,12 @@ extension Gateway {
     func answer(_ topic: String, json: JSONValue, reply: Reply?) {
         let payload = json.encodedUTF8()
         enqueue(topic, fitting(topic, payload, json: json, properties: Outbox.json), retain: false)
+        answerReply(reply, json: json, payload: payload)
+    }
+
+    /// An answer to where its request came from alone: its MQTT 5 Response Topic, or the
+    /// caller in this process.
+    func answerReply(_ reply: Reply?, json: JSONValue, payload: [UInt8]) {
         switch reply?.target {
         case .mqtt(let replyTopic, _)? where isServedTopic(replyTopic):
             // A response topic among the homes' or the gateway's own topics would let a client
@@ -86,7 +92,7 @@ extension Gateway {
         }
         guard only == nil else { return }
         for (topic, payload) in await treeMessages() {
-            await outbox.send(topic, payload, retain: true, qos: Self.treeQoS)
+            await outbox.send(topic, payload, retain: true, qos: treeQoS)
         }
         await outbox.send(statusTopic, Array("online".utf8), retain: true)
     }

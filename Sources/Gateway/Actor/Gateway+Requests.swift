@@ -19,7 +19,29 @@ extension Gateway {
                 "'\(base)/$gateway/\(rest)' is not a gateway topic; requests go to \(base)/$gateway/request/<op>")
             return nil
         }
-        return String(rest.dropFirst("request/".count))
+        let op = String(rest.dropFirst("request/".count))
+        guard Self.hasOperationShape(op) else {
+            // Its answer topic would be made from it, and may be one the broker refuses.
+            reportUnknown(
+                message,
+                "'\(MQTTTopicShape.describe(op))' is not an operation: an operation is 1 to 3 levels of "
+                    + "lowercase letters, digits and '-' (see \(base)/$gateway/request/<op> in the documentation)")
+            return nil
+        }
+        return op
+    }
+
+    /// What an operation's name looks like (`tree`, `room/add`, a source's `hap/pair`): 1 to 3
+    /// levels of lowercase letters, digits and `-`, 64 bytes at most. An unknown name of that
+    /// shape is answered `unknown-op` on its response topic; any other is no request.
+    static func hasOperationShape(_ op: String) -> Bool {
+        guard !op.isEmpty, op.utf8.count <= 64 else { return false }
+        let levels = op.split(separator: "/", omittingEmptySubsequences: false)
+        return levels.count <= 3
+            && levels.allSatisfy { level in
+                !level.isEmpty
+                    && level.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
+            }
     }
 
     /// A gateway request's fields, read, then queued for the request loop: a `pair` takes

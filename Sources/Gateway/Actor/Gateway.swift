@@ -161,11 +161,16 @@ public actor Gateway: Service {
     public nonisolated var statusTopic: String { "\(base)/$gateway/status" }
     nonisolated var treeTopic: String { "\(base)/$gateway/tree" }
 
-    /// The tree document goes at QoS 0: libmosquitto keeps a copy of every QoS 1 message until
-    /// its PUBACK, and what that copy is for, sending it again after a reconnect, the gateway
-    /// does itself. Subscribers get it as retained, so no persistent session needs a queued
-    /// copy of a document this size either.
-    static let treeQoS = MQTTQoS.atMostOnce
+    /// The tree document goes at QoS 0 under a known packet limit: libmosquitto keeps a copy of
+    /// every QoS 1 message until its PUBACK, and what that copy is for, sending it again after a
+    /// reconnect, the gateway does itself. Subscribers get it as retained, so no persistent
+    /// session needs a queued copy of a document this size either. With no limit known it goes
+    /// at QoS 1: a broker that drops a message over a limit it did not announce (mosquitto's
+    /// `message_size_limit`) says so only in a PUBACK, and the MQTT client learns the limit
+    /// from it (the tree then comes in pages).
+    nonisolated var treeQoS: MQTTQoS {
+        mqtt.brokerLimits.maximumPacketSize == nil ? .atLeastOnce : .atMostOnce
+    }
 
     /// The services that make a running gateway, in the order a `ServiceGroup` starts them:
     /// the MQTT client (which connects, and reconnects, by itself), the source, and the

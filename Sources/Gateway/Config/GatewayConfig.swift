@@ -214,7 +214,7 @@ public struct GatewayConfig: Sendable {
     private mutating func applyURL(_ url: String, key: String) throws(ConfigError) {
         let keep = (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive, mqtt.tls)
         let session = (mqtt.cleanStart, mqtt.sessionExpiry)
-        let limits = (mqtt.maximumPacketSize, mqtt.fallBackToMQTT311)
+        let limits = (mqtt.maximumPacketSize, mqtt.fallBackToMQTT311, mqtt.maximumTopicLevels)
         do {
             mqtt = try MQTTConfiguration(url: url)
         } catch {
@@ -225,7 +225,7 @@ public struct GatewayConfig: Sendable {
         Self.applyGatewayOptions(&mqtt)
         (mqtt.clientID, mqtt.protocolVersion, mqtt.keepAlive) = (keep.0, keep.1, keep.2)
         (mqtt.cleanStart, mqtt.sessionExpiry) = session
-        (mqtt.maximumPacketSize, mqtt.fallBackToMQTT311) = limits
+        (mqtt.maximumPacketSize, mqtt.fallBackToMQTT311, mqtt.maximumTopicLevels) = limits
         brokerDisplay = MaskedURL.masked(url)
     }
 
@@ -272,6 +272,15 @@ public struct GatewayConfig: Sendable {
                         + "max_packet_size (or message size limit), got \(size)")
             }
             mqtt.maximumPacketSize = size
+        }
+        if let levels = try broker.int("max-topic-levels") {
+            guard (8...65535).contains(levels) else {
+                throw broker.error(
+                    "max-topic-levels",
+                    "must be 8…65535: the most levels a topic may have on the broker (mosquitto: "
+                        + "\(MQTTConfiguration.mosquittoTopicLevels), EMQX: max_topic_levels), got \(levels)")
+            }
+            mqtt.maximumTopicLevels = levels
         }
         if let keepAlive = try broker.int("keepalive") {
             guard (5...65535).contains(keepAlive) else { throw broker.error("keepalive", "must be 5…65535 seconds") }

@@ -173,11 +173,12 @@ enum Payloads {
         return .object(object)
     }
 
-    static func error(id: JSONValue, op: String, _ failure: GatewayFailure) -> JSONValue {
+    static func error(id: JSONValue, op: String?, _ failure: GatewayFailure) -> JSONValue {
         var object: [String: JSONValue] = [
-            "id": id, "op": .string(op), "status": .string("error"),
+            "id": id, "status": .string("error"),
             "code": .string(failure.code.rawValue), "message": .string(failure.message),
         ]
+        if let op { object["op"] = .string(op) }
         if let hap = failure.hapStatus { object["hap"] = .int(Int64(hap)) }
         return .object(object)
     }
