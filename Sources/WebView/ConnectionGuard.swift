@@ -1,3 +1,4 @@
+import HTTPTypes
 import HomeModel
 import NIOCore
 
@@ -8,8 +9,12 @@ import NIOCore
 ///   503 and closed.
 /// - The first request head must be whole within `headTimeout` and `maxHeaderBytes`: a client
 ///   that opens and then says little is closed (408), one that sends a head too large is answered
-///   431 and closed. Later heads on a keep-alive connection are bounded by the HTTP decoder's
-///   limits and Hummingbird's idle timeout.
+///   431 and closed. One that declares a body over `maxBodyBytes` (`Content-Length`) is
+///   answered 413 and closed at once, its body never read; a WebSocket upgrade of `/ws` that
+///   `upgradeCheck` refuses (no valid token) gets its answer (401) as every route would give it,
+///   where the WebSocket library could only say 400. Later heads on a keep-alive connection are
+///   bounded by the HTTP decoder's limits and Hummingbird's idle timeout.
+/// - Each of these routine refusals goes to `RefusalLog`: debug lines, one warning a minute.
 /// - A connection whose writes have not drained for `stallTimeout` (its peer does not read) is
 ///   closed: what is queued for it is then freed, and its descriptor with it.
 /// - After a WebSocket upgrade request, every client frame must be masked (RFC 6455 §5.1): one
@@ -23,7 +28,12 @@ final class ConnectionGuard: ChannelInboundHandler {
         var headTimeout: TimeAmount
         var maxHeaderBytes: Int
         var stallTimeout: TimeAmount
+        /// The largest body a request may declare.
+        var maxBodyBytes: Int
     }
+
+    /// Why a WebSocket upgrade is refused from its head alone, or nil to let the router decide.
+    typealias UpgradeCheck = @Sendable (HeadScanner) -> WebError?
 
     private enum Phase {
         case head
@@ -34,6 +44,8 @@ final class ConnectionGuard: ChannelInboundHandler {
 
     private let limiter: ConnectionLimiter
     private let limits: Limits
+    private let refusals: RefusalLog
+    private let upgradeCheck: UpgradeCheck
     private var id: Int?
     private var phase = Phase.head
     private var head = HeadScanner()
@@ -41,9 +53,11 @@ final class ConnectionGuard: ChannelInboundHandler {
     private var headTimer: Scheduled<Void>?
     private var stallTimer: Scheduled<Void>?
 
-    init(limiter: ConnectionLimiter, limits: Limits) {
+    init(limiter: ConnectionLimiter, limits: Limits, refusals: RefusalLog, upgradeCheck: @escaping UpgradeCheck) {
         self.limiter = limiter
         self.limits = limits
+        self.refusals = refusals
+        self.upgradeCheck = upgradeCheck
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -89,12 +103,25 @@ final class ConnectionGuard: ChannelInboundHandler {
             case .more:
                 context.fireChannelRead(data)
             case .tooLarge:
+                refusals.note(.headTooLarge, peer: context.remoteAddress, on: context.eventLoop)
                 refuse(
                     context, status: "431 Request Header Fields Too Large", code: .headerTooLarge,
                     message: "the request head is larger than \(limits.maxHeaderBytes) bytes")
             case .complete(let length):
                 headTimer?.cancel()
                 headTimer = nil
+                if let declared = head.contentLength, declared > limits.maxBodyBytes {
+                    refusals.note(.bodyTooLarge, peer: context.remoteAddress, on: context.eventLoop)
+                    refuse(
+                        context, WebError(
+                            status: .contentTooLarge, code: .tooLarge,
+                            message: "the request body may be \(limits.maxBodyBytes) bytes at most; \(declared) declared"))
+                    return
+                }
+                if head.isWebSocketUpgrade, head.path == "/ws", let error = upgradeCheck(head) {
+                    refuse(context, error)
+                    return
+                }
                 if let id { limiter.headCompleted(id) }
                 phase = head.isWebSocketUpgrade ? .webSocket : .http
                 let headBytes = buffer.readSlice(length: length) ?? ByteBuffer()
@@ -114,9 +141,13 @@ final class ConnectionGuard: ChannelInboundHandler {
         switch limiter.admit(context.channel) {
         case .admitted(let id, let evicted):
             self.id = id
-            evicted?.close(promise: nil)
+            if let evicted {
+                refusals.note(.evicted, peer: evicted.remoteAddress, on: context.eventLoop)
+                evicted.close(promise: nil)
+            }
             headTimer = context.eventLoop.assumeIsolated().scheduleTask(in: limits.headTimeout) { [self] in
                 guard phase == .head else { return }
+                refusals.note(.headTimeout, peer: context.remoteAddress, on: context.eventLoop)
                 if head.bytes == 0 {
                     phase = .closing
                     context.close(promise: nil)
@@ -128,6 +159,7 @@ final class ConnectionGuard: ChannelInboundHandler {
                 }
             }
         case .refused:
+            refusals.note(.busy, peer: context.remoteAddress, on: context.eventLoop)
             refuse(
                 context, status: "503 Service Unavailable", code: .busy,
                 message: "the web view serves \(limiter.cap) connections at once; try again later")
@@ -136,12 +168,17 @@ final class ConnectionGuard: ChannelInboundHandler {
 
     /// Answers with `status` and the gateway's JSON error shape, then closes: written as bytes,
     /// since the HTTP pipeline behind has not seen a whole request to answer.
-    private func refuse(_ context: ChannelHandlerContext, status: String, code: ErrorCode, message: String) {
-        let body = #"{"status":"error","code":"\#(code.rawValue)","message":"\#(message)"}"#
+    private func refuse(
+        _ context: ChannelHandlerContext, status: String, code: ErrorCode, message: String, headers: String = ""
+    ) {
+        // The same body as `WebError` gives (JSONValue: a message quoting the client is escaped).
+        let body = JSONValue.object([
+            "status": "error", "code": .string(code.rawValue), "message": .string(message),
+        ]).encoded()
         let response =
-            "HTTP/1.1 \(status)\r\nContent-Type: application/json; charset=utf-8\r\n"
+            "HTTP/1.1 \(status)\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\n"
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n"
-            + (code == .busy ? "Retry-After: 5\r\n" : "") + "\r\n" + body
+            + (code == .busy ? "Retry-After: 5\r\n" : "") + headers + "\r\n" + body
         guard id != nil else {
             // Refused at the cap, it holds no place: its descriptor goes at once, or a flood of
             // refused connections would hold a descriptor each for the linger below.
@@ -151,6 +188,13 @@ final class ConnectionGuard: ChannelInboundHandler {
             return
         }
         closeAfter(context, ByteBuffer(string: response))
+    }
+
+    /// Answers as the router would have answered `error`.
+    private func refuse(_ context: ChannelHandlerContext, _ error: WebError) {
+        refuse(
+            context, status: "\(error.status.code) \(error.status.reasonPhrase)", code: error.code,
+            message: error.message, headers: error.status == .unauthorized ? "WWW-Authenticate: Bearer\r\n" : "")
     }
 
     /// Writes `last`, ends the output and closes: what the client still sends is read and
@@ -182,83 +226,5 @@ final class ConnectionGuard: ChannelInboundHandler {
         stallTimer = nil
         if let id { limiter.release(id) }
         id = nil
-    }
-}
-
-/// Where a request head ends (the empty line, CRLF or a bare LF as the HTTP parser accepts),
-/// how long it is, and whether it asks for a WebSocket (`Upgrade: websocket`).
-struct HeadScanner {
-    enum Result: Equatable {
-        case more
-        case tooLarge
-        /// The head ends after `length` bytes of the buffer just scanned.
-        case complete(length: Int)
-    }
-
-    private(set) var bytes = 0
-    private(set) var isWebSocketUpgrade = false
-    private var line: [UInt8] = []
-    private var sawLine = false
-
-    mutating func scan(_ data: ByteBufferView, limit: Int) -> Result {
-        var offset = 0
-        for byte in data {
-            offset += 1
-            bytes += 1
-            if bytes > limit { return .tooLarge }
-            switch byte {
-            case UInt8(ascii: "\r"):
-                continue
-            case UInt8(ascii: "\n"):
-                if line.isEmpty {
-                    // Empty lines before the request line are allowed and skipped (RFC 9112 §2.2).
-                    if sawLine { return .complete(length: offset) }
-                    continue
-                }
-                sawLine = true
-                noteHeader()
-                line.removeAll(keepingCapacity: true)
-            default:
-                // Only the start of a line is kept: enough to recognise an Upgrade header.
-                if line.count < 64 { line.append(byte) }
-            }
-        }
-        return .more
-    }
-
-    private mutating func noteHeader() {
-        let text = String(decoding: line, as: UTF8.self).lowercased()
-        guard text.hasPrefix("upgrade:") else { return }
-        if text.dropFirst("upgrade:".count).contains("websocket") { isWebSocketUpgrade = true }
-    }
-}
-
-/// Follows a client's WebSocket frames through their headers and lengths, to see the mask bit
-/// of each; false as soon as one is unmasked.
-struct MaskScanner {
-    private var header: [UInt8] = []
-    private var payloadLeft: UInt64 = 0
-
-    mutating func scan(_ data: ByteBufferView) -> Bool {
-        var index = data.startIndex
-        while index < data.endIndex {
-            if payloadLeft > 0 {
-                let skip = Int(min(payloadLeft, UInt64(data.endIndex - index)))
-                index += skip
-                payloadLeft -= UInt64(skip)
-                continue
-            }
-            header.append(data[index])
-            index += 1
-            if header.count == 2, header[1] & 0x80 == 0 { return false }
-            guard header.count >= 2 else { continue }
-            let short = header[1] & 0x7F
-            let extended = short == 126 ? 2 : short == 127 ? 8 : 0
-            guard header.count == 2 + extended + 4 else { continue }
-            payloadLeft =
-                extended == 0 ? UInt64(short) : header[2..<(2 + extended)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            header.removeAll(keepingCapacity: true)
-        }
-        return true
     }
 }

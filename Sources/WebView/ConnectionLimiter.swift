@@ -101,11 +101,14 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     let base: Base
     let limiter: ConnectionLimiter
     let limits: ConnectionGuard.Limits
+    let refusals: RefusalLog
+    let upgradeCheck: ConnectionGuard.UpgradeCheck
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
             try channel.pipeline.syncOperations.addHandler(
-                ConnectionGuard(limiter: limiter, limits: limits), position: .first)
+                ConnectionGuard(limiter: limiter, limits: limits, refusals: refusals, upgradeCheck: upgradeCheck),
+                position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

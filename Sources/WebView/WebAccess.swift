@@ -143,14 +143,50 @@ struct WebAccess: Sendable {
         return difference == 0
     }
 
+    /// Why a WebSocket upgrade is refused from its head alone (`ConnectionGuard`, before the
+    /// WebSocket library, which would answer any refusal with a bare 400): a `Host` refused as
+    /// `check` refuses it, no token or one that is nobody's (401, the body every route gives),
+    /// a page of another site. Nil lets the router decide the rest (a user's role in the home
+    /// needs the home).
+    func refusal(upgrade head: HeadScanner) -> WebError? {
+        let host = head.fields["host"]?.first ?? ""
+        if !needsToken, !Self.isLocalHost(host) {
+            return WebError(
+                status: .forbidden, code: .forbiddenOrigin,
+                message: "the web view without a token answers only to localhost, 127.0.0.0/8 and [::1], not '\(host)'")
+        }
+        if needsToken {
+            var presented: String?
+            if let header = head.fields["authorization"]?.first, header.lowercased().hasPrefix("bearer ") {
+                presented = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+            } else if let query = head.query("token") {
+                presented = query
+            } else if let cookie = head.cookie(Self.cookieName) {
+                presented = cookie.removingPercentEncoding
+            }
+            guard let presented else { return .unauthorized }
+            let isAdministrator = token.map { Self.same(presented, $0) } ?? false
+            if !isAdministrator, users.user(presenting: presented) == nil { return .unauthorized }
+        }
+        do {
+            try checkSite(host: host, origins: head.fields["origin"] ?? [])
+        } catch {
+            return error
+        }
+        return nil
+    }
+
     /// Refuses what a page of another site makes a browser send: a WebSocket or a request that
     /// changes something, whose `Origin` is not this server (with `check`, which refuses a
     /// foreign `Host`, this is what stops a web page the user visits from controlling the home
     /// through 127.0.0.1). Clients that are not browsers send no `Origin`.
     func checkSite(_ request: Request) throws(WebError) {
-        let host = request.head.authority ?? ""
+        try checkSite(host: request.head.authority ?? "", origins: request.headers[values: .origin])
+    }
+
+    func checkSite(host: String, origins: [String]) throws(WebError) {
         let allowed = ["http://\(host.lowercased())", "https://\(host.lowercased())"]
-        for origin in request.headers[values: .origin] {
+        for origin in origins {
             let lower = origin.lowercased()
             // A browser names the page's origin, http(s), or `null`; only other clients (a script's
             // WebSocket library) say ws:// or wss://, and no page can make a browser say it.

@@ -59,8 +59,21 @@ struct WebRoutes: Sendable {
         router.post("/api/request") { request, context in
             let grant = try await access.check(request)
             try access.checkSite(request)
+            // A body over the limit is refused as the guard refuses a connection's first one,
+            // here for a later request of a keep-alive connection (or a chunked body).
+            let tooLarge = WebError(
+                status: .contentTooLarge, code: .tooLarge,
+                message: "the request body may be \(PageSession.maxMessageSize) bytes at most")
+            if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > PageSession.maxMessageSize {
+                throw tooLarge
+            }
             var request = request
-            let body = try await request.collectBody(upTo: PageSession.maxMessageSize)
+            let body: ByteBuffer
+            do {
+                body = try await request.collectBody(upTo: PageSession.maxMessageSize)
+            } catch let error as HTTPError where error.status == .contentTooLarge {
+                throw tooLarge
+            }
             let (id, answer) = await requests.answer(Array(buffer: body), grant: grant)
             return Self.json(.object(["id": id, "answer": answer]))
         }

@@ -61,7 +61,9 @@ public struct WebView: Service, CustomStringConvertible {
         let onListening = onListening
         let app = Application(
             router: router,
-            server: Self.server(router: router, config: config, limiter: limiter),
+            server: Self.server(
+                router: router, config: config, limiter: limiter, refusals: RefusalLog(logger: logger),
+                upgradeCheck: { head in webAccess.refusal(upgrade: head) }),
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "homemqtt"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? config.port
@@ -98,12 +100,13 @@ public struct WebView: Service, CustomStringConvertible {
     /// HTTP/1 with the WebSocket upgrade, every connection behind a `ConnectionGuard`; the HTTP
     /// decoder bounds later heads of a keep-alive connection as the guard bounds the first.
     static func server(
-        router: Router<WebRoutes.Context>, config: WebConfig, limiter: ConnectionLimiter
+        router: Router<WebRoutes.Context>, config: WebConfig, limiter: ConnectionLimiter, refusals: RefusalLog,
+        upgradeCheck: @escaping ConnectionGuard.UpgradeCheck
     ) -> HTTPServerBuilder {
         let responder = router.buildResponder()
         let limits = ConnectionGuard.Limits(
             headTimeout: .nanoseconds(Int64(config.headTimeout * 1e9)), maxHeaderBytes: config.maxHeaderBytes,
-            stallTimeout: .nanoseconds(Int64(config.idleTimeout * 1e9)))
+            stallTimeout: .nanoseconds(Int64(config.idleTimeout * 1e9)), maxBodyBytes: PageSession.maxMessageSize)
         let headers = config.maxHeaderBytes
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: .init(
@@ -116,7 +119,7 @@ public struct WebView: Service, CustomStringConvertible {
             GuardedChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: httpResponder, webSocketResponder: responder, configuration: configuration),
-                limiter: limiter, limits: limits)
+                limiter: limiter, limits: limits, refusals: refusals, upgradeCheck: upgradeCheck)
         }
     }
 }
