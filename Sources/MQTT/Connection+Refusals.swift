@@ -54,7 +54,7 @@ extension Connection {
     /// packet kept, or the limit in force is already below it.
     func learn(refused size: Int) {
         let learned = control.withLock { state -> MQTTBrokerLimits? in
-            guard let limit = LearnedLimit.limit(refused: size, kept: state.largestKept) else { return nil }
+            guard let limit = LearnedPacketLimit.limit(refused: size, kept: state.largestKept) else { return nil }
             if let current = state.limits.maximumPacketSize, current <= limit { return nil }
             state.limits.learnedMaximumPacketSize = limit
             return state.limits

@@ -72,9 +72,9 @@ enum PublishCheck {
 }
 
 /// A limit learned from a refused packet.
-enum LearnedLimit {
+public enum LearnedPacketLimit {
     /// The smallest limit brokers are commonly given (mosquitto's examples, small devices).
-    static let floor = 4096
+    public static let floor = 4096
 
     /// The packet limit to publish under after the broker refused a packet of `refused` bytes
     /// while it kept every one up to `kept` bytes: the largest it kept, or, when that is small
@@ -82,7 +82,7 @@ enum LearnedLimit {
     /// (below a smaller one), whichever is larger. A limit set too high costs one more refusal,
     /// which halves it; set too low, the tree comes in more pages. nil when the refusal was not
     /// about size (a packet no larger than one kept).
-    static func limit(refused: Int, kept: Int) -> Int? {
+    public static func limit(refused: Int, kept: Int) -> Int? {
         guard refused > kept else { return nil }
         let guess = refused > floor ? floor : refused / 2
         return min(refused - 1, max(kept, max(guess, 128)))

@@ -105,10 +105,15 @@ enum Payloads {
     }
 
     /// An accessory's entry in the tree (and in a page of it: `TreePublication`).
-    static func writeAccessory(_ w: inout JSONTextWriter, _ node: TopicTree.AccessoryNode) {
+    /// An accessory's entry in the tree: all its services, or (a paged tree's accessory too
+    /// large for one page) those in `services`, marked `continued` after its first part.
+    static func writeAccessory(
+        _ w: inout JSONTextWriter, _ node: TopicTree.AccessoryNode, services: Range<Int>? = nil
+    ) {
         w.open()
         w.key("availability"); w.string(node.topic + "/$availability")
         w.key("category"); w.string(Catalog.categories[node.accessory.category] ?? "other")
+        if let services, services.lowerBound > 0 { w.key("continued"); w.bool(true) }
         w.key("id"); w.string(node.id)
         w.key("info"); w.string(node.topic + "/$info")
         w.key("manufacturer"); w.string(node.accessory.manufacturer)
@@ -116,7 +121,7 @@ enum Payloads {
         w.key("name"); w.string(node.displayName)
         w.key("reachable"); w.bool(node.accessory.isReachable)
         w.key("services"); w.openArray()
-        for service in node.services {
+        for service in node.services[services ?? node.services.indices] {
             w.element(); w.open()
             w.key("characteristics"); w.openArray()
             for c in service.characteristics {

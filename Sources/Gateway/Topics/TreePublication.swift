@@ -9,9 +9,11 @@ import HomeModel
 /// same order, split between pages `1…n` at accessory boundaries (a room too big for one page
 /// continues on the next with its `id` again), each page `{"base", "home", "of": n, "page": k,
 /// "rooms": [...]}`; every accessory entry is the whole document's, with its `topic`, `info`
-/// and `availability`. The index on the tree topic says `"paged": true` and lists the pages'
+/// and `availability`. An accessory too large for one page continues on the next with its
+/// `id` again and the rest of its services, each part after the first marked
+/// `"continued": true`. The index on the tree topic says `"paged": true` and lists the pages'
 /// topics in order, how many accessories they hold, the `suffixes`, and under `omitted` any
-/// accessory whose entry alone does not fit a page. An index that does not fit either is
+/// accessory one of whose services alone does not fit a page. An index that does not fit either is
 /// `nil`: the tree topic is then cleared rather than left holding an older tree.
 enum TreePublication {
     case whole([UInt8])
@@ -75,22 +77,27 @@ enum TreePublication {
             for node in nodes {
                 var writer = JSONTextWriter(countOnly: false)
                 Payloads.writeAccessory(&writer, node)
-                let entry = writer.out
-                guard frame + wrapper + entry.count + 1 <= limit else {
-                    omitted.append(node)
-                    continue
+                var entries = [writer.out]
+                if frame + wrapper + writer.out.count + 1 > limit {
+                    guard let parts = parts(of: node, room: limit - frame - wrapper - 1) else {
+                        omitted.append(node)
+                        continue
+                    }
+                    entries = parts
                 }
-                if size + entry.count + 1 + (opened ? 0 : wrapper) > limit {
-                    flush()
-                    opened = false
+                for entry in entries {
+                    if size + entry.count + 1 + (opened ? 0 : wrapper) > limit {
+                        flush()
+                        opened = false
+                    }
+                    if !opened {
+                        current.append(RoomPart(room: room))
+                        size += wrapper
+                        opened = true
+                    }
+                    current[current.count - 1].accessories.append(entry)
+                    size += entry.count + 1
                 }
-                if !opened {
-                    current.append(RoomPart(room: room))
-                    size += wrapper
-                    opened = true
-                }
-                current[current.count - 1].accessories.append(entry)
-                size += entry.count + 1
                 count += 1
             }
         }
@@ -103,6 +110,33 @@ enum TreePublication {
         let index = indexBytes(base: tree.base, home: home, topics: topics, accessories: count, omitted: omitted)
         return Pages(
             index: index.count <= budget(treeTopic) ? index : nil, pages: out, omitted: omitted, accessories: count)
+    }
+
+    /// An accessory whose entry does not fit a page alone, as entries of as many of its
+    /// services as fit `room` bytes each (the first whole, the others `continued`); nil when
+    /// one service alone does not fit.
+    private static func parts(of node: TopicTree.AccessoryNode, room: Int) -> [[UInt8]]? {
+        func entry(_ services: Range<Int>) -> [UInt8] {
+            var writer = JSONTextWriter(countOnly: false)
+            Payloads.writeAccessory(&writer, node, services: services)
+            return writer.out
+        }
+        var parts: [[UInt8]] = []
+        var start = 0
+        while start < node.services.count {
+            var end = start + 1
+            var best = entry(start..<end)
+            guard best.count <= room else { return nil }
+            while end < node.services.count {
+                let longer = entry(start..<(end + 1))
+                guard longer.count <= room else { break }
+                best = longer
+                end += 1
+            }
+            parts.append(best)
+            start = end
+        }
+        return parts
     }
 
     private static func pageFrame(_ w: inout JSONTextWriter, base: String, home: Home, number: Int, of total: Int) {
