@@ -137,6 +137,16 @@ public actor HAPBrowser: Service {
             instances[id] = entry.instance
             if published[id] != entry.accessory {
                 published[id] = entry.accessory
+                let a = entry.accessory
+                // All of it a LAN peer's words: escaped here as the log handler would, for a
+                // logger that does not (HomeModel's `escapingControlCharacters`).
+                logger.debug(
+                    "mDNS: accessory '\(a.name.escapingControlCharacters)' announced",
+                    metadata: [
+                        "id": "\(a.id.escapingControlCharacters)", "model": "\(a.model.escapingControlCharacters)",
+                        "c#": "\(a.configurationNumber)", "paired": "\(a.isPaired)",
+                        "at": "\(a.host.escapingControlCharacters):\(a.port)",
+                    ])
                 hub.yield(.updated(entry.accessory))
             }
         }

@@ -86,10 +86,13 @@ struct DiscoverCommand: AsyncParsableCommand {
         }
         for a in found {
             let category = Catalog.categories[a.category] ?? "other"
+            // Every field but the category is what a peer on the LAN announced: its control
+            // characters are shown escaped (`\u{1B}`), never sent to the terminal.
             print(
-                "\(a.id)  \(a.name)  model \(a.model.isEmpty ? "—" : a.model)  category \(a.category) (\(category))  \(a.isPaired ? "paired" : "unpaired")  c#\(a.configurationNumber)  \(Self.endpoint(a.host, a.port))"
+                ("\(a.id)  \(a.name)  model \(a.model.isEmpty ? "—" : a.model)  category \(a.category) (\(category))  \(a.isPaired ? "paired" : "unpaired")  c#\(a.configurationNumber)  \(Self.endpoint(a.host, a.port))"
                     + (a.addresses.count > 1
-                        ? "  (also \(a.addresses.filter { $0 != a.host }.joined(separator: ", ")))" : "")
+                        ? "  (also \(a.addresses.filter { $0 != a.host }.joined(separator: ", ")))" : ""))
+                    .escapingControlCharacters
             )
         }
     }
@@ -145,12 +148,12 @@ struct PairCommand: AsyncParsableCommand {
         } catch {
             throw HAPCommandOptions.fail("pairing with \(host):\(port)", error)
         }
-        print("paired with \(pairing.name ?? "the accessory") at \(pairing.host):\(pairing.port)")
-        print("pairing id: \(pairing.accessoryPairingID)")
+        print("paired with \(pairing.name ?? "the accessory") at \(pairing.host):\(pairing.port)".escapingControlCharacters)
+        print("pairing id: \(pairing.accessoryPairingID)".escapingControlCharacters)
         do {
             let accessories = try await controller.accessories(of: pairing)
             print("accessories: \(accessories.count)")
-            for a in accessories { print("  \(a.aid)  \(a.name)") }
+            for a in accessories { print("  \(a.aid)  \(a.name)".escapingControlCharacters) }
         } catch {
             // The pairing stands; only the look at its accessories failed.
             print("accessories: unknown (\(error.message))")
@@ -179,7 +182,7 @@ struct PairingsCommand: AsyncParsableCommand {
             return
         }
         for p in pairings {
-            print("\(p.accessoryPairingID)  \(p.name ?? "—")  \(p.host):\(p.port)")
+            print("\(p.accessoryPairingID)  \(p.name ?? "—")  \(p.host):\(p.port)".escapingControlCharacters)
         }
     }
 }

@@ -101,7 +101,7 @@ enum Setup {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = Logger.Level(rawValue: level) ?? .info
-            return handler
+            return EscapingLogHandler(base: handler)
         }
         return Logger(label: "homemqtt")
     }

@@ -22,17 +22,19 @@ enum TreeText {
                 ($0.key, $0.value.sorted { $0.displayName < $1.displayName })
             }
         }
-        var out = "\(inspection.home.name) (\(tree.base))\n"
+        // Names, manufacturers, models and string values may be a HAP accessory's words: each
+        // line has its control characters escaped (`shown`), so none reaches the terminal raw.
+        var out = shown("\(inspection.home.name) (\(tree.base))")
         for (title, nodes) in groups {
-            out += "\(title)\n"
+            out += shown(title)
             if nodes.isEmpty { out += "  (no accessories)\n" }
             for node in nodes {
                 let a = node.accessory
                 let where_ = grouping == .category ? ", \(node.room.name)" : ""
-                out +=
-                    "  \(node.displayName) — \(a.manufacturer) \(a.model)\(where_)\(a.isReachable ? "" : " [unreachable]")  \(node.topic)\n"
+                out += shown(
+                    "  \(node.displayName) — \(a.manufacturer) \(a.model)\(where_)\(a.isReachable ? "" : " [unreachable]")  \(node.topic)")
                 for service in node.services {
-                    out += "    \(service.displayName) [\(service.typeName)]\n"
+                    out += shown("    \(service.displayName) [\(service.typeName)]")
                     for c in service.characteristics {
                         let permissions = c.characteristic.metadata.permissions
                         let access =
@@ -42,13 +44,16 @@ enum TreeText {
                         let value =
                             c.characteristic.value.map { ValueCodec.text($0, metadata: c.characteristic.metadata) }
                             ?? "—"
-                        out += "      \(c.slug) = \(value) (\(access))\n"
+                        out += shown("      \(c.slug) = \(value) (\(access))")
                     }
                 }
             }
         }
         return out
     }
+
+    /// One line of text for the terminal, its control characters escaped.
+    static func shown(_ line: String) -> String { line.escapingControlCharacters + "\n" }
 
     static func json(_ inspection: Inspection) -> String {
         GatewayDocuments.tree(inspection.tree, home: inspection.home).encoded(pretty: true)
