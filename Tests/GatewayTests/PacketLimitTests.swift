@@ -279,7 +279,8 @@ final class PacketLimitTests: XCTestCase {
     }
 
     /// MQTT 3.1.1 without `broker.max-packet-size`: the broker closes the connection at the
-    /// first packet over its limit, again at each reconnect. The log says why, once, and names
+    /// first packet over its limit; the gateway learns the limit from it and reconnects once
+    /// (`BrokerRefusalTests` follows it through). The log says what it learned, once, and names
     /// the setting.
     func testAnUntoldLimitOnMQTT311IsNamedInTheLog() async throws {
         let broker = try await MosquittoBroker.start(.init(extraConfiguration: ["max_packet_size 65536"]))
@@ -296,6 +297,7 @@ final class PacketLimitTests: XCTestCase {
         try await Task.sleep(for: .seconds(3))
         let log = gateway.standardError
         XCTAssertEqual(log.components(separatedBy: hint).count - 1, 1, log)
+        XCTAssertEqual(broker.log.components(separatedBy: "as homemqtt-untold").count - 1, 2, broker.log)
     }
 
     /// Under 600 bytes each lamp's `$info` (about 700) cannot go: none is sent, the first is
