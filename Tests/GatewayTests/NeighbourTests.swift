@@ -215,6 +215,33 @@ final class NeighbourTests: XCTestCase {
         return reader.messages.filter { $0.retain && !$0.payload.isEmpty }.map(\.topic)
     }
 
+    /// A gateway whose state directory was lost finds its own retained `$gateway/status`
+    /// (`offline`, its will) at the next start: the tree it left says the base was its own, so
+    /// the status is no other client's and no warning says so.
+    func testItsOwnStatusIsNotAnotherClientsAfterTheStateIsLost() async throws {
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        let home = try homeDirectory()
+        let setup = try config(broker, home: home)
+        var yaml = try String(contentsOfFile: setup.configPath, encoding: .utf8)
+        yaml = yaml.replacingOccurrences(of: "log-level: warning", with: "log-level: info")
+        try yaml.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
+        let first = try await BinaryEndToEndTests.startGateway(setup, broker: broker)
+        let stopped = await first.terminate(grace: 5)
+        XCTAssertEqual(stopped, 0)
+        let held = try await Self.retained(broker)
+        XCTAssertEqual(held["home/$gateway/status"], "offline")
+
+        try FileManager.default.removeItem(atPath: setup.statePath)
+        let gateway = try await BinaryEndToEndTests.startGateway(setup, broker: broker)
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+        // `online` is out: the look at the broker, and any warning of it, came before.
+        XCTAssertTrue(gateway.standardError.contains("gateway online"), gateway.standardError)
+        XCTAssertTrue(gateway.standardError.contains("from the broker's tree"), gateway.standardError)
+        XCTAssertFalse(
+            gateway.standardError.contains("retained topics of another client"), gateway.standardError)
+    }
+
     /// Another client's retained topic where the gateway must publish is replaced (the gateway
     /// needs it) and said in the log, naming it; a retained request is refused and left alone.
     func testACollisionIsLoggedAndARetainedRequestIsLeftAlone() async throws {

@@ -89,6 +89,36 @@ final class OwnedTopicsTests: XCTestCase {
         XCTAssertFalse(record.contains("home/attic/$info"), "a room is not an accessory")
     }
 
+    /// The run that left a tree (or a page of it) held its base's status too: a gateway whose
+    /// state directory was lost must not call its own `$gateway/status` another client's.
+    func testAnEarlierRunsTreeHoldsItsStatus() throws {
+        for document in [
+            #"{"base":"home","home":"My Home","rooms":[]}"#,
+            #"{"base":"home","home":"My Home","of":2,"page":1,"rooms":[]}"#,
+            #"{"accessories":3,"base":"home","home":"My Home","pages":[]}"#,
+        ] {
+            var record = OwnedTopics()
+            record.addTreeDocument(try JSONValue(parsing: Array(document.utf8)), documents: ["$info"])
+            XCTAssertTrue(record.contains("home/$gateway/status"), document)
+            XCTAssertFalse(record.contains("home/$gateway/other"), document)
+        }
+        var nested = OwnedTopics()
+        nested.addTreeDocument(
+            try JSONValue(parsing: Array(#"{"x":{"base":"other"}}"#.utf8)), documents: ["$info"])
+        XCTAssertFalse(nested.contains("other/$gateway/status"), "not a tree: no home")
+    }
+
+    /// A warning that counts topics names a few of them, then how many more.
+    func testAFewTopicsAreNamedThenHowManyMore() {
+        XCTAssertEqual(Gateway.named(["home/b/state", "home/a/meta"], count: 2), "home/a/meta, home/b/state")
+        let many = (1...20).map { "home/lamp-\(String(format: "%02d", $0))/$info" }
+        XCTAssertEqual(
+            Gateway.named(many.reversed(), count: 1_234),
+            "home/lamp-01/$info, home/lamp-02/$info, home/lamp-03/$info, home/lamp-04/$info, home/lamp-05/$info and 1229 more")
+        XCTAssertEqual(Gateway.named([], count: 3), "3 topics")
+        XCTAssertEqual(Gateway.named(["a"], count: 1, shown: 0), "1 topic")
+    }
+
     func testTheFileIsPrivateAndReadBackAndABadOneIsAnError() throws {
         let directory = try TemporaryDirectory(prefix: "homemqtt-owned")
         let store = OwnedTopicsStore(

@@ -175,6 +175,17 @@ extension Gateway {
     }
 
     public var retainedTopicList: [String] { (Array(retained.topics) + publishedCharacteristicTopics()).sorted() }
+
+    /// Topics a warning counts, named: the first `shown` of `topics` (sorted), then how many
+    /// more of the `count` there are — `home/a/state, home/b/meta and 12 more`. A count says
+    /// nothing a user can look up; a few names say where to look, and the rest stays one line.
+    nonisolated static func named(_ topics: [String], count: Int, shown: Int = 5) -> String {
+        let first = topics.sorted().prefix(shown)
+        let more = max(0, count - first.count)
+        let listed = first.joined(separator: ", ")
+        guard more > 0 else { return listed }
+        return listed.isEmpty ? "\(more) topic\(more == 1 ? "" : "s")" : "\(listed) and \(more) more"
+    }
 }
 
 /// What a `meta` document is made of.

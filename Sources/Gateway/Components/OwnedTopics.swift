@@ -99,6 +99,13 @@ public struct OwnedTopics: Sendable, Equatable {
                 addAccessory(topic: topic, services: services, documents: documents)
                 return
             }
+            // The tree (and each of its pages) names its base: the run that published it held
+            // that base's `$gateway/status` too, retained (`online`, or `offline` as its will).
+            // Without this, a gateway whose state directory was lost called its own status
+            // another client's topic at the next start.
+            if case .string(let base)? = object["base"], case .string? = object["home"] {
+                topics.insert("\(base)/$gateway/status")
+            }
             for (_, value) in object { addTreeDocument(value, documents: documents) }
         default:
             break
