@@ -234,7 +234,8 @@ extension Connection {
         return MQTTError(
             code: .packetTooLarge,
             message:
-                "a publish to '\(topic)' would be a packet of \(size) bytes, more than \(source) (\(limit)); not sent"
+                "a publish to '\(MQTTTopicShape.describe(topic))' would be a packet of \(size) bytes, more than "
+                + "\(source) (\(limit)); not sent"
         )
     }
 
@@ -379,7 +380,8 @@ extension Connection {
                 strlen($0) == count && mosquitto_pub_topic_check2($0, count) == MOSQ_ERR_SUCCESS.rawValue
             }
         guard valid else {
-            throw MQTTError(code: .invalidTopic, message: "'\(topic)' is not a valid topic to publish to")
+            throw MQTTError(
+                code: .invalidTopic, message: "'\(MQTTTopicShape.describe(topic))' is not a valid topic to publish to")
         }
     }
 

@@ -54,6 +54,10 @@ public protocol MQTTTransport: Service {
     /// none finishes the stream at once.
     func learnedLimits() -> AsyncStream<MQTTLearnedLimit>
 
+    /// Publishes the broker refused after they were sent (a PUBACK's reason, or the
+    /// connection dropped for one); 0 for a transport that cannot tell.
+    var refusedPublishCount: Int { get }
+
     /// Runs `guest`'s work on the thread that reads and writes the connection, where there is
     /// one (`MQTTNetworkThreadGuest`); nil stops. A transport without such a thread ignores it.
     func host(_ guest: (any MQTTNetworkThreadGuest)?)
@@ -63,6 +67,8 @@ extension MQTTTransport {
     public func host(_ guest: (any MQTTNetworkThreadGuest)?) {}
 
     public func learnedLimits() -> AsyncStream<MQTTLearnedLimit> { AsyncStream { $0.finish() } }
+
+    public var refusedPublishCount: Int { 0 }
 
     public func publish(
         _ topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false

@@ -111,6 +111,13 @@ final class BrokerRefusalTests: XCTestCase {
             $0.topic == brightness + "/result"
         }
         XCTAssertEqual(try JSONValue(parsing: answer.payload)["status"], .string("ok"), answer.string)
+        // The health report counts the refusal.
+        try await client.publish("home/$gateway/request/health", "{}", qos: .atLeastOnce)
+        let health = try await everything.waitForMessage("the health report") {
+            $0.topic == "home/$gateway/response/health"
+        }
+        let counts = try JSONValue(parsing: health.payload)["data"]?["counts"]
+        XCTAssertEqual(counts?["publishes-refused"], .int(refuses ? 1 : 0), health.string)
         await client.disconnect()
         await everything.stop()
 

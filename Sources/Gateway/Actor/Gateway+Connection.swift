@@ -91,6 +91,10 @@ extension Gateway {
                 "sets": .int(Int64(requests.sets)),
                 "gets": .int(Int64(requests.gets)),
                 "errors": .int(Int64(requests.errors)),
+                // Never sent (a topic or packet the broker would not take, or a failure), and
+                // refused by the broker after sending.
+                "publishes-not-sent": .int(Int64(outbox.failedPublishes)),
+                "publishes-refused": .int(Int64(mqtt.refusedPublishCount)),
             ]),
         ])
     }

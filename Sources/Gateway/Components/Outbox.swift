@@ -41,6 +41,10 @@ final class Outbox: Sendable {
     private let waiting = Atomic(0)
     /// Which failures to log and how many went unlogged.
     private let failures = Mutex(PublishFailures())
+    /// Publishes not handed to the broker: refused before sending (a topic or packet it would
+    /// not take), or failed. For the health report.
+    private let failedCount = Atomic(0)
+    var failedPublishes: Int { failedCount.load(ordering: .relaxed) }
 
     init(mqtt: any MQTTTransport, defaultQoS: MQTTQoS, logger: Logger) {
         self.mqtt = mqtt
@@ -218,9 +222,12 @@ final class Outbox: Sendable {
     /// Logs a failed publish, unless one of its kind was logged within `PublishFailures.interval`
     /// (then it is counted). One too large for the broker says so, with its size and the limit.
     private func failed(_ topic: String, _ error: MQTTError) {
+        failedCount.add(1, ordering: .relaxed)
         let (log, suppressed) = failures.withLock { $0.admit(error.code.rawValue, now: .now) }
         guard log else { return }
-        var metadata: Logger.Metadata = ["topic": "\(topic)", "error": "\(error)"]
+        // The topic's shape: a request's topic comes from a client, and may be 400 levels long
+        // or hold what a terminal takes for a command.
+        var metadata: Logger.Metadata = ["topic": "\(MQTTTopicShape.describe(topic))", "error": "\(error)"]
         if suppressed > 0 { metadata["not-logged-before"] = "\(suppressed) more like it" }
         let tooLarge = error.code == .packetTooLarge
         logger.warning(
