@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import HomeMQTTApp
 import HomeModel
 import Logging
 import MQTT
@@ -36,6 +37,13 @@ struct RequestClient {
             try await client.connect()
         } catch {
             await client.disconnect()
+            // Closed before the CONNACK: the client's message blames MQTT 5, but `mqtt://` at a
+            // TLS listener fails the same way; asked in TLS, the address says which it is.
+            if BrokerTLSProbe.mayBeTLS(error, mqtt), BrokerTLSProbe.answersInTLS(host: mqtt.host, port: mqtt.port) {
+                return .absent(
+                    "the broker at \(config.brokerDisplay) closed the connection before accepting it; "
+                        + BrokerTLSProbe.hint(host: mqtt.host, port: mqtt.port))
+            }
             return .absent("the broker at \(config.brokerDisplay) does not answer (\(error))")
         }
         let statusTopic = "\(config.baseTopic)/$gateway/status"

@@ -1,0 +1,46 @@
+import Foundation
+import HomeMQTTApp
+import TestSupport
+import XCTest
+
+/// `mqtt://` pointed at a TLS listener: the connection is closed before any CONNACK, which the
+/// MQTT client takes for a broker that does not speak MQTT 5. The gateway and the CLI ask the
+/// address in TLS and, when it answers, say what to change. A real mosquitto with a TLS-only
+/// listener, the real binary.
+final class TLSListenerHintTests: XCTestCase {
+    func testAnAddressIsAskedInTLSAndOnlyATLSListenerSaysYes() async throws {
+        let tls = try await MosquittoBroker.start(.init(tls: true))
+        addTeardownBlock { await tls.stop() }
+        let plain = try await MosquittoBroker.start()
+        addTeardownBlock { await plain.stop() }
+        XCTAssertTrue(BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: tls.port))
+        XCTAssertFalse(BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: plain.port), "plain MQTT is no TLS")
+        XCTAssertFalse(BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: try freePort()), "nothing listens")
+    }
+
+    func testRunAndTheCLISayTheBrokerMayBeATLSListener() async throws {
+        let tls = try await MosquittoBroker.start(.init(tls: true))
+        addTeardownBlock { await tls.stop() }
+        XCTAssertTrue(tls.url.hasPrefix("mqtts://"), tls.url)
+        let plainURL = "mqtt://127.0.0.1:\(tls.port)"
+        let hint = "the broker at 127.0.0.1:\(tls.port) may be a TLS listener: use mqtts://"
+        let setup = try E2EConfig(brokerURL: plainURL)
+
+        let gateway = try ChildProcess(BinaryGateway.binary, ["run", "--config", setup.configPath])
+        addTeardownBlock { await gateway.terminate(grace: 5) }
+        try await waitUntil("run to say the broker may be a TLS listener", timeout: 15) {
+            gateway.standardError.contains(hint)
+        }
+        let lines = gateway.standardError.split(separator: "\n").filter { $0.contains("may be a TLS listener") }
+        XCTAssertEqual(lines.count, 1, "said more than once: \(gateway.standardError)")
+        XCTAssertTrue(lines.first?.contains(" warning ") ?? false, "\(lines)")
+        await gateway.terminate(grace: 5)
+
+        // A command that asks the running gateway: it is taken for not running, and says why.
+        let cli = try await runProcess(
+            BinaryGateway.binary, ["room", "add", "Attic", "--config", setup.configPath], timeout: 30)
+        XCTAssertEqual(cli.status, 0, cli.standardError)
+        XCTAssertTrue(cli.standardError.contains(hint), cli.standardError)
+        XCTAssertFalse(cli.standardError.contains("may not speak MQTT 5"), cli.standardError)
+    }
+}
