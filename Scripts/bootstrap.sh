@@ -9,14 +9,33 @@
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium; aiohomekit, a second
 # HomeKit controller).
+#
+# With --run: only what running the gateway needs (Scripts/run-simulated-home.sh): libmosquitto to
+# build it, and mosquitto and its clients for the local broker; none of the test tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+only_run=false
+[ "${1:-}" = "--run" ] && only_run=true
+
+install_missing() {
+    [ $# -gt 0 ] || return 0
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "bootstrap: installing $*"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
 
 need=()
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
+if $only_run; then
+    install_missing ${need[@]+"${need[@]}"}
+    echo "bootstrap: ready to run"
+    exit 0
+fi
 command -v openssl >/dev/null || need+=(openssl)
 # systemd-analyze checks Examples/homemqtt.service; unshare runs the binary with the unit's read-only
 # /etc; setpriv runs it as nobody (a config file it cannot read).
@@ -40,12 +59,7 @@ command -v pgrep >/dev/null || need+=(procps)
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 command -v python3 >/dev/null || need+=(python3)
 if command -v python3 >/dev/null && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then need+=(python3-venv); fi
-if [ ${#need[@]} -gt 0 ]; then
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    echo "bootstrap: installing ${need[*]}"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+install_missing ${need[@]+"${need[@]}"}
 
 # The Debian mosquitto package may start a broker on 1883 as a service; tests never use it.
 venv=.venv

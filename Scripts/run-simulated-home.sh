@@ -3,7 +3,8 @@
 # installing what is missing first and starting a local mosquitto if none answers there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-Scripts/bootstrap.sh >/dev/null
+# Only what running needs (libmosquitto, mosquitto and its clients), none of the test tools.
+Scripts/bootstrap.sh --run >/dev/null
 
 broker_pid=""
 if ! timeout 3 mosquitto_sub -h 127.0.0.1 -p 1883 -t '$SYS/#' -C 1 -W 2 >/dev/null 2>&1 \
