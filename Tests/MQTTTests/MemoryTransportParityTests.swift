@@ -120,6 +120,30 @@ struct MemoryTransportParityTests {
         #expect(live.later.map(\.description) == ["t/a=1 (retained)", "t/b/c=2 (retained)", "t/x/set=p (retained)"])
     }
 
+    /// A topic deeper than the broker takes: both refuse it unsent, with the same code, and
+    /// stay connected.
+    @Test func bothRefuseATopicDeeperThanTheBrokerTakes() async throws {
+        let deep = (["deep"] + Array(repeating: "a", count: 201)).joined(separator: "/")
+        let mosquitto = try await MosquittoBroker.start()
+        let client = MQTTClient(configuration: mosquitto.clientConfiguration())
+        try await client.connect()
+        let memory = MemoryBroker().transport(configuration: MQTTConfiguration())
+        memory.connect()
+        var codes: [MQTTError.Code?] = []
+        for transport in [client, memory] as [any MQTTTransport] {
+            do {
+                try await transport.publish(deep, payload: [0x31], qos: .atLeastOnce, retain: false, properties: .init())
+                codes.append(nil)
+            } catch {
+                codes.append(error.code)
+            }
+            #expect(transport.connectionState == .connected)
+        }
+        #expect(codes == [.invalidTopic, .invalidTopic])
+        await client.disconnect()
+        await mosquitto.stop()
+    }
+
     /// The script's MQTT clients, to disconnect at the end.
     final class Clients: Sendable {
         private let list = Mutex<[MQTTClient]>([])

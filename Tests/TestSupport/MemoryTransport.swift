@@ -35,6 +35,7 @@ public final class MemoryTransport: MQTTTransport {
     public var brokerLimits: MQTTBrokerLimits {
         var limits = protocolVersion == .v5 ? broker.limits : MQTTBrokerLimits()
         limits.configuredMaximumPacketSize = configuration.maximumPacketSize
+        limits.maximumTopicLevels = configuration.maximumTopicLevels
         return limits
     }
 
@@ -86,6 +87,14 @@ public final class MemoryTransport: MQTTTransport {
     ) throws(MQTTError) -> Bool {
         guard !topic.isEmpty, !topic.contains(where: { $0 == "+" || $0 == "#" || $0 == "\0" }) else {
             throw MQTTError(code: .invalidTopic, message: "'\(topic)' is not a valid topic to publish to")
+        }
+        // As MQTTClient: no deeper topic than the broker takes (mosquitto drops the client).
+        let levels = MQTTTopicShape.levels(topic)
+        guard levels <= configuration.maximumTopicLevels else {
+            throw MQTTError(
+                code: .invalidTopic,
+                message: "a publish to '\(MQTTTopicShape.describe(topic))' has \(levels) levels, more than the "
+                    + "broker takes (\(configuration.maximumTopicLevels), broker.max-topic-levels); not sent")
         }
         let limits = brokerLimits
         let sent = limits.qos(for: qos)
