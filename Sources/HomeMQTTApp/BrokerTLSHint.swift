@@ -55,7 +55,9 @@ public enum BrokerTLSProbe {
     static func clientHello(serverName: String) -> [UInt8] {
         func u16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
         func ext(_ type: Int, _ body: [UInt8]) -> [UInt8] { u16(type) + u16(body.count) + body }
-        let suites: [UInt8] = [0x13, 0x01, 0x13, 0x02, 0xC0, 0x2F, 0xC0, 0x30, 0xC0, 0x2B, 0xC0, 0x2C, 0x00, 0x9C, 0x00, 0x2F]
+        let suites: [UInt8] = [
+            0x13, 0x01, 0x13, 0x02, 0xC0, 0x2F, 0xC0, 0x30, 0xC0, 0x2B, 0xC0, 0x2C, 0x00, 0x9C, 0x00, 0x2F,
+        ]
         var extensions: [UInt8] = []
         let name = Array(serverName.utf8)
         if !name.isEmpty, serverName.contains(where: \.isLetter) {

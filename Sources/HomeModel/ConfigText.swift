@@ -71,7 +71,8 @@ public enum ConfigText {
                 return nil
             case .error:
                 let byte = String(bytes[offset], radix: 16, uppercase: true)
-                return "is not UTF-8 text: byte 0x\(byte.count == 1 ? "0" : "")\(byte) at line \(line), column \(column)"
+                return
+                    "is not UTF-8 text: byte 0x\(byte.count == 1 ? "0" : "")\(byte) at line \(line), column \(column)"
             case .valid(let encoded):
                 let scalar = Unicode.UTF8.decode(encoded)
                 offset += encoded.count

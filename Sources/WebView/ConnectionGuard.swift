@@ -113,9 +113,11 @@ final class ConnectionGuard: ChannelInboundHandler {
                 if let declared = head.contentLength, declared > limits.maxBodyBytes {
                     refusals.note(.bodyTooLarge, peer: context.remoteAddress, on: context.eventLoop)
                     refuse(
-                        context, WebError(
+                        context,
+                        WebError(
                             status: .contentTooLarge, code: .tooLarge,
-                            message: "the request body may be \(limits.maxBodyBytes) bytes at most; \(declared) declared"))
+                            message:
+                                "the request body may be \(limits.maxBodyBytes) bytes at most; \(declared) declared"))
                     return
                 }
                 if head.isWebSocketUpgrade, head.path == "/ws", let error = upgradeCheck(head) {

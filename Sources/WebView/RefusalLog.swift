@@ -72,7 +72,8 @@ final class RefusalLog: Sendable {
         }
         if let warn { warning(warn) }
         if let scheduleIn, let eventLoop {
-            let nanoseconds = scheduleIn.components.seconds * 1_000_000_000 + scheduleIn.components.attoseconds / 1_000_000_000
+            let nanoseconds =
+                scheduleIn.components.seconds * 1_000_000_000 + scheduleIn.components.attoseconds / 1_000_000_000
             eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in flush() }
         }
     }

@@ -64,7 +64,9 @@ struct WebRoutes: Sendable {
             let tooLarge = WebError(
                 status: .contentTooLarge, code: .tooLarge,
                 message: "the request body may be \(PageSession.maxMessageSize) bytes at most")
-            if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > PageSession.maxMessageSize {
+            if let declared = request.headers[.contentLength].flatMap({ Int($0) }),
+                declared > PageSession.maxMessageSize
+            {
                 throw tooLarge
             }
             var request = request

@@ -148,7 +148,9 @@ struct PairCommand: AsyncParsableCommand {
         } catch {
             throw HAPCommandOptions.fail("pairing with \(host):\(port)", error)
         }
-        print("paired with \(pairing.name ?? "the accessory") at \(pairing.host):\(pairing.port)".escapingControlCharacters)
+        print(
+            "paired with \(pairing.name ?? "the accessory") at \(pairing.host):\(pairing.port)"
+                .escapingControlCharacters)
         print("pairing id: \(pairing.accessoryPairingID)".escapingControlCharacters)
         do {
             let accessories = try await controller.accessories(of: pairing)

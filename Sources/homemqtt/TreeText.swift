@@ -32,7 +32,8 @@ enum TreeText {
                 let a = node.accessory
                 let where_ = grouping == .category ? ", \(node.room.name)" : ""
                 out += shown(
-                    "  \(node.displayName) — \(a.manufacturer) \(a.model)\(where_)\(a.isReachable ? "" : " [unreachable]")  \(node.topic)")
+                    "  \(node.displayName) — \(a.manufacturer) \(a.model)\(where_)\(a.isReachable ? "" : " [unreachable]")  \(node.topic)"
+                )
                 for service in node.services {
                     out += shown("    \(service.displayName) [\(service.typeName)]")
                     for c in service.characteristics {

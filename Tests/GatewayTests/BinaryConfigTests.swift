@@ -168,7 +168,8 @@ extension BinaryConfigTests {
                 command, config,
                 "\(lamp): holds the control character U+001B at line 3, column 8: not YAML text (a binary file?)")
         }
-        try Data(Array("name: Caf".utf8) + [0xE9] + Array("\nservices: []\n".utf8)).write(to: URL(fileURLWithPath: lamp))
+        try Data(Array("name: Caf".utf8) + [0xE9] + Array("\nservices: []\n".utf8)).write(
+            to: URL(fileURLWithPath: lamp))
         assertConfigFailure(
             try await homemqtt(["check-config", "--config", config]),
             "\(lamp): is not UTF-8 text: byte 0xE9 at line 1, column 10", "latin-1 accessory file")

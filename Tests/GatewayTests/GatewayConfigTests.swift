@@ -37,8 +37,14 @@ final class GatewayConfigLoadTests: XCTestCase {
                 "\(directory.file("missing/gateway.yml")): no such file"
             ),
             (latin1, .unreadable, "\(latin1): is not UTF-8 text: byte 0xE9 at line 1, column 13"),
-            (binary, .unreadable, "\(binary): holds the control character U+007F at line 1, column 1: not YAML text (a binary file?)"),
-            (nul, .unreadable, "\(nul): holds the control character U+0000 at line 2, column 7: not YAML text (a binary file?)"),
+            (
+                binary, .unreadable,
+                "\(binary): holds the control character U+007F at line 1, column 1: not YAML text (a binary file?)"
+            ),
+            (
+                nul, .unreadable,
+                "\(nul): holds the control character U+0000 at line 2, column 7: not YAML text (a binary file?)"
+            ),
         ]
         for (path, code, text) in cases {
             let error = try XCTUnwrap(loadError(path), path)

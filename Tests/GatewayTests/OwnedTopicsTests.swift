@@ -114,7 +114,8 @@ final class OwnedTopicsTests: XCTestCase {
         let many = (1...20).map { "home/lamp-\(String(format: "%02d", $0))/$info" }
         XCTAssertEqual(
             Gateway.named(many.reversed(), count: 1_234),
-            "home/lamp-01/$info, home/lamp-02/$info, home/lamp-03/$info, home/lamp-04/$info, home/lamp-05/$info and 1229 more")
+            "home/lamp-01/$info, home/lamp-02/$info, home/lamp-03/$info, home/lamp-04/$info, home/lamp-05/$info and 1229 more"
+        )
         XCTAssertEqual(Gateway.named([], count: 3), "3 topics")
         XCTAssertEqual(Gateway.named(["a"], count: 1, shown: 0), "1 topic")
     }

@@ -51,7 +51,9 @@ final class MDNSFamilyWarningTests: XCTestCase {
         XCTAssertTrue(nothing.contains("and no IPv6 interface to ask on"), nothing)
 
         // An interface with an IPv6 address and none of IPv4, as on an IPv6-only network.
-        let (near, far) = ("v6a\(UUID().uuidString.prefix(4).lowercased())", "v6b\(UUID().uuidString.prefix(4).lowercased())")
+        let (near, far) = (
+            "v6a\(UUID().uuidString.prefix(4).lowercased())", "v6b\(UUID().uuidString.prefix(4).lowercased())"
+        )
         try await runChecked("ip", ns.exec + ["ip", "link", "add", near, "type", "veth", "peer", "name", far])
         for (device, address) in [(near, "fd00:39::1"), (far, "fd00:39::2")] {
             try await runChecked("ip", ns.exec + ["ip", "-6", "addr", "add", "\(address)/64", "dev", device, "nodad"])

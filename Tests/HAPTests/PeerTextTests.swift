@@ -27,7 +27,8 @@ final class PeerTextTests: XCTestCase {
         let bad = text.unicodeScalars.filter {
             ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value)
         }
-        XCTAssertTrue(bad.isEmpty, "\(what) holds raw control characters \(bad.map { $0.value })", file: file, line: line)
+        XCTAssertTrue(
+            bad.isEmpty, "\(what) holds raw control characters \(bad.map { $0.value })", file: file, line: line)
     }
 
     func testDiscoverAndTheGatewayLogShowAHostilePeersTextEscaped() async throws {

@@ -150,7 +150,8 @@ final class WebRefusalTests: XCTestCase {
 
         for path in ["/ws", "/ws?token=wrong"] {
             let connection = try RawConnection(port: web.port)
-            XCTAssertEqual(try connection.upgrade(host: "127.0.0.1:\(web.port)", path: path), "HTTP/1.1 401 Unauthorized")
+            XCTAssertEqual(
+                try connection.upgrade(host: "127.0.0.1:\(web.port)", path: path), "HTTP/1.1 401 Unauthorized")
             let (rest, _) = connection.receive(timeout: 5)
             XCTAssertEqual(String(decoding: rest, as: UTF8.self), expected.body, path)
         }
