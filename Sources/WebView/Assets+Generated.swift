@@ -989,7 +989,7 @@ App.pages.home = {
 
 """#),
         "homekit.js": Asset(
-            etag: "\"53d587e6bc9f14de\"",
+            etag: "\"dcfb5b399347b4a1\"",
             text: #"""
 // HomeKit: find accessories on the network, pair one with its setup code, list and remove
 // pairings: the gateway's `discover`, `pair` and `unpair` requests, as over MQTT.
@@ -1045,12 +1045,42 @@ App.pages.homekit = {
     const table = document.getElementById('discovered');
     if (!table || result.status !== 'ok') return;
     const found = result.data || [];
-    table.innerHTML = found.length === 0 ? '<tr><td class="muted">Nothing announced itself.</td></tr>' :
-      '<tr><th>Name</th><th>Model</th><th>Category</th><th>Address</th><th></th></tr>' + found.map((a) =>
-        '<tr><td>' + App.esc(a.name) + '</td><td>' + App.esc(a.model) + '</td><td>' + App.esc(a['category-name']) +
-        '</td><td>' + App.esc(a.host + ':' + a.port) + '</td><td>' + (a.paired ? '<span class="muted">paired</span>' :
-          '<button data-use data-host="' + App.esc(a.host) + '" data-port="' + App.esc(a.port) + '" data-name="' +
-          App.esc(a.name) + '">Pair…</button>') + '</td></tr>').join('');
+    // Built as nodes with textContent: names and models are what a peer on the LAN announced,
+    // and none of it may become markup.
+    table.replaceChildren();
+    if (found.length === 0) {
+      table.append(this.row('td', ['Nothing announced itself.'], 'muted'));
+      return;
+    }
+    table.append(this.row('th', ['Name', 'Model', 'Category', 'Address', '']));
+    for (const a of found) {
+      let action;
+      if (a.paired) {
+        action = document.createElement('span');
+        action.className = 'muted';
+        action.textContent = 'paired';
+      } else {
+        action = document.createElement('button');
+        action.dataset.use = '';
+        action.dataset.host = a.host;
+        action.dataset.port = String(a.port);
+        action.dataset.name = a.name;
+        action.textContent = 'Pair…';
+      }
+      table.append(this.row('td', [a.name, a.model, a['category-name'], a.host + ':' + a.port, action]));
+    }
+  },
+
+  /** A table row of `tag` cells: text (as textContent, never markup) or a node. */
+  row(tag, cells, className) {
+    const row = document.createElement('tr');
+    for (const cell of cells) {
+      const element = document.createElement(tag);
+      if (cell instanceof Node) element.append(cell); else element.textContent = cell === undefined ? '' : String(cell);
+      if (className) element.className = className;
+      row.append(element);
+    }
+    return row;
   },
 
   async pair() {
@@ -1089,11 +1119,22 @@ App.pages.homekit = {
     if (!table) return;
     document.getElementById('hap-note').hidden = body.hap;
     const pairings = body.pairings || [];
-    table.innerHTML = pairings.length === 0 ? '<tr><td class="muted">No pairings.</td></tr>' :
-      '<tr><th>Pairing</th><th>Name</th><th>Address</th><th></th></tr>' + pairings.map((p) =>
-        '<tr><td><code>' + App.esc(p.pairing) + '</code></td><td>' + App.esc(p.name || '—') + '</td><td>' +
-        App.esc(p.host + ':' + p.port) + '</td><td><button class="danger" data-unpair="' + App.esc(p.pairing) +
-        '">Unpair</button></td></tr>').join('');
+    // Names and pairing ids come from the accessories: nodes with textContent, as above.
+    table.replaceChildren();
+    if (pairings.length === 0) {
+      table.append(this.row('td', ['No pairings.'], 'muted'));
+      return;
+    }
+    table.append(this.row('th', ['Pairing', 'Name', 'Address', '']));
+    for (const p of pairings) {
+      const id = document.createElement('code');
+      id.textContent = p.pairing;
+      const unpair = document.createElement('button');
+      unpair.className = 'danger';
+      unpair.dataset.unpair = p.pairing;
+      unpair.textContent = 'Unpair';
+      table.append(this.row('td', [id, p.name || '—', p.host + ':' + p.port, unpair]));
+    }
   },
 };
 

@@ -74,4 +74,50 @@ final class PeerTextTests: XCTestCase {
         XCTAssertTrue(announced.contains("model=\(Self.model)"), announced)
         assertNoControlBytes(log, "the gateway's log")
     }
+
+    /// The web view's HomeKit page, in headless chromium: the name and model a peer announced
+    /// with HTML in them show as text in their cells, and no element they spelled exists.
+    func testTheHomeKitPageShowsAPeersMarkupAsText() async throws {
+        let python = RepoPaths.root.appendingPathComponent(".venv/bin/python").path
+        for (path, what) in [("/usr/bin/chromium", "chromium"), ("/usr/bin/chromedriver", "chromium-driver")]
+        where !FileManager.default.isExecutableFile(atPath: path) {
+            throw ProcessError("\(what) is missing at \(path): run Scripts/bootstrap.sh")
+        }
+        try PeerProcess.requireVenv()
+        let ns = try await NetworkNamespace.create()
+        addTeardownBlock { await ns.delete() }
+        let directory = try TemporaryDirectory(prefix: "homemqtt-peer-page")
+        let config = directory.file("gateway.yml")
+        try """
+        broker:
+          url: mqtt://127.0.0.1:1883
+        state-directory: \(directory.file("state"))
+        sources:
+          - type: hap
+        homeassistant:
+          enabled: false
+        web:
+          enabled: true
+          listen: 127.0.0.1:8080
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let broker = try ChildProcess("ip", ns.exec + ["mosquitto", "-p", "1883"])
+        addTeardownBlock { await broker.terminate(grace: 2) }
+        let announcer = try ChildProcess("ip", ns.exec + ["python3", Self.announcer, "60", "markup"])
+        addTeardownBlock { await announcer.terminate(grace: 2) }
+        let gateway = try ChildProcess("ip", ns.exec + [try builtProduct("homemqtt"), "run", "--config", config])
+        addTeardownBlock { await gateway.terminate(grace: 5) }
+        try await waitUntil("the web view in the namespace", timeout: 20, pollInterval: 0.2) {
+            let probe = try await runProcess(
+                "ip",
+                ns.exec + ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:8080/healthz"])
+            return probe.standardOutput == "200"
+        }
+        let page = try await runProcess(
+            "ip",
+            ns.exec + [
+                python, RepoPaths.root.appendingPathComponent("Tests/HAPTests/peer/peer_text_browser.py").path, "--url",
+                "http://127.0.0.1:8080",
+            ], timeout: 90)
+        XCTAssertEqual(page.status, 0, "\(page.standardOutput)\n\(page.standardError)\n\(gateway.standardError)")
+    }
 }

@@ -3,7 +3,10 @@
 terminal escape sequences (clear screen, an OSC window title, a colour) and a NUL, as a hostile
 peer on the LAN could: what `homemqtt discover` and the gateway's log must show escaped.
 
-    hostile_announcer.py SECONDS
+    hostile_announcer.py SECONDS [markup]
+
+With `markup`, the name and model also hold HTML (`<b id="injected">`, `<img id="img-injected">`):
+what the web view must show as text, never as elements.
 
 Sends the announcement (PTR, SRV, TXT, A to 127.0.0.1) to 224.0.0.251:5353 every 0.25 s for
 SECONDS, from wherever it runs (a test's network namespace, with a multicast route on lo).
@@ -29,7 +32,11 @@ def record(owner, rtype, rdata, ttl=120, flush=False):
     return owner + struct.pack("!HHIH", rtype, klass, ttl, len(rdata)) + rdata
 
 
-def packet():
+def packet(markup=False):
+    global NAME, TXT
+    if markup:
+        NAME = b'<b id="injected">Evil</b>\x1b[2J\x00Lamp'
+        TXT = [t if not t.startswith(b"md=") else b'md=<img id="img-injected" src="x">\x1b[31m' for t in TXT]
     service = name(b"_hap", b"_tcp", b"local")
     instance = name(NAME, b"_hap", b"_tcp", b"local")
     host = name(b"evil-lamp", b"local")
@@ -48,7 +55,7 @@ def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
-    data = packet()
+    data = packet(markup=len(sys.argv) > 2 and sys.argv[2] == "markup")
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
