@@ -21,9 +21,19 @@ public enum BrokerTLSProbe {
         configuration.tls == nil && [.connectionLost, .protocolError].contains(error.code)
     }
 
-    /// Asks `host:port` in TLS; true when it answers in TLS within `timeout` seconds. Blocking
-    /// (one connection, at most `timeout` twice), for a failure path that runs once.
-    public static func answersInTLS(host: String, port: Int, timeout: Double = 1) -> Bool {
+    /// Asks `host:port` in TLS; true when it answers in TLS within `timeout` seconds. The
+    /// blocking socket calls run on a dispatch thread: on two cores the cooperative pool has two
+    /// threads, and the gateway starting beside it needs them.
+    public static func answersInTLS(host: String, port: Int, timeout: Double = 1) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: askInTLS(host: host, port: port, timeout: timeout))
+            }
+        }
+    }
+
+    /// One connection, at most `timeout` for each of connect, send and receive.
+    static func askInTLS(host: String, port: Int, timeout: Double) -> Bool {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
@@ -95,7 +105,7 @@ struct BrokerTLSHint: Service {
                 return
             case .disconnected(let error?), .reconnecting(let error?):
                 guard BrokerTLSProbe.mayBeTLS(error, configuration) else { continue }
-                if BrokerTLSProbe.answersInTLS(host: configuration.host, port: configuration.port) {
+                if await BrokerTLSProbe.answersInTLS(host: configuration.host, port: configuration.port) {
                     logger.warning(
                         "\(BrokerTLSProbe.hint(host: configuration.host, port: configuration.port))",
                         metadata: ["broker": "mqtt://\(configuration.host):\(configuration.port)"])

@@ -39,7 +39,8 @@ struct RequestClient {
             await client.disconnect()
             // Closed before the CONNACK: the client's message blames MQTT 5, but `mqtt://` at a
             // TLS listener fails the same way; asked in TLS, the address says which it is.
-            if BrokerTLSProbe.mayBeTLS(error, mqtt), BrokerTLSProbe.answersInTLS(host: mqtt.host, port: mqtt.port) {
+            if BrokerTLSProbe.mayBeTLS(error, mqtt), await BrokerTLSProbe.answersInTLS(host: mqtt.host, port: mqtt.port)
+            {
                 return .absent(
                     "the broker at \(config.brokerDisplay) closed the connection before accepting it; "
                         + BrokerTLSProbe.hint(host: mqtt.host, port: mqtt.port))

@@ -13,9 +13,12 @@ final class TLSListenerHintTests: XCTestCase {
         addTeardownBlock { await tls.stop() }
         let plain = try await MosquittoBroker.start()
         addTeardownBlock { await plain.stop() }
-        XCTAssertTrue(BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: tls.port))
-        XCTAssertFalse(BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: plain.port), "plain MQTT is no TLS")
-        XCTAssertFalse(BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: try freePort()), "nothing listens")
+        let tlsAnswers = await BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: tls.port)
+        XCTAssertTrue(tlsAnswers)
+        let plainAnswers = await BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: plain.port)
+        XCTAssertFalse(plainAnswers, "plain MQTT is no TLS")
+        let nothingAnswers = await BrokerTLSProbe.answersInTLS(host: "127.0.0.1", port: try freePort())
+        XCTAssertFalse(nothingAnswers, "nothing listens")
     }
 
     func testRunAndTheCLISayTheBrokerMayBeATLSListener() async throws {
