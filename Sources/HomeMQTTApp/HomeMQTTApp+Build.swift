@@ -101,16 +101,13 @@ extension HomeMQTTApp {
         config.mqtt = gatewayConnection(config)
         for output in serviceOutputs { output.prepare(config) }
         let state = URL(fileURLWithPath: config.stateDirectory)
-        let transport = options.transport(config.mqtt, logger)
         let gateway = try Gateway(
             config: config, source: source, database: database,
-            mqtt: transport, scopeStore: ScopeStore(directory: state),
+            mqtt: options.transport(config.mqtt, logger), scopeStore: ScopeStore(directory: state),
             pairing: options.pairing, operations: options.operations, publicationBacklog: options.publicationBacklog,
             ownedTopics: OwnedTopicsStore(config: config), outputs: options.outputs(config), logger: logger)
         let context = OutputContext(gateway: gateway, config: config, options: options, logger: logger)
-        // Last, after the outputs: `build` counts the gateway's first three services.
-        let hint = BrokerTLSHint(transport: transport, configuration: config.mqtt, logger: logger)
-        return (gateway, gateway.services + serviceOutputs.flatMap { $0.services(context) } + [.init(service: hint)])
+        return (gateway, gateway.services + serviceOutputs.flatMap { $0.services(context) })
     }
 
     /// The gateway's connection: the options it needs (`GatewayConfig.applyGatewayOptions`) and

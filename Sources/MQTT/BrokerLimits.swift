@@ -30,7 +30,9 @@ public struct MQTTBrokerLimits: Sendable, Hashable, CustomStringConvertible {
     /// `MQTTConfiguration.maximumTopicLevels`: no broker announces it.
     public var maximumTopicLevels = MQTTConfiguration.mosquittoTopicLevels
 
-    public init(configuredMaximumPacketSize: Int? = nil, maximumTopicLevels: Int = MQTTConfiguration.mosquittoTopicLevels) {
+    public init(
+        configuredMaximumPacketSize: Int? = nil, maximumTopicLevels: Int = MQTTConfiguration.mosquittoTopicLevels
+    ) {
         self.configuredMaximumPacketSize = configuredMaximumPacketSize
         self.maximumTopicLevels = maximumTopicLevels
     }

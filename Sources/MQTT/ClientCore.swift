@@ -15,6 +15,8 @@ final class ClientCore: Sendable {
         var nextID: UInt64 = 0
         /// The broker refused MQTT 5 and accepted 3.1.1: every later connection uses 3.1.1.
         var fellBackToMQTT311 = false
+        /// Whether the broker's address answered in TLS, once asked (`BrokerTLSProbe`).
+        var answersInTLS: Bool?
         /// The limits of the last CONNACK, to tell when a reconnect brings others.
         var limits: MQTTBrokerLimits?
         /// What the network thread runs beside its own work (`MQTTClient.host(_:)`).

@@ -106,21 +106,48 @@ public final class MQTTClient: MQTTTransport {
         if core.state.withLock({ $0.fellBackToMQTT311 }) { chosen.protocolVersion = .v311 }
         do throws(MQTTError) {
             try await open(chosen)
+        } catch  where BrokerTLSProbe.mayBeTLS(error, configuration) && Self.mayRefuseMQTT5(error) {
+            // A TLS listener closes a plain connection as a broker without MQTT 5 does: asked
+            // once, in TLS, before blaming MQTT 5.
+            if await speaksTLS() { throw Self.explainTLS(error, configuration) }
+            guard chosen.protocolVersion == .v5 else { throw error }
+            try await fallBack(after: error, chosen)
         } catch  where chosen.protocolVersion == .v5 && Self.mayRefuseMQTT5(error) {
-            guard configuration.fallBackToMQTT311 else { throw Self.explainMQTT5Refusal(error, chosen) }
-            let refusal = error
-            chosen.protocolVersion = .v311
-            do throws(MQTTError) {
-                try await open(chosen)
-            } catch {
-                // Not a broker that speaks only 3.1.1 either: the MQTT 5 failure says what went wrong.
-                throw Self.explainMQTT5Refusal(refusal, configuration)
-            }
-            core.state.withLock { $0.fellBackToMQTT311 = true }
-            logger.warning(
-                "the broker refused MQTT 5 and accepted MQTT 3.1.1: using 3.1.1; set `protocol: 3.1.1` in the config to connect with it at once",
-                metadata: ["broker": "\(configuration.host):\(configuration.port)", "mqtt5-error": "\(refusal)"])
+            try await fallBack(after: error, chosen)
         }
+    }
+
+    /// Whether the broker's address answers in TLS, asked once per client.
+    private func speaksTLS() async -> Bool {
+        if let known = core.state.withLock({ $0.answersInTLS }) { return known }
+        let answers = await BrokerTLSProbe.answersInTLS(host: configuration.host, port: configuration.port)
+        core.state.withLock { $0.answersInTLS = answers }
+        return answers
+    }
+
+    /// A plain connection to an address that answers in TLS.
+    static func explainTLS(_ error: MQTTError, _ configuration: MQTTConfiguration) -> MQTTError {
+        var explained = error
+        explained.message += "; " + BrokerTLSProbe.hint(host: configuration.host, port: configuration.port)
+        return explained
+    }
+
+    /// An MQTT 5 CONNECT refused as a protocol: MQTT 3.1.1 once, if the configuration allows.
+    private func fallBack(after error: MQTTError, _ tried: MQTTConfiguration) async throws(MQTTError) {
+        var chosen = tried
+        guard configuration.fallBackToMQTT311 else { throw Self.explainMQTT5Refusal(error, chosen) }
+        let refusal = error
+        chosen.protocolVersion = .v311
+        do throws(MQTTError) {
+            try await open(chosen)
+        } catch {
+            // Not a broker that speaks only 3.1.1 either: the MQTT 5 failure says what went wrong.
+            throw Self.explainMQTT5Refusal(refusal, configuration)
+        }
+        core.state.withLock { $0.fellBackToMQTT311 = true }
+        logger.warning(
+            "the broker refused MQTT 5 and accepted MQTT 3.1.1: using 3.1.1; set `protocol: 3.1.1` in the config to connect with it at once",
+            metadata: ["broker": "\(configuration.host):\(configuration.port)", "mqtt5-error": "\(refusal)"])
     }
 
     /// How a broker that does not speak MQTT 5 answers its CONNECT: a 3.1.1 CONNACK "unacceptable

@@ -33,14 +33,16 @@ public enum MQTTTopicShape {
         }
     }
 
-    /// C0 controls, DEL and C1 controls as `\u{…}`: a topic comes from a client and may hold
-    /// what a terminal takes for a command.
+    /// C0 controls, DEL and C1 controls as `\u{1B}` (the form of HomeModel's
+    /// `escapingControlCharacters`, which this module cannot import): a topic comes from a
+    /// client and may hold what a terminal takes for a command.
     static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
             if isControl(scalar) {
-                out += "\\u{" + String(scalar.value, radix: 16) + "}"
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                out += "\\u{" + (hex.count < 2 ? "0" + hex : hex) + "}"
             } else {
                 out.unicodeScalars.append(scalar)
             }

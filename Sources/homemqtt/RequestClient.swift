@@ -37,14 +37,7 @@ struct RequestClient {
             try await client.connect()
         } catch {
             await client.disconnect()
-            // Closed before the CONNACK: the client's message blames MQTT 5, but `mqtt://` at a
-            // TLS listener fails the same way; asked in TLS, the address says which it is.
-            if BrokerTLSProbe.mayBeTLS(error, mqtt), await BrokerTLSProbe.answersInTLS(host: mqtt.host, port: mqtt.port)
-            {
-                return .absent(
-                    "the broker at \(config.brokerDisplay) closed the connection before accepting it; "
-                        + BrokerTLSProbe.hint(host: mqtt.host, port: mqtt.port))
-            }
+            // `mqtt://` at a TLS listener: the client's error says so (it asked the address in TLS).
             return .absent("the broker at \(config.brokerDisplay) does not answer (\(error))")
         }
         let statusTopic = "\(config.baseTopic)/$gateway/status"

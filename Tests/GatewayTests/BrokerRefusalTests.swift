@@ -86,7 +86,9 @@ final class BrokerRefusalTests: XCTestCase {
                     services[id, default: 0] += parts.count
                     for service in parts {
                         guard case .array(let characteristics)? = service["characteristics"] else { continue }
-                        for c in characteristics { if case .string(let t)? = c["topic"] { characteristicTopics.append(t) } }
+                        for c in characteristics {
+                            if case .string(let t)? = c["topic"] { characteristicTopics.append(t) }
+                        }
                     }
                 }
             }

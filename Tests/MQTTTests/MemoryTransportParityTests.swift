@@ -132,7 +132,8 @@ struct MemoryTransportParityTests {
         var codes: [MQTTError.Code?] = []
         for transport in [client, memory] as [any MQTTTransport] {
             do {
-                try await transport.publish(deep, payload: [0x31], qos: .atLeastOnce, retain: false, properties: .init())
+                try await transport.publish(
+                    deep, payload: [0x31], qos: .atLeastOnce, retain: false, properties: .init())
                 codes.append(nil)
             } catch {
                 codes.append(error.code)

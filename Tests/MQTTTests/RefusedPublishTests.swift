@@ -76,7 +76,8 @@ import TestSupport
             try await subscriber.waitForMessage(timeout: 15) { $0.topic == "limit/behind" }
             #expect(client.brokerLimits.maximumPacketSize == 4096)
             let error = await expectMQTTError {
-                try await client.publish("limit/large", payload: Array(repeating: 0x63, count: 20_000), qos: .atLeastOnce)
+                try await client.publish(
+                    "limit/large", payload: Array(repeating: 0x63, count: 20_000), qos: .atLeastOnce)
             }
             #expect(error?.code == .packetTooLarge)
             try await client.publish("limit/last", "last", qos: .atLeastOnce)
@@ -119,8 +120,9 @@ import TestSupport
 
     @Test func topicsAreShownByTheirShape() {
         #expect(MQTTTopicShape.describe("home/a/b") == "home/a/b")
-        #expect(MQTTTopicShape.describe(Self.topic(levels: 202, prefix: "home")) == "home/a/a/…/a (202 levels, 406 bytes)")
-        #expect(MQTTTopicShape.describe("home/\u{1B}]0;owned\u{07}/x") == "home/\\u{1b}]0;owned\\u{7}/x")
+        #expect(
+            MQTTTopicShape.describe(Self.topic(levels: 202, prefix: "home")) == "home/a/a/…/a (202 levels, 406 bytes)")
+        #expect(MQTTTopicShape.describe("home/\u{1B}]0;owned\u{07}/x") == "home/\\u{1B}]0;owned\\u{07}/x")
         #expect(MQTTTopicShape.levels("a") == 1)
         #expect(MQTTTopicShape.levels("a//b/") == 4)
     }

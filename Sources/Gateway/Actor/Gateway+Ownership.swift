@@ -199,7 +199,7 @@ extension Gateway {
         if counted > 0 {
             logger.warning(
                 "retained topics of another client are where this gateway publishes; they will be replaced",
-                metadata: ["count": "\(counted)", "topics": "\(collisions.prefix(5).joined(separator: ", "))"])
+                metadata: ["count": "\(counted)", "topics": "\(Self.named(collisions, count: counted))"])
         }
         if !snapshot.complete {
             logger.warning(
@@ -270,6 +270,11 @@ extension Gateway {
         guard message.topic.hasPrefix(base + "/") else { return false }
         if message.payload.isEmpty { return true }
         snapshot.retainedSeen += 1
+        // The status is this gateway's own, with or without a record (one gateway per base).
+        if message.topic == statusTopic {
+            snapshot.fromTree.topics.insert(message.topic)
+            return true
+        }
         if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
             snapshot.fromTree.topics.insert(message.topic)
             if snapshot.readsTree, let document = try? JSONValue(parsing: message.payload) {

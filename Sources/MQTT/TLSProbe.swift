@@ -1,7 +1,8 @@
 import Foundation
-public import Logging
-public import MQTT
-public import ServiceLifecycle
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Whether a broker address that closed a plain MQTT connection before its CONNACK speaks TLS:
 /// `mqtt://` pointed at a TLS listener (port 8883, or any port a broker serves with TLS) fails
@@ -80,40 +81,5 @@ public enum BrokerTLSProbe {
         body += u16(suites.count) + suites + [0x01, 0x00] + u16(extensions.count) + extensions
         let handshake: [UInt8] = [0x01, 0x00] + u16(body.count) + body
         return [0x16, 0x03, 0x01] + u16(handshake.count) + handshake
-    }
-}
-
-/// Watches the gateway's connection until it is first accepted: when a plain connection is
-/// closed before its CONNACK and the address answers in TLS, says once, as a warning, that the
-/// broker may be a TLS listener. The client's own retry lines blame MQTT 5 for such a close.
-struct BrokerTLSHint: Service {
-    let transport: any MQTTTransport
-    let configuration: MQTTConfiguration
-    let logger: Logger
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown { await watch() }
-        // Ending sooner would end the group: a service stays until the group stops.
-        try? await gracefulShutdown()
-    }
-
-    private func watch() async {
-        guard configuration.tls == nil else { return }
-        for await state in transport.connectionStates() {
-            switch state {
-            case .connected:
-                return
-            case .disconnected(let error?), .reconnecting(let error?):
-                guard BrokerTLSProbe.mayBeTLS(error, configuration) else { continue }
-                if await BrokerTLSProbe.answersInTLS(host: configuration.host, port: configuration.port) {
-                    logger.warning(
-                        "\(BrokerTLSProbe.hint(host: configuration.host, port: configuration.port))",
-                        metadata: ["broker": "mqtt://\(configuration.host):\(configuration.port)"])
-                }
-                return
-            default:
-                continue
-            }
-        }
     }
 }
