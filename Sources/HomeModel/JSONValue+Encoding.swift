@@ -93,8 +93,7 @@ extension JSONValue {
     }
 
     /// The letter of a byte's two-character escape (`\n`), if JSON writes it that way; other
-    /// bytes below 0x20 are written `\u00XX`, and every other byte as it is (the bytes of
-    /// multi-byte UTF-8 sequences are all 0x80 or more).
+    /// controls are written `\u00XX` (`escapesAsUnicode`), and every other byte as it is.
     private static func shortEscape(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte
@@ -107,11 +106,34 @@ extension JSONValue {
         }
     }
 
+    /// Whether `byte` starts what is written `\u00XX`: a C0 control, DEL, or the lead byte 0xC2
+    /// of a C1 control (U+0080–U+009F, `0xC2 0x80…0x9F`) when `next` continues one. JSON allows
+    /// DEL and C1 raw, but a terminal takes C1's CSI (U+009B) for a command: a payload such as
+    /// `discover`'s answer carries a peer's text to `mosquitto_sub`.
+    private static func escapesAsUnicode(_ byte: UInt8, next: UInt8?) -> Bool {
+        byte < 0x20 || byte == 0x7F || (byte == 0xC2 && next.map { (0x80...0x9F).contains($0) } == true)
+    }
+
     /// The length in UTF-8 bytes of `s` as `appendString` writes it, quotes included.
     public static func escapedLength(_ s: String) -> Int {
         var length = 2
-        for byte in s.utf8 {
-            length += shortEscape(byte) != nil ? 2 : byte < 0x20 ? 6 : 1
+        var utf8 = s.utf8.makeIterator()
+        var current = utf8.next()
+        while let byte = current {
+            let next = utf8.next()
+            if shortEscape(byte) != nil {
+                length += 2
+            } else if escapesAsUnicode(byte, next: next) {
+                length += 6
+                // A C1 control's two bytes are one escape.
+                if byte == 0xC2 {
+                    current = utf8.next()
+                    continue
+                }
+            } else {
+                length += 1
+            }
+            current = next
         }
         return length
     }
@@ -121,24 +143,34 @@ extension JSONValue {
     public static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings (topics, names, types) need no escape: appended whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || shortEscape($0) != nil }) {
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || shortEscape($0) != nil }) {
             out.append(contentsOf: s.utf8)
             out.append(UInt8(ascii: "\""))
             return
         }
         func hex(_ digit: UInt8) -> UInt8 { digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10 }
-        for byte in s.utf8 {
+        var utf8 = s.utf8.makeIterator()
+        var current = utf8.next()
+        while let byte = current {
+            let next = utf8.next()
             if let letter = shortEscape(byte) {
                 out.append(UInt8(ascii: "\\"))
                 out.append(letter)
-            } else if byte < 0x20 {
+            } else if escapesAsUnicode(byte, next: next) {
+                // The code point: the byte itself, or a C1 control's second byte (U+0080 + low bits).
+                let point = byte == 0xC2 ? next ?? 0 : byte
                 out.append(contentsOf: [
                     UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                    hex(byte >> 4), hex(byte & 0xF),
+                    hex(point >> 4), hex(point & 0xF),
                 ])
+                if byte == 0xC2 {
+                    current = utf8.next()
+                    continue
+                }
             } else {
                 out.append(byte)
             }
+            current = next
         }
         out.append(UInt8(ascii: "\""))
     }

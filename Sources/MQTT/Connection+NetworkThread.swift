@@ -32,20 +32,29 @@ extension Connection {
         var lastError: MQTTError?
         while !stopRequested {
             if !first { core.setState(.reconnecting(lastError), from: self) }
-            let (rc, savedErrno) = fresh ? connectFirst() : reconnect()
             first = false
-            fresh = false
             var wasConnected = false
-            if rc == MOSQ_ERR_SUCCESS.rawValue {
-                (lastError, wasConnected) = runUntilConnectionEnds()
+            if fresh, let error = configureIfNeeded() {
+                // A handle made anew that could not be configured (a TLS file unreadable for a
+                // moment): tried again at the next attempt.
+                lastError = error
             } else {
-                lastError = MQTTError(mosquitto: rc, errno: savedErrno, detail: takeLastLogError())
+                let (rc, savedErrno) = fresh ? connectFirst() : reconnect()
+                // connect_init has set the handle up: a new one's kept publishes can go in now.
+                if fresh { resendAfterConnect() }
+                fresh = false
+                if rc == MOSQ_ERR_SUCCESS.rawValue {
+                    (lastError, wasConnected) = runUntilConnectionEnds()
+                } else {
+                    lastError = MQTTError(mosquitto: rc, errno: savedErrno, detail: takeLastLogError())
+                }
             }
             if stopRequested { break }
             let error = lastError ?? MQTTError(code: .connectionLost, message: "the connection ended")
             // Before anything else: libmosquitto would send the message the broker refused
             // again at the reconnect.
-            if wasConnected { fresh = dropCulprit(after: error) }
+            var learned: MQTTLearnedLimit?
+            if wasConnected { (fresh, learned) = dropCulprit(after: error) }
             let (everConnected, waiters) = connectionDropped(error: error)
             for waiter in waiters { waiter.resume(returning: .failure(error)) }
             if !everConnected {
@@ -55,6 +64,8 @@ extension Connection {
             }
             logger.info("MQTT connection lost, reconnecting", metadata: ["error": "\(error)"])
             core.setState(.reconnecting(error), from: self)
+            // Told once the loss is: an observer does not act on a connection that is gone.
+            if let learned { core.learned(learned) }
             if wasConnected { attempt = 0 }
             let delay = min(
                 configuration.reconnectDelayMax, configuration.reconnectDelayMin * pow(2, Double(min(attempt, 30))))

@@ -15,21 +15,26 @@ extension Connection {
     /// MQTT 5 reason "Packet too large" (mosquitto's answer to a payload over `message_size_limit`).
     static let packetTooLargeReason: Int32 = 0x95
 
-    /// A publish's end: written (QoS 0: remembered until a later acknowledgement shows the
-    /// broker read past it), acknowledged (the largest and deepest kept grow), or refused
-    /// (counted, logged once per kind a while, and a "packet too large" teaches the limit).
+    /// A publish's end: written (QoS 0: remembered, if the broker could have refused it, until
+    /// a later acknowledgement shows the broker read past it), acknowledged (the largest and
+    /// deepest kept grow), or refused (counted, logged once per kind a while, and a "packet too
+    /// large" teaches the limit).
     func settle(_ sent: Sent, reason: Int32) {
         guard reason >= 0x80 else {
             control.withLock { state in
                 if sent.qos == .atMostOnce {
+                    // Only one larger or deeper than any kept can be blamed for a lost connection.
+                    guard sent.size > state.largestKept || sent.levels > max(state.deepestKept, 16) else { return }
                     state.writtenUnconfirmed.append(sent)
                     if state.writtenUnconfirmed.count > 256 { state.writtenUnconfirmed.removeFirst(64) }
                     return
                 }
                 state.keep(sent)
-                // The broker reads in order: what was written before this one was read.
+                // The broker reads in order: what was written before this one was read, and,
+                // under MQTT 3.1.1 (whose only refusal is a lost connection), kept. An MQTT 5
+                // broker may drop a QoS 0 message and go on (mosquitto's message_size_limit).
                 let before = state.writtenUnconfirmed.prefix { $0.order < sent.order }
-                for earlier in before { state.keep(earlier) }
+                if configuration.protocolVersion == .v311 { for earlier in before { state.keep(earlier) } }
                 state.writtenUnconfirmed.removeFirst(before.count)
             }
             return
@@ -46,54 +51,57 @@ extension Connection {
             if suppressed > 0 { metadata["not-logged-before"] = "\(suppressed) more like it" }
             logger.warning("the broker refused a publish", metadata: metadata)
         }
-        if reason == Self.packetTooLargeReason { learn(refused: sent.size) }
+        if reason == Self.packetTooLargeReason, let learned = learn(refused: sent.size, fromLostConnection: false) {
+            core.learned(learned)
+        }
     }
 
-    /// Lowers the learned packet limit after a refusal of `size` bytes and tells the client's
-    /// observers (`MQTTClient.learnedLimits()`); nothing when the refusal was no larger than a
-    /// packet kept, or the limit in force is already below it.
-    func learn(refused size: Int) {
-        let learned = control.withLock { state -> MQTTBrokerLimits? in
-            guard let limit = LearnedPacketLimit.limit(refused: size, kept: state.largestKept) else { return nil }
+    /// Lowers the learned packet limit after a refusal of `size` bytes; the limit to tell the
+    /// client's observers (`MQTTClient.learnedLimits()`), or nil when the refusal was no larger
+    /// than a packet kept, or the limit in force is already below it. A lost connection is
+    /// weaker evidence than a PUBACK that says "packet too large" (a broker restarting right
+    /// after a large publish looks the same): from one, no limit below 4096 bytes is learned.
+    func learn(refused size: Int, fromLostConnection: Bool) -> MQTTLearnedLimit? {
+        control.withLock { state -> MQTTLearnedLimit? in
+            guard var limit = LearnedPacketLimit.limit(refused: size, kept: state.largestKept) else { return nil }
+            if fromLostConnection {
+                guard size > LearnedPacketLimit.floor else { return nil }
+                limit = max(limit, LearnedPacketLimit.floor)
+            }
             if let current = state.limits.maximumPacketSize, current <= limit { return nil }
             state.limits.learnedMaximumPacketSize = limit
-            return state.limits
+            return MQTTLearnedLimit(
+                limits: state.limits, refusedPacketSize: size, largestKeptPacketSize: state.largestKept)
         }
-        guard let learned else { return }
-        core.learned(
-            MQTTLearnedLimit(
-                limits: learned, refusedPacketSize: size,
-                largestKeptPacketSize: control.withLock { $0.largestKept }))
     }
 
     /// The message the connection was lost for, when it was lost right after a publish the
-    /// broker may have refused. Among the publishes not acknowledged (or, QoS 0, not written)
-    /// and the QoS 0 ones written and not known read, in their order: the first larger than any the broker kept
-    /// (a packet over a limit it did not announce); when the broker said the packet was
-    /// malformed or not allowed (an MQTT 5 DISCONNECT reason), the first; or the first to a
-    /// topic deeper than any kept and than 16 levels (a level limit). Only within 3 s of its
-    /// sending or of the CONNACK that resent it: a broker that restarts some time after a large
-    /// publish refused nothing. Nil: an ordinary loss, reconnected as such.
+    /// broker may have refused. Among the publishes sent within 3 s (of their sending, or of
+    /// the CONNACK that resent them) and not acknowledged (or, QoS 0, not written or not known
+    /// read), in their order: the first larger than any the broker kept (a packet over a limit
+    /// it did not announce); when the broker said the packet was malformed or not allowed (an
+    /// MQTT 5 DISCONNECT reason), the first; or the first to a topic deeper than any kept and
+    /// than 16 levels (a level limit). Nil: an ordinary loss, reconnected as such.
     func culprit(after error: MQTTError) -> (sent: Sent, mid: Int32?, bySize: Bool)? {
         let byReason = error.reasonCode.map { Self.publishRefusalReasons.contains($0) } ?? false
         guard byReason || [.connectionLost, .protocolError, .io].contains(error.code) else { return nil }
         return control.withLock { state -> (Sent, Int32?, Bool)? in
             let now = ContinuousClock.now
-            var candidates: [(sent: Sent, mid: Int32?)] = state.writtenUnconfirmed.map { ($0, nil) }
-            // QoS 0 ones still outstanding too: a large packet may be cut off while written.
-            for (mid, sent) in state.outstanding { candidates.append((sent, sent.qos == .atMostOnce ? nil : mid)) }
-            candidates.sort { $0.sent.order < $1.sent.order }
             func recent(_ sent: Sent) -> Bool {
                 now - max(sent.at, state.connectedAt ?? sent.at) < .seconds(3)
             }
-            if let large = candidates.first(where: { $0.sent.size > max(state.largestKept, 1024) }),
-                recent(large.sent)
-            {
+            var candidates: [(sent: Sent, mid: Int32?)] = state.writtenUnconfirmed.filter(recent).map { ($0, nil) }
+            // QoS 0 ones still outstanding too: a large packet may be cut off while written.
+            for (mid, sent) in state.outstanding where recent(sent) {
+                candidates.append((sent, sent.qos == .atMostOnce ? nil : mid))
+            }
+            candidates.sort { $0.sent.order < $1.sent.order }
+            if let large = candidates.first(where: { $0.sent.size > max(state.largestKept, 1024) }) {
                 return (large.sent, large.mid, true)
             }
-            if byReason, let first = candidates.first, recent(first.sent) { return (first.sent, first.mid, false) }
+            if byReason, let first = candidates.first { return (first.sent, first.mid, false) }
             // A broker that allows fewer levels than mosquitto (EMQX: 128) and says nothing.
-            if let deep = candidates.first(where: { $0.sent.levels > max(state.deepestKept, 16) }), recent(deep.sent) {
+            if let deep = candidates.first(where: { $0.sent.levels > max(state.deepestKept, 16) }) {
                 return (deep.sent, deep.mid, false)
             }
             return nil
@@ -107,29 +115,78 @@ extension Connection {
 
     /// Drops `mid` from what libmosquitto would send again: libmosquitto has no call that
     /// removes one queued message, so the handle is made anew (`mosquitto_reinitialise`, then
-    /// configured as at the start) and every other unacknowledged QoS 1/2 publish is handed
-    /// to it again in its order. Calls from other threads wait meanwhile (`replacing`). The
-    /// next connect is a first one (`connectFirst`). False if the handle could not be made
-    /// anew (then libmosquitto's queue is as it was).
+    /// configured as at the start). Every other unacknowledged QoS 1/2 publish that the limits
+    /// now allow is kept to hand to it again, in order, once the next connect has set it up
+    /// (`resendAfterConnect`: before that, libmosquitto would drop their retain flag); one too
+    /// large for a limit just learned is counted refused. Calls from other threads wait
+    /// meanwhile (`replacing`). Not done for a persistent session with QoS 2 messages in
+    /// flight, whose message ids the broker holds.
     func replaceHandle(dropping mid: Int32) -> Bool {
-        let again = control.withLock { state -> [Sent] in
-            state.replacing = true
-            return state.outstanding.filter { $0.key != mid && $0.value.message != nil }.values.sorted {
-                $0.order < $1.order
-            }
+        let holdsQoS2 = control.withLock { state in
+            state.outstanding.values.contains { $0.qos == .exactlyOnce }
         }
+        if holdsQoS2 && !configuration.cleanStart { return false }
+        control.withLock { $0.replacing = true }
         defer { finishReplacing() }
-        while control.withLock({ $0.users > 0 }) { usleep(1000) }
+        // Taken once no other thread is inside libmosquitto: a publish that was has recorded
+        // its message by then.
+        var again: [Sent] = []
+        while true {
+            let taken = control.withLock { state -> [Sent]? in
+                guard state.users == 0 else { return nil }
+                let kept = state.outstanding.filter { $0.key != mid && $0.value.message != nil }.values.sorted {
+                    $0.order < $1.order
+                }
+                let allowed = kept.filter {
+                    state.limits.allows(packetSize: $0.size) && !state.refusedTopics.contains($0.topic)
+                }
+                state.refusedCount += kept.count - allowed.count
+                state.outstanding.removeAll()
+                state.earlyPublishDone.removeAll()
+                return allowed
+            }
+            if let taken {
+                again = taken
+                break
+            }
+            usleep(1000)
+        }
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         let id = configuration.clientID.isEmpty ? nil : configuration.clientID
         let rc = withOptionalCString(id) { mosquitto_reinitialise(h, $0, configuration.cleanStart, userdata) }
-        do throws(MQTTError) {
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError(mosquitto: rc) }
-            try Connection.configure(h, configuration)
-        } catch {
-            logger.error("MQTT: could not make the connection's handle anew", metadata: ["error": "\(error)"])
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            // The handle is as it was (reinitialise checks its arguments first): reconnected as such.
+            logger.error("MQTT: could not make the connection's handle anew", metadata: ["error": "\(MQTTError(mosquitto: rc))"])
             return false
         }
+        control.withLock { state in
+            state.needsConfiguring = true
+            state.resendAfterConnect = again
+        }
+        return true
+    }
+
+    /// A handle made anew is configured before its first connect; false (and logged) when that
+    /// fails, to be tried again at the next attempt.
+    func configureIfNeeded() -> MQTTError? {
+        guard control.withLock({ $0.needsConfiguring }) else { return nil }
+        do throws(MQTTError) {
+            try Connection.configure(h, configuration)
+        } catch {
+            return error
+        }
+        control.withLock { $0.needsConfiguring = false }
+        return nil
+    }
+
+    /// After the first connect of a handle made anew (`mosquitto_connect_bind_v5` set it up):
+    /// the publishes kept by `replaceHandle`, handed to it again in their order.
+    func resendAfterConnect() {
+        let again = control.withLock { state in
+            defer { state.resendAfterConnect = [] }
+            return state.resendAfterConnect
+        }
+        guard !again.isEmpty else { return }
         var resent: [Int32: Sent] = [:]
         for var sent in again {
             guard let message = sent.message else { continue }
@@ -141,11 +198,7 @@ extension Connection {
             sent.at = .now
             resent[newMid] = sent
         }
-        control.withLock { state in
-            state.outstanding = resent
-            state.earlyPublishDone.removeAll()
-        }
-        return true
+        control.withLock { state in state.outstanding.merge(resent) { _, new in new } }
     }
 
     private func finishReplacing() {
@@ -158,10 +211,11 @@ extension Connection {
 
     /// After a lost connection: when a publish caused it, the message is named in the log,
     /// dropped from libmosquitto's queue, and either teaches a packet limit (larger than any
-    /// kept) or is never sent again (its topic refused from now on). True when the handle was
-    /// made anew, so that the next connect is a first one.
-    func dropCulprit(after error: MQTTError) -> Bool {
-        guard let (sent, mid, bySize) = culprit(after: error) else { return false }
+    /// kept) or is never sent again (its topic refused from now on). Returns whether the handle
+    /// was made anew (the next connect is then a first one) and the limit learned, to tell once
+    /// the connection's loss is known.
+    func dropCulprit(after error: MQTTError) -> (replaced: Bool, learned: MQTTLearnedLimit?) {
+        guard let (sent, mid, bySize) = culprit(after: error) else { return (false, nil) }
         let kept = control.withLock { state in
             state.refusedCount += 1
             state.writtenUnconfirmed.removeAll()
@@ -174,10 +228,10 @@ extension Connection {
                 "topic": "\(MQTTTopicShape.describe(sent.topic))", "bytes": "\(sent.size)",
                 "largest-kept": "\(kept)", "error": "\(error)",
             ])
-        if bySize { learn(refused: sent.size) }
+        let learned = bySize ? learn(refused: sent.size, fromLostConnection: true) : nil
         // A QoS 0 message is gone with the connection; a QoS 1/2 one libmosquitto would resend.
-        guard let mid else { return false }
-        return replaceHandle(dropping: mid)
+        guard let mid else { return (false, learned) }
+        return (replaceHandle(dropping: mid), learned)
     }
 }
 

@@ -53,6 +53,10 @@ final class Connection: Sendable {
         var writtenUnconfirmed: [Sent] = []
         /// The handle is being made anew (`replaceHandle`): nobody enters libmosquitto.
         var replacing = false
+        /// A handle made anew is configured before its next connect.
+        var needsConfiguring = false
+        /// What `replaceHandle` kept to hand to the new handle once it has connected.
+        var resendAfterConnect: [Connection.Sent] = []
         /// Topics whose publish the broker dropped the connection for: never sent again.
         var refusedTopics: Set<String> = []
         /// When the last CONNACK came.

@@ -41,13 +41,22 @@ import Testing
     }
 
     /// The streaming writer's bytes, their counted length and `encoded()` agree, escapes and all.
-    @Test(arguments: ["plain/topic", "q\"b\\s", "n\nr\rt\tb\u{08}f\u{0C}", "\u{01}\u{1F}x", "Küche 🏠", ""])
+    @Test(arguments: [
+        "plain/topic", "q\"b\\s", "n\nr\rt\tb\u{08}f\u{0C}", "\u{01}\u{1F}x", "Küche 🏠", "",
+        "del\u{7F}", "csi\u{9B}2J\u{80}\u{9F}", "20 °C ©\u{A0}", "\u{C2}\u{9B}",
+    ])
     func streamedStringsMatchEncoded(text: String) throws {
         var bytes: [UInt8] = []
         JSONValue.appendString(text, to: &bytes)
         #expect(String(decoding: bytes, as: UTF8.self) == JSONValue.string(text).encoded())
         #expect(JSONValue.escapedLength(text) == bytes.count)
         #expect(try JSONValue(parsing: bytes) == .string(text))
+    }
+
+    /// DEL and C1 controls (a terminal's CSI is U+009B) are escaped like C0; the Latin-1 letters
+    /// beside them in UTF-8 (`°`, `©`, no-break space) are not.
+    @Test func deleteAndC1ControlsAreEscaped() {
+        #expect(JSONValue.string("a\u{7F}\u{9B}31m°").encoded() == #""a\u007f\u009b31m°""#)
     }
 
     @Test func encodesWithSortedKeysAndUnescapedSlashes() throws {

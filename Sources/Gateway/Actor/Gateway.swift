@@ -164,12 +164,13 @@ public actor Gateway: Service {
     /// The tree document goes at QoS 0 under a known packet limit: libmosquitto keeps a copy of
     /// every QoS 1 message until its PUBACK, and what that copy is for, sending it again after a
     /// reconnect, the gateway does itself. Subscribers get it as retained, so no persistent
-    /// session needs a queued copy of a document this size either. With no limit known it goes
-    /// at QoS 1: a broker that drops a message over a limit it did not announce (mosquitto's
-    /// `message_size_limit`) says so only in a PUBACK, and the MQTT client learns the limit
-    /// from it (the tree then comes in pages).
+    /// session needs a queued copy of a document this size either. Under MQTT 5 with no limit
+    /// known it goes at QoS 1: an MQTT 5 broker that drops a message over a limit it did not
+    /// announce (mosquitto's `message_size_limit`) keeps the connection and says so only in a
+    /// PUBACK, from which the MQTT client learns the limit (the tree then comes in pages). Under
+    /// 3.1.1 such a broker closes the connection, which the client sees at QoS 0 too.
     nonisolated var treeQoS: MQTTQoS {
-        mqtt.brokerLimits.maximumPacketSize == nil ? .atLeastOnce : .atMostOnce
+        mqtt.protocolVersion == .v5 && mqtt.brokerLimits.maximumPacketSize == nil ? .atLeastOnce : .atMostOnce
     }
 
     /// The services that make a running gateway, in the order a `ServiceGroup` starts them:

@@ -124,7 +124,9 @@ public final class AccessoryStateOutput: GatewayOutput {
         }
         let path = String(message.topic.dropLast("/$set".count))
         guard let accessory = gateway.tree.accessories.first(where: { $0.topic == path }) else {
-            gateway.reportUnknown(message, "no accessory at '\(path)'", result: (path + "/$result", "set"))
+            gateway.reportUnknown(
+                message, "no accessory at '\(path)'",
+                result: gateway.servedDepth(path, 2) ? (path + "/$result", "set") : nil)
             return true
         }
         set(accessory, message: message, gateway)
