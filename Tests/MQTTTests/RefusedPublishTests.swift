@@ -68,7 +68,7 @@ import TestSupport
             try await client.publish("limit/small", payload: Array(repeating: 0x61, count: 1000), qos: .atLeastOnce)
             try await subscriber.waitForMessage { $0.topic == "limit/small" }
             try await client.publish("limit/large", payload: Array(repeating: 0x62, count: 20_000), qos: .atLeastOnce)
-            try await client.publish("limit/behind", "behind", qos: .atLeastOnce)
+            try await client.publish("limit/behind", "behind", qos: .atLeastOnce, retain: true)
             var iterator = learned.makeAsyncIterator()
             let limit = await iterator.next()
             #expect(limit?.limits.learnedMaximumPacketSize == 4096)
@@ -87,6 +87,10 @@ import TestSupport
             #expect(Self.connections(broker, "untold") == 2, "\(broker.log)")
             #expect(!subscriber.messages.contains { $0.topic == "limit/large" })
             #expect(client.refusedPublishCount == 1)
+            // The message sent again on the new handle kept its retain flag.
+            let later = try await MQTTTestSubscriber.start(broker: broker, filter: "limit/behind")
+            try await later.waitForMessage { $0.topic == "limit/behind" && $0.retain }
+            await later.stop()
             await client.disconnect()
             await subscriber.stop()
         }
