@@ -156,7 +156,8 @@ extension Connection {
         let rc = withOptionalCString(id) { mosquitto_reinitialise(h, $0, configuration.cleanStart, userdata) }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             // The handle is as it was (reinitialise checks its arguments first): reconnected as such.
-            logger.error("MQTT: could not make the connection's handle anew", metadata: ["error": "\(MQTTError(mosquitto: rc))"])
+            logger.error(
+                "MQTT: could not make the connection's handle anew", metadata: ["error": "\(MQTTError(mosquitto: rc))"])
             return false
         }
         control.withLock { state in
