@@ -358,15 +358,23 @@ public final class MQTTClient: MQTTTransport {
 
     /// A new stream of every message received from now on. Unbounded buffer: nothing acknowledged is lost.
     /// Finishes on `disconnect()`.
-    public func messages() -> AsyncStream<MQTTMessage> {
-        let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self, bufferingPolicy: .unbounded)
+    public func messages() -> AsyncStream<MQTTMessage> { stream(\.messageContinuations) }
+
+    /// A new unbounded stream whose continuation is kept in the core's table `table` until the
+    /// stream ends.
+    private func stream<Element>(
+        _ table: WritableKeyPath<ClientCore.State, [UInt64: AsyncStream<Element>.Continuation]> & Sendable,
+        first: ((inout ClientCore.State, AsyncStream<Element>.Continuation) -> Void)? = nil
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .unbounded)
         let id = core.state.withLock { state -> UInt64 in
             state.nextID += 1
-            state.messageContinuations[state.nextID] = continuation
+            state[keyPath: table][state.nextID] = continuation
+            first?(&state, continuation)
             return state.nextID
         }
         continuation.onTermination = { [core] _ in
-            _ = core.state.withLock { $0.messageContinuations.removeValue(forKey: id) }
+            _ = core.state.withLock { $0[keyPath: table].removeValue(forKey: id) }
         }
         return stream
     }
@@ -374,18 +382,7 @@ public final class MQTTClient: MQTTTransport {
     /// Every packet limit the client learns from the broker's refusals from now on
     /// (`MQTTLearnedLimit`): the new limits are in `brokerLimits` already when it comes.
     /// Finishes on `disconnect()`.
-    public func learnedLimits() -> AsyncStream<MQTTLearnedLimit> {
-        let (stream, continuation) = AsyncStream.makeStream(of: MQTTLearnedLimit.self, bufferingPolicy: .unbounded)
-        let id = core.state.withLock { state -> UInt64 in
-            state.nextID += 1
-            state.learnedContinuations[state.nextID] = continuation
-            return state.nextID
-        }
-        continuation.onTermination = { [core] _ in
-            _ = core.state.withLock { $0.learnedContinuations.removeValue(forKey: id) }
-        }
-        return stream
-    }
+    public func learnedLimits() -> AsyncStream<MQTTLearnedLimit> { stream(\.learnedContinuations) }
 
     /// Publishes the broker refused (a PUBACK's reason, or a connection dropped for one).
     public var refusedPublishCount: Int {
@@ -394,17 +391,6 @@ public final class MQTTClient: MQTTTransport {
 
     /// Yields the current state first, then every change. Finishes on `disconnect()` (after `.disconnected`).
     public func connectionStates() -> AsyncStream<MQTTConnectionState> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: MQTTConnectionState.self, bufferingPolicy: .unbounded)
-        let id = core.state.withLock { state -> UInt64 in
-            state.nextID += 1
-            state.stateContinuations[state.nextID] = continuation
-            continuation.yield(state.connectionState)
-            return state.nextID
-        }
-        continuation.onTermination = { [core] _ in
-            _ = core.state.withLock { $0.stateContinuations.removeValue(forKey: id) }
-        }
-        return stream
+        stream(\.stateContinuations) { state, continuation in continuation.yield(state.connectionState) }
     }
 }
