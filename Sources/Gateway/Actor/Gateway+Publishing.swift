@@ -92,7 +92,7 @@ extension Gateway {
         }
         guard only == nil else { return }
         for (topic, payload) in await treeMessages() {
-            await outbox.send(topic, payload, retain: true, qos: treeQoS)
+            await outbox.send(topic, payload, retain: true, qos: treeQoS(size: payload.count))
         }
         await outbox.send(statusTopic, Array("online".utf8), retain: true)
     }
