@@ -131,13 +131,18 @@ extension Connection {
 
     private func didPublish(mid: Int32, reason: Int32) {
         let (resumed, sent) = control.withLock { state -> ([CheckedContinuation<Outcome, Never>], Sent?) in
-            let sent = state.outstanding.removeValue(forKey: mid)
+            var sent = state.outstanding.removeValue(forKey: mid)
             if sent == nil {
                 state.earlyPublishDone[mid] = (state.epoch, reason)
+            } else if let kept = sent, reason < 0x80 {
+                // The common case settled under this lock: no second one per acknowledgement.
+                state.settleKept(kept, protocolVersion: configuration.protocolVersion)
+                sent = nil
             }
             let limit = configuration.maxQueuedPublishes
             return (state.takeCapacityWaiters(limit: limit, resumingAt: Connection.resumeLevel(limit: limit)), sent)
         }
+        // A refusal: counted, logged and learned from outside the lock.
         if let sent { settle(sent, reason: reason) }
         for waiter in resumed { waiter.resume(returning: .success(())) }
     }

@@ -207,8 +207,14 @@ extension Connection {
             let early = control.withLock { state -> Int32? in
                 state.users -= 1
                 guard queued else { return nil }
-                // Acknowledged before this thread got here: settled now.
-                if let early = state.earlyPublishDone.removeValue(forKey: mid) { return early.reason }
+                // Acknowledged before this thread got here: settled now (a refusal outside the lock).
+                if let early = state.earlyPublishDone.removeValue(forKey: mid) {
+                    guard early.reason >= 0x80 else {
+                        state.settleKept(sent, protocolVersion: configuration.protocolVersion)
+                        return nil
+                    }
+                    return early.reason
+                }
                 // A QoS 0 message queued on a connection that has since dropped is already gone.
                 if qos == .atMostOnce && epoch != state.epoch { return nil }
                 state.outstanding[mid] = sent

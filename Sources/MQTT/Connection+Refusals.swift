@@ -15,28 +15,12 @@ extension Connection {
     /// MQTT 5 reason "Packet too large" (mosquitto's answer to a payload over `message_size_limit`).
     static let packetTooLargeReason: Int32 = 0x95
 
-    /// A publish's end: written (QoS 0: remembered, if the broker could have refused it, until
-    /// a later acknowledgement shows the broker read past it), acknowledged (the largest and
-    /// deepest kept grow), or refused (counted, logged once per kind a while, and a "packet too
+    /// A publish's end: written or acknowledged (`Control.settleKept`, done under the lock
+    /// that found it), or refused (counted, logged once per kind a while, and a "packet too
     /// large" teaches the limit).
     func settle(_ sent: Sent, reason: Int32) {
         guard reason >= 0x80 else {
-            control.withLock { state in
-                if sent.qos == .atMostOnce {
-                    // Only one larger or deeper than any kept can be blamed for a lost connection.
-                    guard sent.size > state.largestKept || sent.levels > max(state.deepestKept, 16) else { return }
-                    state.writtenUnconfirmed.append(sent)
-                    if state.writtenUnconfirmed.count > 256 { state.writtenUnconfirmed.removeFirst(64) }
-                    return
-                }
-                state.keep(sent)
-                // The broker reads in order: what was written before this one was read, and,
-                // under MQTT 3.1.1 (whose only refusal is a lost connection), kept. An MQTT 5
-                // broker may drop a QoS 0 message and go on (mosquitto's message_size_limit).
-                let before = state.writtenUnconfirmed.prefix { $0.order < sent.order }
-                if configuration.protocolVersion == .v311 { for earlier in before { state.keep(earlier) } }
-                state.writtenUnconfirmed.removeFirst(before.count)
-            }
+            control.withLock { $0.settleKept(sent, protocolVersion: configuration.protocolVersion) }
             return
         }
         let (log, suppressed) = control.withLock { state in
@@ -216,6 +200,12 @@ extension Connection {
     /// was made anew (the next connect is then a first one) and the limit learned, to tell once
     /// the connection's loss is known.
     func dropCulprit(after error: MQTTError) -> (replaced: Bool, learned: MQTTLearnedLimit?) {
+        // Weighed once no other thread is inside libmosquitto: a publisher that was may have
+        // written its packet (libmosquitto writes from the caller's thread) and not yet
+        // recorded it, and that packet may be the one the broker refused.
+        control.withLock { $0.replacing = true }
+        defer { finishReplacing() }
+        while control.withLock({ $0.users > 0 }) { usleep(1000) }
         guard let (sent, mid, bySize) = culprit(after: error) else { return (false, nil) }
         let kept = control.withLock { state in
             state.refusedCount += 1
@@ -233,22 +223,6 @@ extension Connection {
         // A QoS 0 message is gone with the connection; a QoS 1/2 one libmosquitto would resend.
         guard let mid else { return (false, learned) }
         return (replaceHandle(dropping: mid), learned)
-    }
-}
-
-/// Which refusals to log: the first of each kind, then one per kind every 10 s with how many
-/// went unlogged before it.
-struct RefusalLog {
-    private var kinds: [String: (logged: ContinuousClock.Instant, suppressed: Int)] = [:]
-
-    mutating func admit(_ kind: String, now: ContinuousClock.Instant) -> (log: Bool, suppressed: Int) {
-        guard let previous = kinds[kind], now - previous.logged < .seconds(10) else {
-            let suppressed = kinds[kind]?.suppressed ?? 0
-            kinds[kind] = (now, 0)
-            return (true, suppressed)
-        }
-        kinds[kind] = (previous.logged, previous.suppressed + 1)
-        return (false, 0)
     }
 }
 

@@ -64,7 +64,7 @@ final class Connection: Sendable {
         /// Publishes the broker refused (a PUBACK reason, or the connection dropped for it).
         var refusedCount = 0
         /// Which refusals to log and how many went unlogged.
-        var refusalLog = RefusalLog()
+        var refusalLog = PublishFailures()
         /// `on_publish` that beat the publishing thread's bookkeeping.
         var earlyPublishDone: [Int32: (epoch: UInt64, reason: Int32)] = [:]
         var highWater = 0
@@ -260,6 +260,27 @@ extension Connection.Control {
     mutating func keep(_ sent: Connection.Sent) {
         largestKept = max(largestKept, sent.size)
         deepestKept = max(deepestKept, sent.levels)
+    }
+
+    /// A publish written (QoS 0: remembered, if the broker could have refused it, until a later
+    /// acknowledgement shows the broker read past it) or acknowledged (the largest and deepest
+    /// kept grow).
+    mutating func settleKept(_ sent: Connection.Sent, protocolVersion: MQTTProtocolVersion) {
+        if sent.qos == .atMostOnce {
+            // Only one larger or deeper than any kept can be blamed for a lost connection.
+            guard sent.size > largestKept || sent.levels > max(deepestKept, 16) else { return }
+            writtenUnconfirmed.append(sent)
+            if writtenUnconfirmed.count > 256 { writtenUnconfirmed.removeFirst(64) }
+            return
+        }
+        keep(sent)
+        guard !writtenUnconfirmed.isEmpty else { return }
+        // The broker reads in order: what was written before this one was read, and, under
+        // MQTT 3.1.1 (whose only refusal is a lost connection), kept. An MQTT 5 broker may drop
+        // a QoS 0 message and go on (mosquitto's message_size_limit).
+        let before = writtenUnconfirmed.prefix { $0.order < sent.order }
+        if protocolVersion == .v311 { for earlier in before { keep(earlier) } }
+        writtenUnconfirmed.removeFirst(before.count)
     }
 
     mutating func takeWaiters(_ kind: Connection.WaiterKind) -> [CheckedContinuation<Outcome, Never>] {
