@@ -92,13 +92,14 @@ struct HeadScanner {
     /// The target's path, without the query.
     var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
 
-    /// A query parameter of the target, percent-decoded.
+    /// A query parameter of the target, percent-decoded as Hummingbird's `queryParameters`
+    /// decode it (a `+` stays a `+`), so that a token reads the same here and on every route.
     func query(_ name: String) -> String? {
         guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.first == Substring(name) else { continue }
-            let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ") : ""
+            let value = parts.count > 1 ? String(parts[1]) : ""
             return value.removingPercentEncoding ?? value
         }
         return nil
