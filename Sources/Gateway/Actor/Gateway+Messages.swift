@@ -70,10 +70,7 @@ extension Gateway {
     /// be one the broker refuses (mosquitto drops a client that publishes to more than 201
     /// levels).
     func servedDepth(_ path: String, _ levels: Int) -> Bool {
-        guard path.hasPrefix(base + "/") else { return false }
-        var count = 1
-        for byte in path.utf8.dropFirst(base.utf8.count + 1) where byte == UInt8(ascii: "/") { count += 1 }
-        return count == levels
+        path.hasPrefix(base + "/") && MQTTTopicShape.levels(path) - MQTTTopicShape.levels(base) == levels
     }
 
     /// Reports a message on a topic the gateway does not serve on `$gateway/error`. `result` is
