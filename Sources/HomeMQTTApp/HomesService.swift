@@ -30,10 +30,12 @@ public final class HomesService: Service {
         self.make = make
     }
 
-    /// A home being served: its gateway, and the group its services run in.
+    /// A home being served: its gateway, the group its services run in, and what finishes when
+    /// that group has ended (its connection closed).
     struct Served: Sendable {
         let made: Made
         let group: ServiceGroup
+        let ended: AsyncStream<Void>
     }
 
     public func run() async throws {
@@ -50,10 +52,12 @@ public final class HomesService: Service {
                     let group = ServiceGroup(
                         configuration: ServiceGroupConfiguration(
                             services: services, gracefulShutdownSignals: [], logger: logger))
-                    served[home.id] = Served(made: made, group: group)
+                    let (ended, end) = AsyncStream<Void>.makeStream()
+                    served[home.id] = Served(made: made, group: group, ended: ended)
                     logger.info(
                         "serving a home", metadata: ["home": "\(home.name)", "base": "\(home.baseTopic ?? "")"])
                     tasks.addTask {
+                        defer { end.finish() }
                         do {
                             try await group.run()
                         } catch {
@@ -65,11 +69,16 @@ public final class HomesService: Service {
                     logger.error("cannot serve a home", metadata: ["home": "\(home.name)", "error": "\(error)"])
                 }
             }
+            // Waits for the retired gateway's connection to close: a home whose base topic moved
+            // is served again under the same client id, and a broker lets one session per id. A
+            // new connection that came first would take over the old one before it had sent its
+            // clears (they would stay on the broker, and its last will said `offline` after them).
             func retire(_ id: String) async {
                 guard let home = served.removeValue(forKey: id) else { return }
                 await home.made.gateway.retire()
                 await home.made.release()
                 await home.group.triggerGracefulShutdown()
+                for await _ in home.ended {}
             }
 
             for home in database.homesNow { start(home) }

@@ -88,14 +88,8 @@ final class BinaryEndToEndTests: XCTestCase {
         XCTAssertEqual(gateway.standardError, afterStart, "logged per message")
     }
 
-    func retained(_ broker: MosquittoBroker, settle: Double = 0.5) async throws -> [String: String] {
-        let reader = try await MQTTTestSubscriber.start(
-            broker: broker, filter: "home/#", clientID: "reader-\(UUID().uuidString.prefix(8))")
-        try await Task.sleep(for: .seconds(settle))
-        await reader.stop()
-        var out: [String: String] = [:]
-        for message in reader.messages where message.retain { out[message.topic] = message.string }
-        return out
+    func retained(_ broker: MosquittoBroker) async throws -> [String: String] {
+        try await broker.retainedSnapshot("home/#")
     }
 
     func testBinaryIsBuilt() throws {
@@ -246,7 +240,7 @@ final class BinaryEndToEndTests: XCTestCase {
         XCTAssertEqual(moved.status, 0, moved.standardError)
         try await events.waitForMessage("accessory-moved") { $0.string.contains("accessory-moved") }
         try await waitUntil("topics under home/workshop") {
-            let now = try await retained(broker, settle: 0.3)
+            let now = try await retained(broker)
             return now["home/workshop/garage-door-opener/garage-door/target-door-state/state"] == "1"
                 && !now.keys.contains { $0.hasPrefix("home/garage/garage-door-opener/") }
         }
@@ -311,7 +305,7 @@ final class BinaryEndToEndTests: XCTestCase {
         let next = try await startGateway(setup, broker: broker)
         addTeardownBlock { await next.terminate(grace: 2) }
         try await waitUntil("the offline changes on the topics") {
-            let now = try await retained(broker, settle: 0.3)
+            let now = try await retained(broker)
             return now["home/shed/big-door/garage-door/target-door-state/state"] != nil
                 && !now.keys.contains { $0.hasPrefix("home/workshop/") }
         }

@@ -147,13 +147,7 @@ final class HAPEndToEndTests: XCTestCase {
 
     /// Every retained topic the broker holds under `filter`, read by a fresh subscriber.
     func retained(_ rig: Rig, _ filter: String) async throws -> [String: String] {
-        let fresh = try await MQTTTestSubscriber.start(
-            broker: rig.broker, filter: filter, clientID: "hap-e2e-retained-\(UUID().uuidString.prefix(8))")
-        try await Task.sleep(for: .milliseconds(500))
-        await fresh.stop()
-        var out: [String: String] = [:]
-        for message in fresh.messages where message.retain { out[message.topic] = message.string }
-        return out
+        try await rig.broker.retainedSnapshot(filter)
     }
 
     func publish(_ rig: Rig, _ topic: String, _ payload: String) async throws {

@@ -35,16 +35,7 @@ final class NeighbourTests: XCTestCase {
 
     /// Every retained topic on the broker (under `home` and `home/#`).
     static func retained(_ broker: MosquittoBroker) async throws -> [String: String] {
-        let reader = try await MQTTTestSubscriber.start(
-            broker: broker, filter: "home/#", clientID: "reader-\(UUID().uuidString.prefix(8))")
-        let top = try await MQTTTestSubscriber.start(
-            broker: broker, filter: "home", clientID: "top-\(UUID().uuidString.prefix(8))")
-        try await Task.sleep(for: .seconds(0.7))
-        await reader.stop()
-        await top.stop()
-        var out: [String: String] = [:]
-        for message in reader.messages + top.messages where message.retain { out[message.topic] = message.string }
-        return out
+        try await broker.retainedSnapshot("home/#", "home")
     }
 
     func assertForeignUntouched(_ broker: MosquittoBroker, _ when: String, line: UInt = #line) async throws {

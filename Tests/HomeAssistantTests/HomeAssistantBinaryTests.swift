@@ -96,15 +96,7 @@ final class HomeAssistantBinaryTests: XCTestCase {
 
     /// The retained messages under `filter`, once the broker has sent them.
     static func retained(_ broker: MosquittoBroker, _ filter: String) async throws -> [String: String] {
-        let reader = try await MQTTTestSubscriber.start(
-            broker: broker, filter: filter, clientID: "reader-\(UUID().uuidString.prefix(8))")
-        try await Task.sleep(for: .seconds(1))
-        await reader.stop()
-        var out: [String: String] = [:]
-        for message in reader.messages where message.retain && !message.payload.isEmpty {
-            out[message.topic] = message.string
-        }
-        return out
+        try await broker.retainedSnapshot(filter)
     }
 
     func testTwoGatewaysOnOneBrokerKeepTheirConfigsApart() async throws {
