@@ -245,13 +245,18 @@ public actor HomieOutput: Service {
             if !message.payload.isEmpty { await log(deviceID, "a retained set is not applied: \(message.topic)") }
             return
         }
-        let answer = await gateway.perform(.set(property.node, payload: HomieDevices.setPayload(message.payload)))
-        guard answer.objectValue?["status"] != "ok" else { return }
-        let code = answer.objectValue?["code"]?.stringValue ?? "error"
-        let text = answer.objectValue?["message"]?.stringValue ?? ""
+        // The payload is read as the topic dialect reads a `set` (the same text), then written.
+        let outcome: GatewayOutcome
+        switch Gateway.parseSet(HomieDevices.setPayload(message.payload), node: property.node) {
+        case .success(let (value, _)):
+            outcome = await gateway.perform(
+                .write(property.node.address, value), label: property.node.topic + "/result")
+        case .failure(let failure): outcome = .failure(failure)
+        }
+        guard case .failure(let failure) = outcome else { return }
         await log(
             deviceID,
-            "set \(property.node.serviceTopic.split(separator: "/").last ?? "")/\(property.node.slug) refused: \(code): \(text)"
+            "set \(property.node.serviceTopic.split(separator: "/").last ?? "")/\(property.node.slug) refused: \(failure.code.rawValue): \(failure.message)"
         )
         // The controller may show the value it asked for: the one that holds is said again.
         if let value = current?.values[property.node.address], property.isRetained {

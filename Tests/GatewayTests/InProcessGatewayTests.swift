@@ -174,10 +174,10 @@ final class InProcessGatewayTests: XCTestCase {
                 "home/$gateway/request/scope/set", #"{"scope": {"read-only": ["Garage Door Opener"]}}"#,
                 answer: "home/$gateway/response/scope/set")
             XCTAssertEqual(answer["status"], "ok", "\(answer)")
-            let refused = await gw.gateway.perform(.set(stale, payload: Array("10".utf8)))
-            XCTAssertEqual(refused["code"], "read-only-scope", "\(refused)")
-            let read = await gw.gateway.perform(.get(stale))
-            XCTAssertEqual(read["status"], "ok", "\(read)")
+            let refused = await gw.gateway.perform(.write(stale.address, .int(10)))
+            XCTAssertEqual(refused.failure?.code, .readOnlyScope, "\(refused)")
+            let read = await gw.gateway.perform(.read(stale.address))
+            XCTAssertNotNil(try read.get().value, "\(read)")
         }
     }
 

@@ -145,10 +145,7 @@ extension Gateway {
             group.addTask { await self.settleRecords() }
             for index in outputs.indices { group.addTask { await self.runOutput(index) } }
             group.addTask {
-                for await request in self.work.requestStream {
-                    let outcome = await self.performRequest(op: request.op, fields: request.fields)
-                    await self.sendResponse(request.responseTopic, id: request.id, outcome, reply: request.reply)
-                }
+                for await request in self.work.requestStream { await self.run(request) }
             }
             group.addTask { for await state in states { await self.handle(connection: state) } }
             group.addTask { for await limit in learnedLimits { await self.learned(limit) } }
@@ -183,6 +180,11 @@ extension Gateway {
         }
         phase = .stopped
         finishObservers()
+        // Commands whose worker or queue ended with the serving group get their outcome here
+        // (an in-process caller awaits it; nothing is published any more).
+        for then in awaiting.takeAll() {
+            then(self, .failure(GatewayFailure(code: .unavailable, message: "the gateway stopped")))
+        }
         answerLocalRequestsAtStop()
         outbox.finish()
         await outbox.wait(below: 1, until: deadline + Self.stopGrace)

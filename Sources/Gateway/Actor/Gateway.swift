@@ -37,9 +37,11 @@ public actor Gateway: Service {
     let outputs: Outputs
     /// The tasks work is handed to: accessory workers, gateway requests, rebuilds, notifications.
     let work: WorkQueues
+    /// Who waits for each command under way (`Gateway+Commands`).
+    var awaiting = AwaitingAnswers()
     /// Writes of several characteristics at once, each gathered into one answer.
     var writeMany = WriteMany()
-    /// In-process requests waiting for their answer.
+    /// The MQTT topic dialect's state: in-process callers of `request(topic:payload:)`.
     var local = LocalRequests()
     /// Views of the home beside its MQTT topics (outputs on their own connections, the web page):
     /// `Gateway+Views`. Outside
@@ -94,21 +96,6 @@ public actor Gateway: Service {
         var startIndex: Int { all.startIndex }
         var endIndex: Int { all.endIndex }
         subscript(index: Int) -> any GatewayOutput { all[index] }
-    }
-
-    /// A request to an accessory, for a worker.
-    struct Job: Sendable {
-        enum Kind: Sendable { case set(CharacteristicValue), get, identify }
-        var kind: Kind
-        var op: String
-        var id: JSONValue
-        var node: TopicTree.CharacteristicNode?
-        var accessoryID: String
-        var resultTopic: String
-        /// Where an MQTT 5 requester wants the answer as well.
-        var reply: Reply?
-        /// Part of a write of several: answered into it, not on its own.
-        var part: WriteMany.Part? = nil
     }
 
     public init(

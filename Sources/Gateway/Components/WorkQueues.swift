@@ -15,8 +15,8 @@ final class WorkQueues: Sendable {
     let rebuildStream: AsyncStream<Void>
     /// Gateway requests run one at a time off the message loop: a `pair` or `discover` takes
     /// seconds, and `set`/`get` must not wait for it.
-    let requestQueue: AsyncStream<GatewayRequest>.Continuation
-    let requestStream: AsyncStream<GatewayRequest>
+    let requestQueue: AsyncStream<Gateway.GatewayRequest>.Continuation
+    let requestStream: AsyncStream<Gateway.GatewayRequest>
     /// Requests to accessories, one worker per accessory (by hash), so each accessory gets its
     /// requests in the order sent and a slow one holds up no other.
     static let workerCount = 8
@@ -30,7 +30,7 @@ final class WorkQueues: Sendable {
     init() {
         (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(
             bufferingPolicy: .bufferingNewest(1))
-        (requestStream, requestQueue) = AsyncStream<GatewayRequest>.makeStream()
+        (requestStream, requestQueue) = AsyncStream<Gateway.GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         var streams: [EventStream<Gateway.Job>] = []
         var continuations: [EventStream<Gateway.Job>.Continuation] = []

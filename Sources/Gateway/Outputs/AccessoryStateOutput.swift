@@ -136,10 +136,9 @@ public final class AccessoryStateOutput: GatewayOutput {
     private func set(_ accessory: TopicTree.AccessoryNode, message: IncomingMessage, _ gateway: isolated Gateway) {
         let resultTopic = accessory.topic + "/$result"
         let id = Gateway.requestID(message.payload)
-        let reply = Gateway.Reply(message)
         if gateway.refuseRetained(message, resultTopic: resultTopic, op: "set", id: id) { return }
         func fail(_ failure: GatewayFailure) {
-            gateway.sendResult(resultTopic, op: "set", id: id, .failure(failure), reply: reply)
+            gateway.refuse(resultTopic, op: "set", id: id, failure, reply: Gateway.Reply(message))
         }
         guard case .object(let document)? = try? JSONValue(parsing: message.payload) else {
             fail(GatewayFailure(code: .invalidJSON, message: #"expected {"<service>": {"<characteristic>": value}}"#))
@@ -161,15 +160,16 @@ public final class AccessoryStateOutput: GatewayOutput {
                     let failure = GatewayFailure(
                         code: .unknownField, message: "\(service.slug) has no characteristic '\(key)'")
                     writes.append(
-                        .init(service: service.slug, characteristic: key, node: nil, value: .failure(failure)))
+                        .init(service: service.slug, characteristic: key, address: nil, value: .failure(failure)))
                     continue
                 }
                 writes.append(
                     .init(
-                        service: service.slug, characteristic: node.slug, node: node,
+                        service: service.slug, characteristic: node.slug, address: node.address,
                         value: Gateway.checkedValue(raw, node)))
             }
         }
-        gateway.perform(.writeMany(accessory, writes), message)
+        gateway.submit(
+            .writeMany(accessoryID: accessory.id, writes), answering: message, on: resultTopic, op: "set", id: id)
     }
 }

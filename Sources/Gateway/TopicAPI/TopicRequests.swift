@@ -1,9 +1,10 @@
 import Foundation
-import HomeModel
+public import HomeModel
 import MQTT
 
-/// The MQTT front end: a message's topic made into the command it asks (`GatewayCommand`), or
-/// reported as a topic the gateway does not serve; then `perform`ed (`Gateway+Perform`).
+/// The MQTT topic dialect, a front end of the typed core: a message's topic made into the
+/// command it asks (`GatewayCommand`) and submitted, its outcome published as the README's
+/// contract says (`TopicCommands`); or reported as a topic the gateway does not serve.
 extension Gateway {
     /// Topic levels the gateway publishes itself; a message on one is never a request.
     static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
@@ -17,7 +18,7 @@ extension Gateway {
         let rest = message.topic.dropFirst(base.count + 1)
         if rest.hasPrefix("$gateway/") {
             guard let op = gatewayRequest(String(rest.dropFirst("$gateway/".count)), message) else { return }
-            perform(.manage(op: op, payload: message.payload), message)
+            manage(op: op, message)
             return
         }
         guard let slash = message.topic.lastIndex(of: "/") else { return }
@@ -28,7 +29,6 @@ extension Gateway {
             refuseLocal(message, code: .unknownTopic, "'\(kind)' is published by the gateway, not a request")
             return
         }
-        let command: GatewayCommand
         switch kind {
         case "set", "get":
             guard let node = tree.characteristic(topic: path) else {
@@ -37,7 +37,7 @@ extension Gateway {
                     result: servedDepth(path, 4) ? (path + "/result", kind) : nil)
                 return
             }
-            command = kind == "set" ? .set(node, payload: message.payload) : .get(node)
+            kind == "set" ? write(node, message) : read(node, message)
         case "$toggle":
             guard let (accessory, service) = tree.service(topic: path) else {
                 reportUnknown(
@@ -45,7 +45,9 @@ extension Gateway {
                     result: servedDepth(path, 3) ? (path + "/$result", "toggle") : nil)
                 return
             }
-            command = .toggle(accessory, service)
+            submit(
+                .toggle(accessoryID: accessory.id, serviceIID: service.service.iid), answering: message,
+                on: service.topic + "/$result", op: "toggle")
         case "$identify":
             guard let accessory = tree.accessories.first(where: { $0.topic == path }) else {
                 reportUnknown(
@@ -53,14 +55,14 @@ extension Gateway {
                     result: servedDepth(path, 2) ? (path + "/$result", "identify") : nil)
                 return
             }
-            command = .identify(accessory)
+            submit(
+                .identify(accessoryID: accessory.id), answering: message, on: accessory.topic + "/$result",
+                op: "identify")
         default:
             if outputsHandle(message) { return }
             reportUnknown(
                 message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
-            return
         }
-        perform(command, message)
     }
 
     /// Whether `path` has the levels below the base that a request's path has: 4 for a
@@ -109,14 +111,13 @@ extension Gateway {
     func refuseRetained(_ message: IncomingMessage, resultTopic: String, op: String, id: JSONValue) -> Bool {
         guard message.retain else { return false }
         if !message.payload.isEmpty {
-            sendResult(
+            refuse(
                 resultTopic, op: op, id: id,
-                .failure(
-                    GatewayFailure(
-                        code: .retained,
-                        message:
-                            "a retained \(op) request is not applied; publish it without the retain flag, and clear this one (an empty retained message)"
-                    )))
+                GatewayFailure(
+                    code: .retained,
+                    message:
+                        "a retained \(op) request is not applied; publish it without the retain flag, and clear this one (an empty retained message)"
+                ), reply: nil)
         }
         return true
     }
@@ -130,8 +131,9 @@ extension Gateway {
     }
 
     /// Validates a `set` payload: a plain value in the codec's words, or `{"value": …, "id": …}`.
-    /// Static (it reads nothing of the gateway), so that a test can ask what `set` would answer.
-    static func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<
+    /// Static (it reads nothing of the gateway), so that a test can ask what `set` would answer,
+    /// and Homie reads its `set` payloads (the same text) alike.
+    public static func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<
         (CharacteristicValue, JSONValue), GatewayFailure
     > {
         let metadata = ValueCodec.withStandardBounds(node.characteristic.metadata, type: node.characteristic.type)

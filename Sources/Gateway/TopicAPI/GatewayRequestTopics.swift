@@ -1,0 +1,129 @@
+import Foundation
+import HomeModel
+import MQTT
+
+/// `<base>/$gateway/request/<op>` → `<base>/$gateway/response/<op>`: managing the home over MQTT.
+extension Gateway {
+    static let gatewayOutputs: Set<String> = ["status", "tree", "event", "error"]
+
+    /// The op of a message on `<base>/$gateway/<rest>`, if it is a request; anything else is
+    /// answered or reported here.
+    func gatewayRequest(_ rest: String, _ message: IncomingMessage) -> String? {
+        if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") {
+            refuseLocal(message, code: .unknownTopic, "'\(rest)' is published by the gateway, not a request")
+            return nil
+        }
+        guard rest.hasPrefix("request/") else {
+            reportUnknown(
+                message,
+                "'\(base)/$gateway/\(rest)' is not a gateway topic; requests go to \(base)/$gateway/request/<op>")
+            return nil
+        }
+        let op = String(rest.dropFirst("request/".count))
+        guard Self.hasOperationShape(op) else {
+            // Its answer topic would be made from it, and may be one the broker refuses.
+            reportUnknown(
+                message,
+                "'\(MQTTTopicShape.describe(op))' is not an operation: an operation is 1 to 3 levels of "
+                    + "lowercase letters, digits and '-' (see \(base)/$gateway/request/<op> in the documentation)")
+            return nil
+        }
+        return op
+    }
+
+    /// What an operation's name looks like (`tree`, `room/add`, a source's `hap/pair`): 1 to 3
+    /// levels of lowercase letters, digits and `-`, 64 bytes at most. An unknown name of that
+    /// shape is answered `unknown-op` on its response topic; any other is no request.
+    static func hasOperationShape(_ op: String) -> Bool {
+        guard !op.isEmpty, op.utf8.count <= 64 else { return false }
+        let levels = op.split(separator: "/", omittingEmptySubsequences: false)
+        return levels.count <= 3
+            && levels.allSatisfy { level in
+                !level.isEmpty
+                    && level.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
+            }
+    }
+
+    /// A gateway request's fields read into its operation, which is submitted (operations run
+    /// one at a time: a `pair` takes seconds, and `set`/`get` must not wait behind it); its
+    /// outcome is answered on `response/<op>`.
+    func manage(op: String, _ message: IncomingMessage) {
+        let responseTopic = "\(base)/$gateway/response/\(op)"
+        func refuse(_ id: JSONValue, _ failure: GatewayFailure, reply: Reply?) {
+            activity.answered(responseTopic, op: op, Result<Void, GatewayFailure>.failure(failure))
+            activity.failed()
+            answer(responseTopic, json: Self.response(id: id, .failure(failure)), reply: reply)
+        }
+        if message.retain {
+            if !message.payload.isEmpty {
+                refuse(
+                    Self.requestID(message.payload),
+                    GatewayFailure(
+                        code: .retained,
+                        message:
+                            "a retained request is not run; publish it without the retain flag, and clear this one (an empty retained message)"
+                    ), reply: nil)
+            }
+            return
+        }
+        var fields: [String: JSONValue] = [:]
+        if !message.payload.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            do throws(ModelError) {
+                guard case .object(let object) = try JSONValue(parsing: message.payload) else {
+                    let failure = GatewayFailure(code: .invalidJSON, message: "a request is a JSON object")
+                    return refuse(.null, failure, reply: Reply(message))
+                }
+                fields = object
+            } catch {
+                return refuse(.null, GatewayFailure(code: .invalidJSON, message: error.message), reply: Reply(message))
+            }
+        }
+        let id = fields["id"] ?? .null
+        let operation: any ManagementOperation
+        do throws(GatewayFailure) {
+            operation = try ManagementOperations.make(op, fields: fields, among: operations)
+        } catch {
+            return refuse(id, error, reply: Reply(message))
+        }
+        let reply = Reply(message)
+        submit(.manage(operation), label: responseTopic) { gateway, outcome in
+            let json =
+                switch outcome {
+                case .success(.data(let data)): Self.response(id: id, .success(data))
+                case .success: Self.response(id: id, .success(.null))
+                case .failure(let failure): Self.response(id: id, .failure(failure))
+                }
+            gateway.answer(responseTopic, json: json, reply: reply)
+        }
+    }
+
+    /// An operation's answer on `response/<op>`: `data`, or the failure's code and message.
+    static func response(id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>) -> JSONValue {
+        switch outcome {
+        case .success(let data): .object(["id": id, "status": .string("ok"), "data": data])
+        case .failure(let failure):
+            .object([
+                "id": id, "status": .string("error"), "code": .string(failure.code.rawValue),
+                "message": .string(failure.message),
+            ])
+        }
+    }
+}
+
+extension ManagementOperations {
+    /// Reads `fields` as a request for `name` among `operations`: the operation, ready to
+    /// perform, or why not (`unknown-op`, a field missing, unknown or of the wrong type).
+    static func make(_ name: String, fields: [String: JSONValue], among operations: [any ManagementOperation.Type])
+        throws(GatewayFailure) -> any ManagementOperation
+    {
+        let request = try RequestReader.request(fields)
+        guard let type = named(name, among: operations) else {
+            throw GatewayFailure(
+                code: .unknownOp,
+                message: "unknown operation '\(name)'; known: \(operations.map { $0.name }.joined(separator: ", "))")
+        }
+        let operation = try type.init(request)
+        try request.finish()
+        return operation
+    }
+}

@@ -1,0 +1,156 @@
+public import HomeModel
+import MQTT
+
+// Who waits for a request's answer besides its topic: an MQTT 5 requester's Response Topic,
+// or a caller in this process (the web view's page and `/ws`) awaiting
+// `request(topic:payload:)`, which takes a topic and payload as an MQTT client would send them.
+
+/// A request as the gateway takes it: its topic, payload and retain flag, and who waits for
+/// its answer besides its topic.
+public struct IncomingMessage: Sendable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+    public var reply: Gateway.Reply?
+
+    init(_ message: MQTTMessage) {
+        (topic, payload, retain) = (message.topic, message.payload, message.retain)
+        reply = message.properties.responseTopic.flatMap { topic in
+            topic.isEmpty
+                ? nil : Gateway.Reply(.mqtt(topic: topic, correlationData: message.properties.correlationData))
+        }
+    }
+
+    init(topic: String, payload: [UInt8], reply: Gateway.Reply) {
+        (self.topic, self.payload, retain, self.reply) = (topic, payload, false, reply)
+    }
+}
+
+/// In-process requests waiting for their answer, by number.
+struct LocalRequests {
+    /// One request: its payload, for the `id` of an error answered here; the answer if it came
+    /// before the caller began to wait, or the caller.
+    struct Waiting {
+        var payload: [UInt8]
+        var answer: JSONValue?
+        var continuation: CheckedContinuation<JSONValue, Never>?
+    }
+
+    private(set) var waiting: [Int: Waiting] = [:]
+    private var next = 0
+
+    /// A new request's number.
+    mutating func add(payload: [UInt8]) -> Int {
+        next += 1
+        waiting[next] = Waiting(payload: payload)
+        return next
+    }
+
+    /// The answer that came before the caller began to wait, taken.
+    mutating func takeEarlyAnswer(_ number: Int) -> JSONValue? {
+        guard let answer = waiting[number]?.answer else { return nil }
+        waiting[number] = nil
+        return answer
+    }
+
+    mutating func wait(_ number: Int, _ continuation: CheckedContinuation<JSONValue, Never>) {
+        waiting[number]?.continuation = continuation
+    }
+
+    /// Gives `number` its answer: the caller waiting for it is returned, to be resumed; else
+    /// the answer is kept for it. Nil as well when it was answered already.
+    mutating func answer(_ number: Int, _ json: JSONValue) -> CheckedContinuation<JSONValue, Never>? {
+        guard var request = waiting[number], request.answer == nil else { return nil }
+        guard let continuation = request.continuation else {
+            request.answer = json
+            waiting[number] = request
+            return nil
+        }
+        waiting[number] = nil
+        return continuation
+    }
+}
+
+extension Gateway {
+    /// Who waits for an answer besides its topic.
+    public struct Reply: Sendable {
+        enum Target: Sendable {
+            /// An MQTT 5 request's Response Topic and Correlation Data.
+            case mqtt(topic: String, correlationData: [UInt8]?)
+            /// A caller in this process, by its number in `local`.
+            case local(Int)
+        }
+
+        let target: Target
+
+        init(_ target: Target) { self.target = target }
+
+        /// The reply a request asked for.
+        init?(_ message: IncomingMessage) {
+            guard let reply = message.reply else { return nil }
+            self = reply
+        }
+    }
+
+    /// A request from inside the process on `topic` (`set`, `get`, `$toggle`, `$identify`,
+    /// `$set`, `$gateway/request/<op>`), handled as an MQTT message there: the same validation,
+    /// the same workers, the same answer on the same topics, returned here as well.
+    public func request(topic: String, payload: [UInt8]) async -> JSONValue {
+        await local(payload: payload) { reply in
+            handle(IncomingMessage(topic: topic, payload: payload, reply: reply))
+        }
+    }
+
+    /// Runs `body` with a reply to this caller, and waits for the answer.
+    private func local(payload: [UInt8], _ body: (Reply) -> Void) async -> JSONValue {
+        guard isStarted else {
+            return .object(Self.localError(.unavailable, "the gateway is not online", id: payload))
+        }
+        let number = local.add(payload: payload)
+        // Every request is answered by the path that takes it, or by its deadline; this is the
+        // last resort for one that none answers, kept by the deadline watchdog.
+        work.deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
+        body(Reply(.local(number)))
+        if let answer = local.takeEarlyAnswer(number) { return answer }
+        return await withCheckedContinuation { continuation in local.wait(number, continuation) }
+    }
+
+    /// How long an in-process request waits at most: longer than any worker's deadline, so a
+    /// request to an accessory is answered by its own `timeout` first.
+    static func localRequestTimeout(_ config: GatewayConfig) -> Double { config.requestTimeout + 2 }
+
+    /// The in-process requests past `localRequestTimeout`, from the deadline watchdog.
+    func expired(_ numbers: [Int]) {
+        let timeout = Self.localRequestTimeout(config)
+        for number in numbers {
+            guard let payload = local.waiting[number]?.payload else { continue }
+            answerLocally(number, .object(Self.localError(.timeout, "no answer within \(timeout) s", id: payload)))
+        }
+    }
+
+    /// At the end of `stop`: the watchdog has ended, so what is still waiting is answered here
+    /// rather than never.
+    func answerLocalRequestsAtStop() {
+        for number in local.waiting.keys.sorted() {
+            guard let payload = local.waiting[number]?.payload else { continue }
+            answerLocally(number, .object(Self.localError(.unavailable, "the gateway stopped", id: payload)))
+        }
+    }
+
+    func answerLocally(_ number: Int, _ json: JSONValue) {
+        guard let request = local.waiting[number], request.answer == nil else { return }
+        work.deadlines.finishLocal(number)
+        local.answer(number, json)?.resume(returning: json)
+    }
+
+    /// An in-process request on a topic that takes none is answered here; an MQTT one has its
+    /// `$gateway/error` (or nothing, for the gateway's own output).
+    func refuseLocal(_ message: IncomingMessage, code: ErrorCode, _ text: String) {
+        guard case .local(let number)? = message.reply?.target else { return }
+        answerLocally(number, .object(Self.localError(code, text, id: message.payload)))
+    }
+
+    private static func localError(_ code: ErrorCode, _ text: String, id payload: [UInt8]) -> [String: JSONValue] {
+        ["id": requestID(payload), "status": "error", "code": .string(code.rawValue), "message": .string(text)]
+    }
+}
