@@ -222,10 +222,7 @@ extension Gateway {
     /// What the gateway takes: requests at the depths it serves them, and nothing else under
     /// the base, so other clients' topics (and its own publications) never reach it.
     var requestFilters: [(String, MQTTQoS)] {
-        var filters = [
-            "\(base)/+/+/+/+/set", "\(base)/+/+/+/+/get", "\(base)/+/+/+/$toggle", "\(base)/+/+/$identify",
-            "\(base)/$gateway/request/#",
-        ]
+        var filters = topicRequestFilters
         for output in outputs { filters += output.requestFilters(self) }
         return filters.map { ($0, MQTTQoS.atLeastOnce) }
     }

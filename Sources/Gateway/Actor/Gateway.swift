@@ -9,19 +9,22 @@ import Synchronization
 /// place, each with its own state and the methods that change it.
 ///
 /// Data flows one way in each direction: source events → scope → topic tree → outbox → MQTT
-/// (and each output's documents); a request topic → `GatewayCommand` → a worker → source →
-/// result (and the source's event → state). Where each part lives:
+/// (and each output's documents); a `GatewayCommand` → a worker → source → its typed outcome
+/// (and the source's event → state). Where each part lives:
 /// - `Gateway+Lifecycle`: start-up phases, serving, and `stop` (where `offline` is published);
-/// - `Gateway+Messages`: the MQTT front end, a request topic made into a `GatewayCommand`;
-///   `Gateway+Perform`: commands checked and performed; `Gateway+Commands`: the commands, who
-///   waits for an answer, in-process callers; `Gateway+Workers`, `Gateway+WriteMany`: requests
-///   to accessories; `Gateway+Requests`: `$gateway/request/<op>` (`ManagementOperation`s);
+/// - `Gateway+Commands`: the one entry for what the gateway is asked (`submit`, `perform`),
+///   typed commands and answers; `Gateway+Workers`, `Gateway+WriteMany`: commands to
+///   accessories, their deadlines; `Gateway+Requests`: management operations, one at a time;
+///   `Gateway+Editing`: what operations change, through `Editor` (`Requests/GatewayEditor`);
 /// - `Gateway+SourceEvents`: values, reachability and structure from the source and the home
 ///   database, notifications and polling;
 /// - `Gateway+RetainedTopics`, `Gateway+Publishing`: the tree's retained topics, published,
 ///   changed, cleared and republished; `Gateway+Outputs`: the outputs' hooks;
 ///   `Gateway+Ownership`: the record of what it published and the look at the broker;
 /// - `Gateway+Connection`, `Gateway+BrokerLimits`: the broker connection, its limits, health.
+///
+/// The MQTT topic dialect (`set`, `get`, `$toggle`, `$identify`, `$gateway/request/<op>` and
+/// their answers) is a front end on the typed API, in `TopicAPI/`.
 public actor Gateway: Service {
     public let config: GatewayConfig
     /// What it works with, fixed at start: the source, the database, the broker connection.

@@ -153,4 +153,42 @@ extension Gateway {
     private static func localError(_ code: ErrorCode, _ text: String, id payload: [UInt8]) -> [String: JSONValue] {
         ["id": requestID(payload), "status": "error", "code": .string(code.rawValue), "message": .string(text)]
     }
+
+    /// An answer on its own topic (`result`, `$result`, `response/<op>`) and, for an MQTT 5
+    /// request that named a response topic, there too with its correlation data.
+    /// One that does not fit the broker's maximum packet size becomes a `too-large` error.
+    func answer(_ topic: String, json: JSONValue, reply: Reply?) {
+        let payload = json.encodedUTF8()
+        enqueue(topic, fitting(topic, payload, json: json, properties: Outbox.json), retain: false)
+        answerReply(reply, json: json, payload: payload)
+    }
+
+    /// An answer to where its request came from alone: its MQTT 5 Response Topic, or the
+    /// caller in this process.
+    func answerReply(_ reply: Reply?, json: JSONValue, payload: [UInt8]) {
+        switch reply?.target {
+        case .mqtt(let replyTopic, _)? where isServedTopic(replyTopic):
+            // A response topic among the homes' or the gateway's own topics would let a client
+            // publish, through the gateway, where the broker lets it not: answered on `result` only.
+            logger.debug(
+                "a response topic among the gateway's topics was not used", metadata: ["topic": "\(replyTopic)"])
+        case .mqtt(let replyTopic, let correlationData)?:
+            var properties = Outbox.json
+            properties.correlationData = correlationData
+            enqueue(
+                replyTopic, fitting(replyTopic, payload, json: json, properties: properties), retain: false,
+                properties: properties)
+        case .local(let number)?:
+            answerLocally(number, json)
+        case nil:
+            break
+        }
+    }
+
+    /// Whether `topic` is under a home's base topic or a prefix the gateway publishes under.
+    func isServedTopic(_ topic: String) -> Bool {
+        let prefixes =
+            database.homesNow.map { $0.baseTopic ?? config.gatewayBase } + [base] + config.reservedTopicPrefixes
+        return prefixes.contains { topic == $0 || topic.hasPrefix($0 + "/") }
+    }
 }

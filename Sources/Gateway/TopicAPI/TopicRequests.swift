@@ -9,6 +9,14 @@ extension Gateway {
     /// Topic levels the gateway publishes itself; a message on one is never a request.
     static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
 
+    /// The request topics of the dialect, at the depths it serves them.
+    var topicRequestFilters: [String] {
+        [
+            "\(base)/+/+/+/+/set", "\(base)/+/+/+/+/get", "\(base)/+/+/+/$toggle", "\(base)/+/+/$identify",
+            "\(base)/$gateway/request/#",
+        ]
+    }
+
     func handle(_ message: IncomingMessage) {
         guard message.topic.hasPrefix(base + "/") else {
             _ = outputsHandle(message)

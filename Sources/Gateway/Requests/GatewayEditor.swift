@@ -1,0 +1,88 @@
+// The running gateway as the management operations see it (`RunningGateway`): a value that
+// forwards each capability to the actor (`Gateway+Editing`), so an operation never holds the
+// actor itself. Each change of the home database or the scope is followed by the topics and
+// announced before the operation answers.
+public import HomeModel
+
+extension Gateway {
+    /// The gateway's editor, handed to the operations it performs.
+    struct Editor: RunningGateway {
+        let gateway: Gateway
+
+        var database: HomeDatabase { gateway.database }
+        var gatewayBase: String { gateway.config.gatewayBase }
+        var reservedTopics: [String] { gateway.config.reservedTopicPrefixes }
+        var managesHomes: Bool { gateway.config.gatewayBaseTopic == nil }
+        var running: (any RunningGateway)? { self }
+        var pairing: (any PairingManager)? { gateway.pairing }
+
+        func room(named key: String) async throws(GatewayFailure) -> Room {
+            try await gateway.room(named: key)
+        }
+
+        func accessory(named key: String) async throws(GatewayFailure) -> NamedAccessory {
+            try await gateway.accessory(named: key)
+        }
+
+        func homeChanged() async {
+            await gateway.homeChanged()
+        }
+
+        func changeRefused(_ error: ModelError) async {
+            await gateway.logStorageFailure(error, saving: "the home database")
+        }
+
+        func remove(_ accessory: TopicTree.AccessoryNode) async throws(GatewayFailure) {
+            // A paired accessory leaves the home by losing its pairing; its source then
+            // reports it removed.
+            // A bridged accessory cannot be unpaired alone: it only leaves the home, and
+            // removing its bridge removes them all.
+            if accessory.accessory.bridgeID == nil, let pairing,
+                let pairingID = pairing.pairingID(forAccessory: accessory.id)
+            {
+                try await pairing.unpair(id: pairingID)
+            }
+            // Out of the tree before the database forgets its room, so that it is never
+            // published in the default room on its way out.
+            await gateway.leaving(accessory.id)
+            do throws(GatewayFailure) {
+                try await change { db throws(ModelError) in try await db.removeAccessory(id: accessory.id) }
+            } catch {
+                await gateway.stayed(accessory.id)
+                throw error
+            }
+        }
+
+        var scope: ScopeConfig {
+            get async { await gateway.scope.config }
+        }
+
+        func replaceScope(_ scope: ScopeConfig, filter: ScopeFilter) async throws(GatewayFailure) {
+            try await gateway.replaceScope(scope, filter: filter)
+        }
+
+        func tree() async throws(GatewayFailure) -> JSONValue {
+            try await gateway.treeAnswer()
+        }
+
+        func republish() async -> Int {
+            await gateway.republish()
+        }
+
+        func health() async -> JSONValue {
+            await gateway.health()
+        }
+
+        func identify(accessoryID: String) async throws(GatewayFailure) {
+            do throws(AccessoryError) {
+                try await gateway.source.identify(accessoryID: accessoryID)
+            } catch {
+                throw GatewayFailure(error)
+            }
+        }
+
+        func paired(accessoryIDs: [String]) async {
+            await gateway.paired(accessoryIDs: accessoryIDs)
+        }
+    }
+}
