@@ -55,9 +55,9 @@ actor LiveHub {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.flushEvery() }
             for await change in changes {
-                if case .snapshot = change, tree == nil {
-                    // Changes of the connection come as they happen; where it stands now, from the client.
-                    isConnected = gateway.mqtt.connectionState.isConnected
+                if case .snapshot(let snapshot) = change, tree == nil {
+                    // Changes of the connection come as they happen; where it stands now, with the first snapshot.
+                    isConnected = snapshot.isConnected
                 }
                 apply(change)
             }

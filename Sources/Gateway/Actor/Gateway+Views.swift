@@ -22,10 +22,13 @@ public struct GatewaySnapshot: Sendable {
     public var tree: TopicTree
     /// The current value of every characteristic in `tree` that has one.
     public var values: [CharacteristicAddress: CharacteristicValue]
+    /// Whether the broker connection is up as the snapshot is taken; its changes follow as
+    /// `connection`.
+    public var isConnected: Bool
 }
 
 /// Views beside the MQTT topics (outputs on their own connection, the web page) observe the published home; they ask
-/// through `perform` and `request(topic:payload:)` (`Gateway+Commands`).
+/// through `perform` (`Gateway+Commands`) and `request(topic:payload:)` (`TopicAPI/Replies`).
 extension Gateway {
     /// Changes from now on, starting with a snapshot once the gateway is online; finishes when
     /// the gateway stops.
@@ -51,7 +54,7 @@ extension Gateway {
                 }
             }
         }
-        return GatewaySnapshot(tree: publishedTree, values: values)
+        return GatewaySnapshot(tree: publishedTree, values: values, isConnected: mqtt.connectionState.isConnected)
     }
 
     /// Tells every observer; the snapshot is made only when someone observes.
