@@ -81,13 +81,15 @@ struct WebRoutes: Sendable {
         }
         router.get("/api/pairings") { request, _ in
             try WebAccess.require(.administrator, try await access.check(request), for: "the pairings")
-            // The gateway's `pairings` request, as over MQTT; without a HAP source it has none.
-            let answer = await requests.gateway.request(
-                topic: requests.base + "/$gateway/request/pairings", payload: [])
-            guard answer["status"] == "ok" else {
+            // The gateway's `pairings` operation, performed on the typed API; without a HAP
+            // source it has none.
+            let gateway = requests.gateway
+            guard let pairings = try? ManagementOperations.make("pairings", fields: [:], among: gateway.operations),
+                case .success(.data(let data)) = await gateway.perform(.manage(pairings))
+            else {
                 return Self.json(.object(["pairings": .array([]), "hap": false]))
             }
-            return Self.json(.object(["pairings": answer["data"]?["pairings"] ?? .array([]), "hap": true]))
+            return Self.json(.object(["pairings": data["pairings"] ?? .array([]), "hap": true]))
         }
         router.ws("/ws") { request, _ in
             try await access.check(request)

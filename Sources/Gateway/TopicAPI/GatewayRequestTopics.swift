@@ -1,5 +1,5 @@
 import Foundation
-import HomeModel
+public import HomeModel
 import MQTT
 
 /// `<base>/$gateway/request/<op>` → `<base>/$gateway/response/<op>`: managing the home over MQTT.
@@ -113,7 +113,9 @@ extension Gateway {
 extension ManagementOperations {
     /// Reads `fields` as a request for `name` among `operations`: the operation, ready to
     /// perform, or why not (`unknown-op`, a field missing, unknown or of the wrong type).
-    static func make(_ name: String, fields: [String: JSONValue], among operations: [any ManagementOperation.Type])
+    public static func make(
+        _ name: String, fields: [String: JSONValue], among operations: [any ManagementOperation.Type]
+    )
         throws(GatewayFailure) -> any ManagementOperation
     {
         let request = try RequestReader.request(fields)
