@@ -191,4 +191,24 @@ extension Gateway {
             database.homesNow.map { $0.baseTopic ?? config.gatewayBase } + [base] + config.reservedTopicPrefixes
         return prefixes.contains { topic == $0 || topic.hasPrefix($0 + "/") }
     }
+
+    /// `payload` for an answer on `topic`, or, when its packet would exceed the broker's
+    /// maximum, a `too-large` error answer in its place (with the request's `id` and `op`).
+    func fitting(_ topic: String, _ payload: [UInt8], json: JSONValue, properties: MQTTPublishProperties) -> [UInt8] {
+        let limits = mqtt.brokerLimits
+        guard let limit = limits.maximumPacketSize else { return payload }
+        let size = MQTTBrokerLimits.publishPacketSize(
+            topic: topic, payloadCount: payload.count, qos: limits.qos(for: config.qos), properties: properties,
+            protocolVersion: mqtt.protocolVersion)
+        guard size > limit else { return payload }
+        outbox.refused(topic, size: size, limit: limit)
+        var object: [String: JSONValue] = [
+            "id": json["id"] ?? .null, "status": .string("error"), "code": .string(ErrorCode.tooLarge.rawValue),
+            "message": .string(
+                "the answer is a packet of \(size) bytes, more than the broker's maximum packet size (\(packetLimitText))"
+            ),
+        ]
+        if let op = json["op"] { object["op"] = op }
+        return JSONValue.object(object).encodedUTF8()
+    }
 }
