@@ -1,6 +1,7 @@
 import Foundation
 import Gateway
 import HomeModel
+import HomeMQTTApp
 import Logging
 
 // The home commands without a gateway: the home database opened with its lock held, the
@@ -16,6 +17,8 @@ struct OfflineHome: HomeEditor {
     let tree: TopicTree
     let scopeStore: ScopeStore
     let scope: ScopeConfig
+    /// Each kind of source's pairing over the state directory (`HomeMQTTApp.offlinePairings`).
+    var pairings: [any PairingManager] = []
 
     static func open(_ config: GatewayConfig, logger: Logger) async throws(GatewayFailure) -> OfflineHome {
         let directory = URL(fileURLWithPath: config.stateDirectory)
@@ -64,7 +67,7 @@ struct OfflineHome: HomeEditor {
         return OfflineHome(
             config: config, database: database, home: home,
             tree: TopicTree(base: config.baseTopic, accessories: accessories, home: home, scope: filter),
-            scopeStore: scopeStore, scope: scope)
+            scopeStore: scopeStore, scope: scope, pairings: HomeMQTTApp.offlinePairings(config, logger: logger))
     }
 
     /// Another command may hold the lock for a moment (commands run in parallel by a script);

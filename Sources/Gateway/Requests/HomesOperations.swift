@@ -59,6 +59,7 @@ public struct HomesList: ManagementOperation {
 /// `home/add`: a new home, served at once on its own base topic (`<base>-<name>` unless given).
 public struct HomeAdd: ManagementOperation {
     public static let name = "home/add"
+    public static let access = OperationAccess.homeList
     public var name: String
     public var baseTopic: String?
 
@@ -89,6 +90,7 @@ public struct HomeAdd: ManagementOperation {
 /// `home/rename`: a home's new name; its topics stay.
 public struct HomeRename: ManagementOperation {
     public static let name = "home/rename"
+    public static let access = OperationAccess.homeList
     /// The home: id, name or base topic.
     public var home: String
     public var name: String
@@ -118,6 +120,7 @@ public struct HomeRename: ManagementOperation {
 /// the running gateway can clear the topics of the home it served, so only it removes one.
 public struct HomeRemove: ManagementOperation {
     public static let name = "home/remove"
+    public static let access = OperationAccess.homeList
     public static var needsGateway: Bool { true }
     /// The home: id, name or base topic.
     public var home: String
@@ -167,6 +170,7 @@ extension HomeRemove {
 /// `home/primary`: makes a home primary. No topic changes; it is announced.
 public struct HomePrimary: ManagementOperation {
     public static let name = "home/primary"
+    public static let access = OperationAccess.homeList
     public var home: String
 
     public init(home: String) { self.home = home }
@@ -189,6 +193,7 @@ public struct HomePrimary: ManagementOperation {
 /// topic; the running gateway clears its old topics, so only it moves one.
 public struct HomeBaseTopic: ManagementOperation {
     public static let name = "home/base-topic"
+    public static let access = OperationAccess.homeList
     public static var needsGateway: Bool { true }
     public var home: String
     public var baseTopic: String
@@ -221,6 +226,7 @@ public struct HomeBaseTopic: ManagementOperation {
 /// it leaves are cleared.
 public struct AccessoryHome: ManagementOperation {
     public static let name = "accessory/home"
+    public static let access = OperationAccess.homeList
     /// The accessory: id, name or topic (in the home the request is sent to), or any home's id.
     public var accessory: String
     public var home: String
@@ -258,6 +264,7 @@ public struct AccessoryHome: ManagementOperation {
 /// move there now, and new ones are taken in there.
 public struct SourceHome: ManagementOperation {
     public static let name = "source/home"
+    public static let access = OperationAccess.homeList
     public var prefix: String
     public var home: String
 

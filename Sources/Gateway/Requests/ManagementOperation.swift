@@ -10,6 +10,9 @@ public protocol ManagementOperation: Sendable {
     /// Whether only the running gateway can perform it (it talks to accessories, the broker
     /// or a source); the CLI then does not edit the home without it.
     static var needsGateway: Bool { get }
+    /// Who may send it: declared here, so the ACL file and the web view's check follow the
+    /// list of operations instead of a list of names kept beside it.
+    static var access: OperationAccess { get }
     /// Reads the request's fields; the dispatcher refuses fields left unread afterwards.
     init(_ request: RequestReader) throws(GatewayFailure)
     /// The request's fields, as `init` reads them: what a client sends.
@@ -20,6 +23,17 @@ public protocol ManagementOperation: Sendable {
 
 extension ManagementOperation {
     public static var needsGateway: Bool { false }
+    public static var access: OperationAccess { .home }
+}
+
+/// Who may send an operation, beyond the role every request on `$gateway/request` needs
+/// (an administrator of the home it is sent to).
+public enum OperationAccess: Sendable, Hashable {
+    /// An administrator of the home.
+    case home
+    /// It changes the list of homes or moves accessories between them: an administrator of
+    /// every home (`AccessPolicy`).
+    case homeList
 }
 
 /// An operation only the running gateway can perform. Without it the answer is `needs-gateway`.
@@ -53,6 +67,10 @@ public protocol HomeEditor: Sendable {
     var managesHomes: Bool { get }
     /// The running gateway, for what only it can do; nil when the home is edited without it.
     var running: (any RunningGateway)? { get }
+    /// What pairs accessories with the sources (HAP's pairings): the running sources', or,
+    /// without the gateway, each kind's over the state directory. A source's own operations
+    /// find theirs here by type (`SourceOperation`).
+    var pairings: [any PairingManager] { get }
 
     /// The room `key` names: its id, its name in any case, or its topic slug.
     func room(named key: String) async throws(GatewayFailure) -> Room
@@ -98,8 +116,6 @@ public protocol RunningGateway: HomeEditor {
     func health() async -> JSONValue
     /// Asks the accessory to identify itself.
     func identify(accessoryID: String) async throws(GatewayFailure)
-    /// The source that pairs, if one runs; its own operations reach it here.
-    var pairing: (any PairingManager)? { get }
     /// Accessories paired anew: those removed from the home earlier are welcome again.
     func paired(accessoryIDs: [String]) async
 }
