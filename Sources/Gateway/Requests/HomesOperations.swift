@@ -16,7 +16,8 @@ func homeAnswer(_ home: Home, primaryID: String, gatewayBase: String) -> JSONVal
 extension HomeEditor {
     /// Refuses a change to the list of homes where it may not be made: on the request topic of
     /// a home other than the one on the gateway's base topic (where its administrators need not
-    /// administer the homes it would change).
+    /// administer the homes it would change). `ManagementOperations.perform` asks it of every
+    /// operation that declares `access: .homeList`, so the declaration is the one place.
     func requireHomesEditor(_ op: String) throws(GatewayFailure) {
         guard managesHomes else {
             throw GatewayFailure(
@@ -78,7 +79,6 @@ public struct HomeAdd: ManagementOperation {
     }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let (name, topic, base, reserved) = (self.name, baseTopic, editor.gatewayBase, editor.reservedTopics)
         let home = try await editor.change { db throws(ModelError) in
             try await db.addHome(named: name, baseTopic: topic, gatewayBase: base, reserved: reserved)
@@ -108,7 +108,6 @@ public struct HomeRename: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home), "name": .string(name)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let home = try await editor.home(named: self.home)
         let name = self.name
         try await editor.change { db throws(ModelError) in try await db.renameHome(id: home.id, to: name) }
@@ -142,7 +141,6 @@ public struct HomeRemove: ManagementOperation {
     }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
         var targetID: String?
@@ -182,7 +180,6 @@ public struct HomePrimary: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let home = try await editor.home(named: self.home)
         try await editor.change { db throws(ModelError) in try await db.setPrimary(homeID: home.id) }
         return await editor.describe(home)
@@ -211,7 +208,6 @@ public struct HomeBaseTopic: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home), "base-topic": .string(baseTopic)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
         let (topic, base, reserved) = (baseTopic, editor.gatewayBase, editor.reservedTopics)
@@ -244,7 +240,6 @@ public struct AccessoryHome: ManagementOperation {
     public var fields: [String: JSONValue] { ["accessory": .string(accessory), "home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let target = try await editor.home(named: home)
         let id: String
         do throws(GatewayFailure) {
@@ -281,7 +276,6 @@ public struct SourceHome: ManagementOperation {
     public var fields: [String: JSONValue] { ["prefix": .string(prefix), "home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let target = try await editor.home(named: home)
         let prefix = self.prefix
         try await editor.change { db throws(ModelError) in try await db.assignSource(prefix: prefix, toHome: target.id)

@@ -161,6 +161,9 @@ public enum ManagementOperations {
         }
         let operation = try type.init(request)
         try request.finish()
+        // As declared, once for every such operation: the list of homes changes only on the
+        // gateway's base topic (or without the gateway).
+        if type.access == .homeList { try editor.requireHomesEditor(name) }
         return try await operation.perform(on: editor)
     }
 
