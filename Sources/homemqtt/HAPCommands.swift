@@ -62,7 +62,8 @@ struct HAPRequestOptions: ParsableArguments {
         -> JSONValue
     {
         await HomeRequest.perform(
-            operation, config, timeout: timeout, logLevel: verbose ? "info" : "error", changes: changes)
+            operation, config, timeout: timeout, logLevel: verbose ? "info" : "error", changes: changes,
+            withoutSource: true)
     }
 }
 

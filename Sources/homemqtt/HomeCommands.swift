@@ -29,9 +29,12 @@ enum HomeRequest {
     /// - Parameters:
     ///   - logLevel: of what the operation logs without the gateway (`--verbose`).
     ///   - changes: whether it changes the state directory (then stderr says it did so directly).
+    ///   - withoutSource: for a source's operation that the running gateway answers
+    ///     `no-pairing-source` (it runs without that kind of source): performs it on the state
+    ///     directory's pairings alone, as these commands did before they were operations.
     static func perform<Operation: ManagementOperation>(
         _ operation: Operation, _ configOptions: ConfigOptions, timeout: Double, logLevel: String = "error",
-        changes: Bool = true
+        changes: Bool = true, withoutSource: Bool = false
     ) async -> JSONValue {
         let op = Operation.name
         let config: GatewayConfig
@@ -60,6 +63,18 @@ enum HomeRequest {
                 return response["data"] ?? .null
             }
             let code = response["code"]?.stringValue ?? "error"
+            if withoutSource, code == ErrorCode.noPairingSource.rawValue {
+                do throws(GatewayFailure) {
+                    let data = try await PairingsOnly.open(config, logger: logger).perform(op, fields: operation.fields)
+                    FileHandle.standardError.write(
+                        Data(
+                            "homemqtt: the running gateway has no source for \(op); used the state directory \(config.stateDirectory) directly\n"
+                                .utf8))
+                    return data
+                } catch {
+                    fail("\(op): \(error.code): \(error.message)")
+                }
+            }
             let message =
                 response["message"]?.stringValue
                 ?? (response.isEmpty ? "an empty answer" : JSONValue.object(response).encoded())

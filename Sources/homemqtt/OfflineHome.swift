@@ -130,3 +130,43 @@ struct OfflineHome: HomeEditor {
     func homeChanged() {}
     func changeRefused(_ error: ModelError) {}
 }
+
+/// Beside a running gateway that has no source of a kind: that kind's pairing over the state
+/// directory, for its own operations only (`homemqtt hap pair` while the gateway serves only
+/// simulated accessories). The home database is the gateway's: read, never changed here.
+struct PairingsOnly: HomeEditor {
+    let config: GatewayConfig
+    let database: HomeDatabase
+    let pairings: [any PairingManager]
+
+    static func open(_ config: GatewayConfig, logger: Logger) throws(GatewayFailure) -> PairingsOnly {
+        do throws(ModelError) {
+            let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: false)
+            return PairingsOnly(
+                config: config, database: database.view(homeID: database.baseHomeID),
+                pairings: HomeMQTTApp.offlinePairings(config, logger: logger))
+        } catch {
+            throw GatewayFailure(code: error.code, message: "\(config.stateDirectory): \(error.message)")
+        }
+    }
+
+    /// Only the sources' own operations: the home's are the running gateway's.
+    func perform(_ name: String, fields: [String: JSONValue]) async throws(GatewayFailure) -> JSONValue {
+        try await ManagementOperations.perform(name, fields: fields, among: Setup.sourceOperations, on: self)
+    }
+
+    var gatewayBase: String { config.baseTopic }
+    var reservedTopics: [String] { config.reservedTopicPrefixes }
+    var managesHomes: Bool { false }
+    var running: (any RunningGateway)? { nil }
+    var scope: ScopeConfig { config.scope }
+
+    func room(named key: String) throws(GatewayFailure) -> Room { throw Self.theGateways }
+    func accessory(named key: String) throws(GatewayFailure) -> NamedAccessory { throw Self.theGateways }
+    func homeChanged() {}
+    func changeRefused(_ error: ModelError) {}
+    func remove(_ accessory: TopicTree.AccessoryNode) throws(GatewayFailure) { throw Self.theGateways }
+    func replaceScope(_ scope: ScopeConfig, filter: ScopeFilter) throws(GatewayFailure) { throw Self.theGateways }
+
+    static let theGateways = GatewayFailure(code: .needsGateway, message: "the running gateway edits the home")
+}

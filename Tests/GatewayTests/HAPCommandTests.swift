@@ -85,4 +85,58 @@ final class HAPCommandTests: XCTestCase {
         XCTAssertEqual(missing.status, 2)
         XCTAssertTrue(missing.standardError.contains("nope.yml: no such file"), missing.standardError)
     }
+
+    /// Through a running gateway: one without a hap source answers `no-pairing-source`, and the
+    /// commands work on the state directory's pairings as they did before they were operations;
+    /// a request the gateway refuses is named with its code.
+    func testThroughARunningGatewayWithoutAHAPSource() async throws {
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        let setup = try E2EConfig(brokerURL: broker.url)
+        let gateway = try await BinaryGateway.start(setup, broker: broker)
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+
+        let listed = try await homemqtt(["hap", "pairings", "--config", setup.configPath])
+        XCTAssertEqual(listed.status, 0, listed.standardError)
+        XCTAssertEqual(listed.standardOutput, "no pairings\n")
+        XCTAssertTrue(
+            listed.standardError.contains("the running gateway has no source for pairings"), listed.standardError)
+
+        let unknown = try await homemqtt(["hap", "unpair", "AA:BB:CC:DD:EE:FF", "--config", setup.configPath])
+        XCTAssertEqual(unknown.status, 1)
+        XCTAssertTrue(unknown.standardError.contains("unpair: unknown-pairing:"), unknown.standardError)
+        XCTAssertTrue(gateway.isRunning)
+    }
+
+    /// Through a running gateway with a hap source: the gateway answers, and says nothing else.
+    func testThroughARunningGatewayWithAHAPSource() async throws {
+        let broker = try await MosquittoBroker.start()
+        addTeardownBlock { await broker.stop() }
+        let setup = try E2EConfig(brokerURL: broker.url)
+        try """
+        broker:
+          url: \(broker.url)
+          client-id: homemqtt-e2e
+        state-directory: state
+        sources:
+          - type: hap
+            mdns-interfaces: {allow: [lo]}
+        homeassistant:
+          enabled: false
+        log-level: warning
+        """.write(toFile: setup.configPath, atomically: true, encoding: .utf8)
+        let gateway = try await BinaryGateway.start(setup, broker: broker)
+        addTeardownBlock { await gateway.terminate(grace: 2) }
+
+        let listed = try await homemqtt(["hap", "pairings", "--config", setup.configPath])
+        XCTAssertEqual(listed.status, 0, listed.standardError)
+        XCTAssertEqual(listed.standardOutput, "no pairings\n")
+        // Without the gateway the database's lock would have refused it: the gateway answered.
+        XCTAssertEqual(listed.standardError, "", "answered by the gateway")
+        let old = try await homemqtt(["pairings", "--config", setup.configPath])
+        XCTAssertEqual(old.standardOutput, "no pairings\n", old.standardError)
+        let unknown = try await homemqtt(["hap", "unpair", "AA:BB:CC:DD:EE:FF", "--config", setup.configPath])
+        XCTAssertEqual(unknown.status, 1)
+        XCTAssertTrue(unknown.standardError.contains("unpair: unknown-pairing:"), unknown.standardError)
+    }
 }
