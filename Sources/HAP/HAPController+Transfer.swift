@@ -62,7 +62,7 @@ extension HAPController {
             throw HAPError(
                 code: error.code,
                 message:
-                    "HomeMQTT's pairing was added to accessory \(ours.accessoryPairingID) but \(error.message); \(undone ? "it was removed again, so importing again is safe" : "removing it again failed too: remove controller \(ours.controllerPairingID) from the accessory (homemqtt remove-pairing, from a controller that has it) or reset the accessory")"
+                    "HomeMQTT's pairing was added to accessory \(ours.accessoryPairingID) but \(error.message); \(undone ? "it was removed again, so importing again is safe" : "removing it again failed too: remove controller \(ours.controllerPairingID) from the accessory (homemqtt hap remove-pairing, from a controller that has it) or reset the accessory")"
             )
         }
         logger.info("paired with accessory \(ours.accessoryPairingID) as controller \(ours.controllerPairingID)")

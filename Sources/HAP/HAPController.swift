@@ -2,7 +2,7 @@ import Foundation
 public import HomeModel
 public import Logging
 
-/// Pairs, unpairs and inspects accessories; the library side of `homemqtt pair/unpair/pairings`.
+/// Pairs, unpairs and inspects accessories; the library side of `homemqtt hap pair/unpair/pairings`.
 public actor HAPController {
     public let store: HAPPairingStore
     let logger: Logger

@@ -42,10 +42,18 @@ public struct HAPFactory: SourceFactory, CustomStringConvertible {
         return MadeSource(source: source, pairing: HAPPairingManager(source: source, logger: context.logger))
     }
 
+    /// Offline, `hap pair`, `pairings`, `unpair` and `discover` work on the state directory's
+    /// pairings whether or not the config has a hap source (as before they were operations):
+    /// the gateway serves them once it has one.
+    public static func offlinePairing(_ entry: Self?, _ context: SourceContext) -> (any PairingManager)? {
+        HAPPairingManager(
+            store: pairingStore(context.config), mdnsInterfaces: entry?.mdnsInterfaces ?? .all, logger: context.logger)
+    }
+
     /// Where pairings are kept, in the state directory.
     static let pairingDirectory = "pairings"
 
-    /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
+    /// `<state-directory>/pairings`: where `homemqtt hap pair` and the hap source keep pairings.
     public static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {
         HAPPairingStore(directory: URL(fileURLWithPath: config.stateDirectory).appendingPathComponent(pairingDirectory))
     }

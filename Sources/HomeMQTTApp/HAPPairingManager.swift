@@ -1,19 +1,34 @@
 import Foundation
-import Gateway
+public import Gateway
 import HAP
 import HomeModel
 import Logging
+import MDNS
 
 /// The gateway's `pair`, `pairings`, `unpair` and `discover` requests over the HAP controller. The running
 /// HAP source follows every change, so a new pairing's accessories get their topics at once
-/// and an unpaired accessory's topics are cleared.
-struct HAPPairingManager: PairingManager {
+/// and an unpaired accessory's topics are cleared. Without the gateway (`homemqtt hap …` while
+/// it is stopped) there is no source: the pairings in the state directory are all there is.
+public struct HAPPairingManager: PairingManager {
+    public static let sourceType = HAPFactory.type
     let controller: HAPController
-    let source: HAPSource
+    /// The running source; nil without the gateway.
+    let source: HAPSource?
+    let store: HAPPairingStore
+    let mdnsInterfaces: MDNSInterfaces
 
     init(source: HAPSource, logger: Logger) {
         self.source = source
+        store = source.store
+        mdnsInterfaces = source.mdnsInterfaces
         controller = HAPController(store: source.store, logger: logger)
+    }
+
+    init(store: HAPPairingStore, mdnsInterfaces: MDNSInterfaces, logger: Logger) {
+        source = nil
+        self.store = store
+        self.mdnsInterfaces = mdnsInterfaces
+        controller = HAPController(store: store, logger: logger)
     }
 
     func pair(host: String, port: Int, setupCode: String, name: String?) async throws(GatewayFailure) -> JSONValue {
@@ -23,48 +38,63 @@ struct HAPPairingManager: PairingManager {
         } catch {
             throw Self.failure(error)
         }
-        let accessories = await source.add(pairing: pairing)
         var data = Self.describe(pairing)
-        data["accessories"] = .array(accessories.map { .object(["id": .string($0.id), "name": .string($0.name)]) })
-        data["connected"] = .bool(await source.isConnected(pairingID: pairing.accessoryPairingID))
+        let accessories: [Accessory]?
+        if let source {
+            accessories = await source.add(pairing: pairing)
+            data["connected"] = .bool(await source.isConnected(pairingID: pairing.accessoryPairingID))
+        } else {
+            // No gateway to serve them yet: a look at them, once. The pairing stands even when
+            // the look fails (then no `accessories`); the gateway reads them when it starts.
+            accessories = try? await controller.accessories(of: pairing)
+            data["connected"] = .bool(false)
+        }
+        if let accessories {
+            data["accessories"] = .array(accessories.map { .object(["id": .string($0.id), "name": .string($0.name)]) })
+        }
         return .object(data)
     }
 
     func pairings() async throws(GatewayFailure) -> JSONValue {
         do {
-            return .array(try source.store.all().map { .object(Self.describe($0)) })
+            return .array(try store.all().map { .object(Self.describe($0)) })
         } catch {
             throw GatewayFailure(code: .io, message: "cannot read the pairings: \(error)")
         }
     }
 
     /// `id` is a pairing id, or the id of one of its accessories (`hap:<pairing id>:<aid>`).
-    func unpair(id: String) async throws(GatewayFailure) {
+    public func unpair(id: String) async throws(GatewayFailure) {
+        try await unpair(id: id, force: false)
+    }
+
+    /// `force`: forget the pairing even when the accessory cannot be told.
+    func unpair(id: String, force: Bool) async throws(GatewayFailure) {
         let pairingID = HAPSource.pairingID(forAccessoryID: id) ?? id
         do {
-            try await controller.unpair(id: pairingID)
-        } catch  where error.isTransient {
+            try await controller.unpair(id: pairingID, force: force)
+        } catch  where error.isTransient && !force {
             throw GatewayFailure(
                 code: error.code,
                 message:
-                    "\(error.message); to forget the pairing without telling the accessory, run `homemqtt unpair \(pairingID) --force`"
+                    "\(error.message); to forget the pairing without telling the accessory, run `homemqtt hap unpair \(pairingID) --force`"
             )
         } catch {
             throw Self.failure(error)
         }
-        await source.remove(pairingID: pairingID)
+        await source?.remove(pairingID: pairingID)
     }
 
     func discover(timeout: Double) async throws(GatewayFailure) -> JSONValue {
         do {
             return .array(
-                try await HAPDiscovery.browse(timeout: timeout, interfaces: source.mdnsInterfaces).map(Self.describe))
+                try await HAPDiscovery.browse(timeout: timeout, interfaces: mdnsInterfaces).map(Self.describe))
         } catch {
             throw Self.failure(error)
         }
     }
 
-    func pairingID(forAccessory accessoryID: String) -> String? {
+    public func pairingID(forAccessory accessoryID: String) -> String? {
         HAPSource.pairingID(forAccessoryID: accessoryID)
     }
 

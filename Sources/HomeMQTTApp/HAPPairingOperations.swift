@@ -1,30 +1,22 @@
-import Gateway
-import HomeModel
+public import Gateway
+public import HomeModel
 
 // HAP's own management operations, which the gateway answers after its core ones: `pair`,
-// `pairings`, `unpair` and `discover`. They reach the HAP source through the running gateway's
-// pairing manager; a gateway without a HAP source answers them with `no-pairing-source`.
+// `pairings`, `unpair` and `discover`. Each is performed on HAP's pairing manager, which the
+// editor holds (`SourceOperation`): the running HAP source's, or, without the gateway, one over
+// the state directory's pairings. A gateway without a HAP source answers `no-pairing-source`.
+// `homemqtt hap …` sends these same operations.
 
 enum HAPPairingOperations {
     /// In the order `unknown-op` names them, after the core operations.
     static let all: [any ManagementOperation.Type] = [
         HAPPair.self, HAPPairings.self, HAPUnpair.self, HAPDiscover.self,
     ]
-
-    /// The running gateway's HAP pairing manager.
-    static func manager(_ gateway: some RunningGateway, for op: String) throws(GatewayFailure) -> HAPPairingManager {
-        guard let manager = gateway.pairing as? HAPPairingManager else {
-            throw GatewayFailure(
-                code: .noPairingSource,
-                message: "\(op) needs the hap source; add `- type: hap` under sources in the config")
-        }
-        return manager
-    }
 }
 
 /// `pair`: pairs with an accessory at an explicit address; its accessories join the home.
-struct HAPPair: GatewayOperation {
-    static let name = "pair"
+public struct HAPPair: SourceOperation {
+    public static let name = "pair"
     var host: String
     var port: Int
     /// The setup code printed on the accessory, XXX-XX-XXX.
@@ -32,75 +24,106 @@ struct HAPPair: GatewayOperation {
     /// A name for the pairing (default: the accessory's own name).
     var name: String?
 
-    init(_ request: RequestReader) throws(GatewayFailure) {
+    public init(host: String, port: Int, code: String, name: String?) {
+        self.host = host
+        self.port = port
+        self.code = code
+        self.name = name
+    }
+
+    public init(_ request: RequestReader) throws(GatewayFailure) {
         host = try request.text("host")
         port = try request.int("port", in: 1...65535)
         code = try request.text("code")
         name = try request.optionalText("name")
     }
 
-    var fields: [String: JSONValue] {
+    public var fields: [String: JSONValue] {
         [
             "host": .string(host), "port": .int(Int64(port)), "code": .string(code),
             "name": name.map(JSONValue.string) ?? .null,
         ]
     }
 
-    func perform(on gateway: some RunningGateway) async throws(GatewayFailure) -> JSONValue {
-        let manager = try HAPPairingOperations.manager(gateway, for: Self.name)
+    public func perform(with manager: HAPPairingManager, on editor: some HomeEditor) async throws(GatewayFailure)
+        -> JSONValue
+    {
         let paired = try await manager.pair(host: host, port: port, setupCode: code, name: name)
-        await gateway.paired(
+        await editor.running?.paired(
             accessoryIDs: (paired["accessories"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
         return paired
     }
 }
 
 /// `pairings`: the pairings kept, never their keys.
-struct HAPPairings: GatewayOperation {
-    static let name = "pairings"
+public struct HAPPairings: SourceOperation {
+    public static let name = "pairings"
 
-    init(_ request: RequestReader) throws(GatewayFailure) {}
-    var fields: [String: JSONValue] { [:] }
+    public init() {}
 
-    func perform(on gateway: some RunningGateway) async throws(GatewayFailure) -> JSONValue {
-        let manager = try HAPPairingOperations.manager(gateway, for: Self.name)
-        return .object(["pairings": try await manager.pairings()])
+    public init(_ request: RequestReader) throws(GatewayFailure) {}
+    public var fields: [String: JSONValue] { [:] }
+
+    public func perform(with manager: HAPPairingManager, on editor: some HomeEditor) async throws(GatewayFailure)
+        -> JSONValue
+    {
+        .object(["pairings": try await manager.pairings()])
     }
 }
 
 /// `unpair`: removes a pairing, on the accessory and locally; its accessories leave the home.
-struct HAPUnpair: GatewayOperation {
-    static let name = "unpair"
+public struct HAPUnpair: SourceOperation {
+    public static let name = "unpair"
     /// A pairing id, or the id of one of its accessories.
     var pairing: String
+    /// Forget the pairing even when the accessory cannot be told (`hap unpair --force`).
+    var force: Bool
 
-    init(_ request: RequestReader) throws(GatewayFailure) {
-        pairing = try request.text("pairing")
+    public init(pairing: String, force: Bool = false) {
+        self.pairing = pairing
+        self.force = force
     }
 
-    var fields: [String: JSONValue] { ["pairing": .string(pairing)] }
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        pairing = try request.text("pairing")
+        force = try request.bool("force") ?? false
+    }
 
-    func perform(on gateway: some RunningGateway) async throws(GatewayFailure) -> JSONValue {
-        let manager = try HAPPairingOperations.manager(gateway, for: Self.name)
-        try await manager.unpair(id: pairing)
+    // `force` only when set: the request without it is the one clients always sent.
+    public var fields: [String: JSONValue] {
+        force ? ["pairing": .string(pairing), "force": .bool(true)] : ["pairing": .string(pairing)]
+    }
+
+    public func perform(with manager: HAPPairingManager, on editor: some HomeEditor) async throws(GatewayFailure)
+        -> JSONValue
+    {
+        try await manager.unpair(id: pairing, force: force)
         return .object(["pairing": .string(pairing)])
     }
 }
 
 /// `discover`: HAP accessories announcing themselves on the local network.
-struct HAPDiscover: GatewayOperation {
-    static let name = "discover"
-    /// Seconds to listen, 0.5…30 (3 when left out).
+public struct HAPDiscover: SourceOperation {
+    public static let name = "discover"
+    /// Seconds to listen, 0.5…60 (3 when left out).
     var timeout: Double?
 
-    init(_ request: RequestReader) throws(GatewayFailure) {
-        timeout = try request.optionalDouble("timeout", in: 0.5...30)
+    /// What `hap discover --timeout` and a request accept alike.
+    public static let timeouts = 0.5...60.0
+
+    public init(timeout: Double?) {
+        self.timeout = timeout
     }
 
-    var fields: [String: JSONValue] { timeout.map { ["timeout": .double($0)] } ?? [:] }
+    public init(_ request: RequestReader) throws(GatewayFailure) {
+        timeout = try request.optionalDouble("timeout", in: Self.timeouts)
+    }
 
-    func perform(on gateway: some RunningGateway) async throws(GatewayFailure) -> JSONValue {
-        let manager = try HAPPairingOperations.manager(gateway, for: Self.name)
-        return try await manager.discover(timeout: timeout ?? 3)
+    public var fields: [String: JSONValue] { timeout.map { ["timeout": .double($0)] } ?? [:] }
+
+    public func perform(with manager: HAPPairingManager, on editor: some HomeEditor) async throws(GatewayFailure)
+        -> JSONValue
+    {
+        try await manager.discover(timeout: timeout ?? 3)
     }
 }

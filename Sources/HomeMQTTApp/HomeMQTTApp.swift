@@ -1,53 +1,59 @@
 public import Foundation
 public import Gateway
-import HomeAssistant
-import Homie
 public import Logging
-import WebView
 
 /// The composition root: what makes a HomeMQTT gateway, listed once, for the `homemqtt`
-/// binary, the bench and the tests alike. Adding an output or a source is a line here.
+/// binary, the bench and the tests alike. Adding a feature or a source is a type and a line here.
 public enum HomeMQTTApp {
-    /// The config file's sections other modules read, each by its module. An unknown key's
-    /// error lists them as allowed in this order, after the core's keys.
-    public static let configSections: [any ConfigSection.Type] = [
-        HomeAssistantConfig.self,
-        HomieConfig.self,
-        AccessoryStateConfig.self,
-        WebConfig.self,
-        AccessConfig.self,
+    /// The features beside the core, each declared in one type (`HomeMQTTExtension`): their
+    /// config sections (an unknown key's error lists them as allowed in this order, after the
+    /// core's keys), the topics they publish outside the base, their outputs on the gateway's
+    /// connection (their documents published in this order) and their services (started in this
+    /// order).
+    public static let extensions: [any HomeMQTTExtension.Type] = [
+        AccessoryStateFeature.self,
+        HomeAssistantFeature.self,
+        HomieFeature.self,
+        WebFeature.self,
+        AccessFeature.self,
     ]
 
-    /// The kinds of source `sources:` may name, each read and made by its factory.
-    public static let sourceFactories: [any SourceFactory.Type] = [
+    /// The kinds of source `sources:` may name, each read and made by its factory, each
+    /// bringing its own operations (and pairing, when it pairs).
+    public static let sources: [any SourceFactory.Type] = [
         SimulatorFactory.self,
         HAPFactory.self,
     ]
 
-    /// Loads a config file with every section of the app (see `GatewayConfig.load`).
+    /// Loads a config file with every section of `extensions` (see `GatewayConfig.load`).
     public static func loadConfig(
-        file: String, environment: [String: String] = ProcessInfo.processInfo.environment, stateDirectory: String? = nil
+        file: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        stateDirectory: String? = nil,
+        extensions: [any HomeMQTTExtension.Type] = HomeMQTTApp.extensions,
+        sources: [any SourceFactory.Type] = HomeMQTTApp.sources
     ) throws(ConfigError) -> GatewayConfig {
         var config = try GatewayConfig.load(
-            file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
-            sources: sourceFactories)
-        config.reservedTopicPrefixes = gatewayTopicPrefixes(config)
+            file: file, environment: environment, stateDirectory: stateDirectory,
+            sections: extensions.map { $0.section }, sources: sources)
+        config.reservedTopicPrefixes = reservedPrefixes(config, extensions: extensions)
         return config
     }
 
-    /// Reads a config text with every section of the app (see `GatewayConfig.parse`).
+    /// Reads a config text with every section of `extensions` (see `GatewayConfig.parse`).
     public static func parseConfig(
-        _ text: String, file: String, environment: [String: String] = [:], stateDirectory: String? = nil
+        _ text: String, file: String, environment: [String: String] = [:], stateDirectory: String? = nil,
+        extensions: [any HomeMQTTExtension.Type] = HomeMQTTApp.extensions,
+        sources: [any SourceFactory.Type] = HomeMQTTApp.sources
     ) throws(ConfigError) -> GatewayConfig {
         var config = try GatewayConfig.parse(
-            text, file: file, environment: environment, stateDirectory: stateDirectory, sections: configSections,
-            sources: sourceFactories)
-        config.reservedTopicPrefixes = gatewayTopicPrefixes(config)
+            text, file: file, environment: environment, stateDirectory: stateDirectory,
+            sections: extensions.map { $0.section }, sources: sources)
+        config.reservedTopicPrefixes = reservedPrefixes(config, extensions: extensions)
         return config
     }
 
     /// The config's sources as the gateway's one source (a `CompositeSource` when there are
-    /// several), with the pairing of the first that can pair.
+    /// several), with the pairing of each that pairs.
     /// - Parameter deferred: load the simulator's files when its service runs (`SourceContext`).
     public static func makeSource(_ config: GatewayConfig, logger: Logger, deferred: Bool = false) throws
         -> MadeSource
@@ -55,38 +61,45 @@ public enum HomeMQTTApp {
         let context = SourceContext(config: config, logger: logger, deferred: deferred)
         let made = try config.sources.map { entry in try entry.make(context) }
         let source = made.count == 1 ? made[0].source : CompositeSource(made.map(\.source))
-        return MadeSource(source: source, pairing: made.lazy.compactMap(\.pairing).first)
+        return MadeSource(source: source, pairings: made.flatMap(\.pairings))
     }
 }
 
 extension HomeMQTTApp {
     /// The topic prefixes outside the homes' base topics the gateway publishes under (Home
     /// Assistant's discovery, Homie's domain): what its broker user needs besides the homes.
-    public static func gatewayTopicPrefixes(_ config: GatewayConfig) -> [String] {
-        var prefixes: [String] = []
-        if config[HomeAssistantConfig.self].enabled { prefixes.append(config[HomeAssistantConfig.self].prefix) }
-        if config[HomieConfig.self].enabled { prefixes.append(config[HomieConfig.self].domain) }
-        return prefixes
+    public static func reservedPrefixes(
+        _ config: GatewayConfig, extensions: [any HomeMQTTExtension.Type] = HomeMQTTApp.extensions
+    ) -> [String] {
+        extensions.flatMap { feature in feature.reservedPrefixes(in: config) }
     }
 
-    /// The outputs the config asks for, in the order their documents are published.
-    public static func outputs(for config: GatewayConfig) -> [any GatewayOutput] {
-        var outputs: [any GatewayOutput] = []
-        let accessoryState = config[AccessoryStateConfig.self].enabled
-        // Off, it still names `$state` as the gateway's, so an earlier run's are cleared.
-        outputs.append(AccessoryStateOutput(enabled: accessoryState))
-        if config[HomeAssistantConfig.self].enabled {
-            outputs.append(HomeAssistantOutput(config[HomeAssistantConfig.self], accessoryTopics: accessoryState))
-        }
-        return outputs
+    /// The outputs the config asks for on the gateway's connection, in the order their
+    /// documents are published.
+    public static func outputs(
+        for config: GatewayConfig, extensions: [any HomeMQTTExtension.Type] = HomeMQTTApp.extensions
+    ) -> [any GatewayOutput] {
+        extensions.flatMap { feature in feature.outputs(in: config) }
     }
-}
 
-extension HomeMQTTApp {
     /// The sources' own management operations (HAP's `pair`, `pairings`, `unpair`, `discover`),
     /// answered after the core ones, live and offline alike: every kind's, whether the config
     /// has a source of that kind or not (then they answer that it has none).
-    public static let sourceOperations: [any ManagementOperation.Type] = sourceFactories.flatMap { factory in
-        factory.operations
+    public static func operations(of sources: [any SourceFactory.Type] = HomeMQTTApp.sources)
+        -> [any ManagementOperation.Type]
+    {
+        sources.flatMap { factory in factory.operations }
+    }
+
+    /// `operations()` of the shipped sources.
+    public static let sourceOperations = operations()
+
+    /// Without a running gateway: each kind's pairing over the state directory, for its
+    /// operations (`hap pair` offline).
+    public static func offlinePairings(
+        _ config: GatewayConfig, logger: Logger, sources: [any SourceFactory.Type] = HomeMQTTApp.sources
+    ) -> [any PairingManager] {
+        let context = SourceContext(config: config, logger: logger)
+        return sources.compactMap { factory in factory.offlinePairing(context) }
     }
 }

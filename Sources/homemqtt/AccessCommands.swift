@@ -45,8 +45,8 @@ struct AccessCommand: AsyncParsableCommand {
             let database = try Setup.openDatabase(config, exclusive: false)
             let text = AccessPolicy.mosquittoACL(
                 users: config[AccessConfig.self].users, homes: await database.homes, gatewayBase: config.baseTopic,
-                gatewayUser: config.mqtt.username, gatewayPrefixes: HomeMQTTApp.gatewayTopicPrefixes(config),
-                source: "\(config.file) and the homes in \(config.stateDirectory)")
+                gatewayUser: config.mqtt.username, gatewayPrefixes: HomeMQTTApp.reservedPrefixes(config),
+                source: "\(config.file) and the homes in \(config.stateDirectory)", operations: OfflineHome.operations)
             guard let output else {
                 print(text, terminator: "")
                 return

@@ -1,58 +1,69 @@
 import ArgumentParser
 import Foundation
 import Gateway
-import HAP
-import HomeModel
-import Logging
-import MDNS
 import HomeMQTTApp
+import HomeModel
 
-// The HAP commands: discover, pair, pairings and unpair, and the options they share.
+// `homemqtt hap …`: HAP's commands in one group. discover, pair, pairings and unpair send HAP's
+// own operations (`HAPPair`, …): through the running gateway when it is up, so that it serves a
+// new pairing at once, and on the state directory when it is not, as the home commands do. The
+// pairing-transfer commands (PairingTransferCommands.swift) talk to the accessory themselves.
+// Before the group, each was a top-level command: those names stay, hidden, for a release.
 
-/// What the HAP commands share: the pairing store of the config's state directory, and
-/// failures as one line on stderr. No command prints or logs a key or a setup code.
-struct HAPCommandOptions: ParsableArguments {
+struct HAPCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hap",
+        abstract: "Pair with HAP (HomeKit) accessories and manage their pairings.",
+        discussion:
+            "discover, pair, pairings and unpair go through the running gateway when it is up (it serves a new pairing at once), and work on the state directory when it is not.",
+        subcommands: HAPCommand.subcommands)
+
+    static let subcommands: [any ParsableCommand.Type] = [
+        DiscoverCommand.self, PairCommand.self, PairingsCommand.self, UnpairCommand.self, ImportPairingCommand.self,
+        AccessoryPairingsCommand.self, AddPairingCommand.self, RemovePairingCommand.self,
+    ]
+
+    /// The top-level names of before the group, hidden from help, behaving the same.
+    static let hiddenAliases: [any ParsableCommand.Type] = [
+        HiddenAlias<DiscoverCommand>.self, HiddenAlias<PairCommand>.self, HiddenAlias<PairingsCommand>.self,
+        HiddenAlias<UnpairCommand>.self, HiddenAlias<ImportPairingCommand>.self,
+        HiddenAlias<AccessoryPairingsCommand>.self, HiddenAlias<AddPairingCommand>.self,
+        HiddenAlias<RemovePairingCommand>.self,
+    ]
+}
+
+/// A command under another name's place: the same options, validation and run, left out of
+/// help. (`CommandConfiguration` is static, so one command cannot be listed twice differently.)
+struct HiddenAlias<Command: AsyncParsableCommand>: AsyncParsableCommand {
+    static var configuration: CommandConfiguration {
+        var configuration = Command.configuration
+        configuration.shouldDisplay = false
+        return configuration
+    }
+
+    // Validated by the option group as the command itself would be.
+    @OptionGroup var command: Command
+
+    func run() async throws {
+        var command = command
+        try await command.run()
+    }
+}
+
+/// What the HAP operations' commands share.
+struct HAPRequestOptions: ParsableArguments {
     @OptionGroup var config: ConfigOptions
-    @Flag(name: .shortAndLong, help: "Log what the HAP controller does (on stderr).") var verbose = false
+    @Flag(name: .shortAndLong, help: "Log what the HAP controller does (on stderr), without a running gateway.")
+    var verbose = false
 
-    /// `<state-directory>/pairings` of the config.
-    /// - Parameter writing: the command changes pairings (see `Setup.prepareState`).
-    func store(writing: Bool = false) throws -> HAPPairingStore {
-        do {
-            let config = try Setup.loadConfig(config)
-            try Setup.prepareState(config, writing: writing)
-            return Setup.pairingStore(config)
-        } catch let error as CLIError {
-            throw HAPCommandOptions.fail(error.description, exit: 2)
-        } catch let error as ModelError {
-            throw HAPCommandOptions.fail(error.message, exit: 1)
-        }
-    }
-
-    func controller(writing: Bool = true) throws -> HAPController {
-        let store = try store(writing: writing)
-        return HAPController(store: store, logger: Setup.logger(level: verbose ? "info" : "warning"))
-    }
-
-    /// Where the config's hap source looks for accessories (`mdns-interfaces`); every
-    /// interface when it has none.
-    func mdnsInterfaces() throws -> MDNSInterfaces {
-        do {
-            let loaded = try Setup.loadConfig(config)
-            return loaded.sources.lazy.compactMap { $0.settings as? HAPFactory }.first?.mdnsInterfaces ?? .all
-        } catch let error as CLIError {
-            throw HAPCommandOptions.fail(error.description, exit: 2)
-        }
-    }
-
-    /// Writes the failure on stderr; the caller throws the exit code.
-    static func fail(_ message: String, exit: Int32 = 1) -> ExitCode {
-        FileHandle.standardError.write(Data("homemqtt: \(message)\n".utf8))
-        return ExitCode(exit)
-    }
-
-    static func fail(_ what: String, _ error: HAPError) -> ExitCode {
-        fail("\(what) failed (\(error.code)): \(error.message)")
+    /// Performs `operation` (see `HomeRequest.perform`), waiting `timeout` seconds for a running
+    /// gateway's answer.
+    func perform<Operation: ManagementOperation>(_ operation: Operation, timeout: Double, changes: Bool) async
+        -> JSONValue
+    {
+        await HomeRequest.perform(
+            operation, config, timeout: timeout, logLevel: verbose ? "info" : "error", changes: changes,
+            withoutSource: true)
     }
 }
 
@@ -62,36 +73,34 @@ struct DiscoverCommand: AsyncParsableCommand {
         abstract: "List HAP accessories announcing themselves on the local network (mDNS _hap._tcp)."
     )
 
-    @OptionGroup var options: HAPCommandOptions
+    @OptionGroup var options: HAPRequestOptions
     @Option(help: "Seconds to listen for answers.") var timeout: Double = 3
 
     func validate() throws {
-        guard timeout >= 0.5 && timeout <= 60 else {
-            throw ValidationError("--timeout must be between 0.5 and 60 seconds")
+        let range = HAPDiscover.timeouts
+        guard range.contains(timeout) else {
+            throw ValidationError("--timeout must be between \(range.lowerBound) and \(range.upperBound) seconds")
         }
     }
 
     func run() async throws {
-        _ = try options.controller(writing: false)
-        let interfaces = try options.mdnsInterfaces()
-        let found: [HAPDiscoveredAccessory]
-        do throws(HAPError) {
-            found = try await HAPDiscovery.browse(timeout: timeout, interfaces: interfaces)
-        } catch {
-            throw HAPCommandOptions.fail("discover", error)
-        }
-        if found.isEmpty {
+        let found = await options.perform(HAPDiscover(timeout: timeout), timeout: timeout + 10, changes: false)
+        let accessories = found.arrayValue ?? []
+        if accessories.isEmpty {
             print("none found")
             return
         }
-        for a in found {
-            let category = Catalog.categories[a.category] ?? "other"
+        for a in accessories {
+            let text = { (key: String) in a[key]?.stringValue ?? "" }
+            let number = { (key: String) in a[key]?.intValue.map { "\($0)" } ?? "?" }
+            let host = text("host")
+            let others = (a["addresses"]?.arrayValue ?? []).compactMap(\.stringValue).filter { $0 != host }
+            let model = text("model")
             // Every field but the category is what a peer on the LAN announced: its control
             // characters are shown escaped (`\u{1B}`), never sent to the terminal.
             print(
-                ("\(a.id)  \(a.name)  model \(a.model.isEmpty ? "—" : a.model)  category \(a.category) (\(category))  \(a.isPaired ? "paired" : "unpaired")  c#\(a.configurationNumber)  \(Self.endpoint(a.host, a.port))"
-                    + (a.addresses.count > 1
-                        ? "  (also \(a.addresses.filter { $0 != a.host }.joined(separator: ", ")))" : ""))
+                ("\(text("id"))  \(text("name"))  model \(model.isEmpty ? "—" : model)  category \(number("category")) (\(text("category-name")))  \(a["paired"]?.boolValue == true ? "paired" : "unpaired")  c#\(number("configuration-number"))  \(Self.endpoint(host, a["port"]?.intValue ?? 0))"
+                    + (others.isEmpty ? "" : "  (also \(others.joined(separator: ", ")))"))
                     .escapingControlCharacters
             )
         }
@@ -110,11 +119,11 @@ struct PairCommand: AsyncParsableCommand {
         commandName: "pair",
         abstract: "Pair with a HAP accessory and save the pairing in the state directory.",
         discussion:
-            "A running gateway serves the new accessory after a restart; the request home/$gateway/request/pair pairs through a running gateway instead."
+            "Through the running gateway when it is up, which then serves the accessory at once; without it, the gateway serves it when it starts."
     )
 
-    @OptionGroup var options: HAPCommandOptions
-    @Option(help: "The accessory's address (see `homemqtt discover`).") var host: String
+    @OptionGroup var options: HAPRequestOptions
+    @Option(help: "The accessory's address (see `homemqtt hap discover`).") var host: String
     @Option(help: "The accessory's HAP port.") var port: Int
     @Option(help: "The setup code printed on the accessory, XXX-XX-XXX.") var code: String
     @Option(help: "A name for the pairing (default: the accessory's own name).") var name: String?
@@ -141,24 +150,26 @@ struct PairCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let controller = try options.controller()
-        let pairing: HAPPairing
-        do {
-            pairing = try await controller.pair(host: host, port: port, setupCode: code, name: name)
-        } catch {
-            throw HAPCommandOptions.fail("pairing with \(host):\(port)", error)
-        }
+        // Pair-setup's SRP and a slow accessory take seconds; the controller's own timeouts
+        // end it before this does.
+        let paired = await options.perform(
+            HAPPair(host: host, port: port, code: code, name: name), timeout: 90, changes: false)
+        let host = paired["host"]?.stringValue ?? host
+        let port = paired["port"]?.intValue ?? port
         print(
-            "paired with \(pairing.name ?? "the accessory") at \(pairing.host):\(pairing.port)"
-                .escapingControlCharacters)
-        print("pairing id: \(pairing.accessoryPairingID)".escapingControlCharacters)
-        do {
-            let accessories = try await controller.accessories(of: pairing)
-            print("accessories: \(accessories.count)")
-            for a in accessories { print("  \(a.aid)  \(a.name)".escapingControlCharacters) }
-        } catch {
+            "paired with \(paired["name"]?.stringValue ?? "the accessory") at \(host):\(port)".escapingControlCharacters
+        )
+        print("pairing id: \(paired["pairing"]?.stringValue ?? "?")".escapingControlCharacters)
+        guard let accessories = paired["accessories"]?.arrayValue else {
             // The pairing stands; only the look at its accessories failed.
-            print("accessories: unknown (\(error.message))")
+            print("accessories: unknown (the gateway reads them when it starts)")
+            return
+        }
+        print("accessories: \(accessories.count)")
+        for a in accessories {
+            // `hap:<pairing id>:<aid>`: the aid is what tells a bridge's accessories apart.
+            let aid = (a["id"]?.stringValue ?? "").split(separator: ":").last.map(String.init) ?? "?"
+            print("  \(aid)  \(a["name"]?.stringValue ?? "")".escapingControlCharacters)
         }
     }
 }
@@ -169,22 +180,19 @@ struct PairingsCommand: AsyncParsableCommand {
         abstract: "List the HAP pairings saved in the state directory (never their keys)."
     )
 
-    @OptionGroup var options: HAPCommandOptions
+    @OptionGroup var options: HAPRequestOptions
 
     func run() async throws {
-        let store = try options.store()
-        let pairings: [HAPPairing]
-        do {
-            pairings = try store.all()
-        } catch {
-            throw HAPCommandOptions.fail("reading the pairings", error)
-        }
+        let data = await options.perform(HAPPairings(), timeout: 10, changes: false)
+        let pairings = data["pairings"]?.arrayValue ?? []
         if pairings.isEmpty {
-            print("no pairings in \(store.directory.path)")
+            print("no pairings")
             return
         }
         for p in pairings {
-            print("\(p.accessoryPairingID)  \(p.name ?? "—")  \(p.host):\(p.port)".escapingControlCharacters)
+            let name = p["name"]?.stringValue ?? "—"
+            let endpoint = "\(p["host"]?.stringValue ?? "?"):\(p["port"]?.intValue ?? 0)"
+            print("\(p["pairing"]?.stringValue ?? "?")  \(name)  \(endpoint)".escapingControlCharacters)
         }
     }
 }
@@ -193,24 +201,16 @@ struct UnpairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unpair",
         abstract: "Remove a pairing on the accessory and from the state directory.",
-        discussion:
-            "A running gateway keeps the accessory until it restarts; home/$gateway/request/unpair unpairs through a running gateway instead."
+        discussion: "Through the running gateway when it is up, which then stops serving the accessory at once."
     )
 
-    @OptionGroup var options: HAPCommandOptions
-    @Argument(help: "The pairing id (as `homemqtt pairings` lists it).") var id: String
+    @OptionGroup var options: HAPRequestOptions
+    @Argument(help: "The pairing id (as `homemqtt hap pairings` lists it), or one of its accessories' ids.")
+    var id: String
     @Flag(help: "Remove the local pairing even when the accessory cannot be reached.") var force = false
 
     func run() async throws {
-        let controller = try options.controller()
-        do {
-            try await controller.unpair(id: id, force: force)
-        } catch  where error.isTransient && !force {
-            throw HAPCommandOptions.fail(
-                "unpairing \(id) failed (\(error.code)): \(error.message); --force removes the local pairing anyway")
-        } catch {
-            throw HAPCommandOptions.fail("unpairing \(id)", error)
-        }
-        print("unpaired \(id)")
+        _ = await options.perform(HAPUnpair(pairing: id, force: force), timeout: 30, changes: false)
+        print("unpaired \(id)".escapingControlCharacters)
     }
 }

@@ -19,19 +19,36 @@ enum HomeRequest {
     /// Runs `operation`, prints its data as JSON on stdout; on an error prints
     /// `homemqtt: <op>: <code>: <message>` on stderr and exits 1 (2 for a bad config).
     static func run<Operation: ManagementOperation>(_ operation: Operation, _ options: RequestOptions) async throws {
+        let data = await perform(operation, options.config, timeout: options.timeout)
+        print(data.encoded(pretty: true))
+    }
+
+    /// Performs `operation` through the running gateway, or on the state directory when it is
+    /// not running, and returns its data; on an error prints `homemqtt: <op>: <code>: <message>`
+    /// on stderr and exits 1 (2 for a bad config).
+    /// - Parameters:
+    ///   - logLevel: of what the operation logs without the gateway (`--verbose`).
+    ///   - changes: whether it changes the state directory (then stderr says it did so directly).
+    ///   - withoutSource: for a source's operation that the running gateway answers
+    ///     `no-pairing-source` (it runs without that kind of source): performs it on the state
+    ///     directory's pairings alone, as these commands did before they were operations.
+    static func perform<Operation: ManagementOperation>(
+        _ operation: Operation, _ configOptions: ConfigOptions, timeout: Double, logLevel: String = "error",
+        changes: Bool = true, withoutSource: Bool = false
+    ) async -> JSONValue {
         let op = Operation.name
         let config: GatewayConfig
         do {
-            config = try Setup.loadConfig(options.config)
+            config = try Setup.loadConfig(configOptions)
         } catch {
             fail("\(error)", exit: 2)
         }
-        let logger = Setup.logger(level: "error")
+        let logger = Setup.logger(level: logLevel)
         switch await RequestClient.connect(config: config, op: op, statusWait: 1.5, logger: logger) {
         case .online(let link):
             let response: [String: JSONValue]?
             do {
-                response = try await link.send(operation.fields, timeout: options.timeout)
+                response = try await link.send(operation.fields, timeout: timeout)
             } catch {
                 await link.close()
                 fail("\(op): cannot send the request to \(link.requestTopic): \(error)")
@@ -39,14 +56,25 @@ enum HomeRequest {
             await link.close()
             guard let response else {
                 fail(
-                    "\(op): no answer on \(link.responseTopic) within \(options.timeout) s; is the gateway for '\(config.baseTopic)' still running?"
+                    "\(op): no answer on \(link.responseTopic) within \(timeout) s; is the gateway for '\(config.baseTopic)' still running?"
                 )
             }
             if response["status"] == .string("ok") {
-                print((response["data"] ?? .null).encoded(pretty: true))
-                return
+                return response["data"] ?? .null
             }
             let code = response["code"]?.stringValue ?? "error"
+            if withoutSource, code == ErrorCode.noPairingSource.rawValue {
+                do throws(GatewayFailure) {
+                    let data = try await PairingsOnly.open(config, logger: logger).perform(op, fields: operation.fields)
+                    FileHandle.standardError.write(
+                        Data(
+                            "homemqtt: the running gateway has no source for \(op); used the state directory \(config.stateDirectory) directly\n"
+                                .utf8))
+                    return data
+                } catch {
+                    fail("\(op): \(error.code): \(error.message)")
+                }
+            }
             let message =
                 response["message"]?.stringValue
                 ?? (response.isEmpty ? "an empty answer" : JSONValue.object(response).encoded())
@@ -62,11 +90,13 @@ enum HomeRequest {
             } catch {
                 fail("\(op): \(error.code): \(error.message)")
             }
-            print(data.encoded(pretty: true))
-            FileHandle.standardError.write(
-                Data(
-                    "homemqtt: the gateway is not running (\(reason)); changed the home in \(config.stateDirectory) directly — its topics follow when it starts\n"
-                        .utf8))
+            if changes {
+                FileHandle.standardError.write(
+                    Data(
+                        "homemqtt: the gateway is not running (\(reason)); changed the home in \(config.stateDirectory) directly — its topics follow when it starts\n"
+                            .utf8))
+            }
+            return data
         }
     }
 

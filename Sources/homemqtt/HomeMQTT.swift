@@ -11,14 +11,11 @@ struct HomeMQTT: AsyncParsableCommand {
         abstract: "Puts a HomeKit home (rooms, accessories, services, characteristics) onto MQTT.",
         version: HomeMQTTVersion.current,
         subcommands: [
-            RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, DiscoverCommand.self,
-            PairCommand.self, PairingsCommand.self, UnpairCommand.self, ImportPairingCommand.self,
-            AccessoryPairingsCommand.self, AddPairingCommand.self, RemovePairingCommand.self,
+            RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, HAPCommand.self,
             HomesCommand.self, HomeCommand.self, AccessCommand.self, RoomCommand.self, AccessoryCommand.self,
-            ServiceCommand.self,
-            ScopeCommand.self, HealthCommand.self,
-            RepublishCommand.self, BackupCommand.self, RestoreCommand.self,
-        ],
+            ServiceCommand.self, ScopeCommand.self, HealthCommand.self, RepublishCommand.self, BackupCommand.self,
+            RestoreCommand.self,
+        ] + HAPCommand.hiddenAliases,
         defaultSubcommand: RunCommand.self
     )
 }

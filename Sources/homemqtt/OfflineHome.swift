@@ -1,6 +1,7 @@
 import Foundation
 import Gateway
 import HomeModel
+import HomeMQTTApp
 import Logging
 
 // The home commands without a gateway: the home database opened with its lock held, the
@@ -16,6 +17,8 @@ struct OfflineHome: HomeEditor {
     let tree: TopicTree
     let scopeStore: ScopeStore
     let scope: ScopeConfig
+    /// Each kind of source's pairing over the state directory (`HomeMQTTApp.offlinePairings`).
+    var pairings: [any PairingManager] = []
 
     static func open(_ config: GatewayConfig, logger: Logger) async throws(GatewayFailure) -> OfflineHome {
         let directory = URL(fileURLWithPath: config.stateDirectory)
@@ -64,7 +67,7 @@ struct OfflineHome: HomeEditor {
         return OfflineHome(
             config: config, database: database, home: home,
             tree: TopicTree(base: config.baseTopic, accessories: accessories, home: home, scope: filter),
-            scopeStore: scopeStore, scope: scope)
+            scopeStore: scopeStore, scope: scope, pairings: HomeMQTTApp.offlinePairings(config, logger: logger))
     }
 
     /// Another command may hold the lock for a moment (commands run in parallel by a script);
@@ -126,4 +129,44 @@ struct OfflineHome: HomeEditor {
     var running: (any RunningGateway)? { nil }
     func homeChanged() {}
     func changeRefused(_ error: ModelError) {}
+}
+
+/// Beside a running gateway that has no source of a kind: that kind's pairing over the state
+/// directory, for its own operations only (`homemqtt hap pair` while the gateway serves only
+/// simulated accessories). The home database is the gateway's: read, never changed here.
+struct PairingsOnly: HomeEditor {
+    let config: GatewayConfig
+    let database: HomeDatabase
+    let pairings: [any PairingManager]
+
+    static func open(_ config: GatewayConfig, logger: Logger) throws(GatewayFailure) -> PairingsOnly {
+        do throws(ModelError) {
+            let database = try HomeDatabase(directory: URL(fileURLWithPath: config.stateDirectory), exclusive: false)
+            return PairingsOnly(
+                config: config, database: database.view(homeID: database.baseHomeID),
+                pairings: HomeMQTTApp.offlinePairings(config, logger: logger))
+        } catch {
+            throw GatewayFailure(code: error.code, message: "\(config.stateDirectory): \(error.message)")
+        }
+    }
+
+    /// Only the sources' own operations: the home's are the running gateway's.
+    func perform(_ name: String, fields: [String: JSONValue]) async throws(GatewayFailure) -> JSONValue {
+        try await ManagementOperations.perform(name, fields: fields, among: Setup.sourceOperations, on: self)
+    }
+
+    var gatewayBase: String { config.baseTopic }
+    var reservedTopics: [String] { config.reservedTopicPrefixes }
+    var managesHomes: Bool { false }
+    var running: (any RunningGateway)? { nil }
+    var scope: ScopeConfig { config.scope }
+
+    func room(named key: String) throws(GatewayFailure) -> Room { throw Self.theGateways }
+    func accessory(named key: String) throws(GatewayFailure) -> NamedAccessory { throw Self.theGateways }
+    func homeChanged() {}
+    func changeRefused(_ error: ModelError) {}
+    func remove(_ accessory: TopicTree.AccessoryNode) throws(GatewayFailure) { throw Self.theGateways }
+    func replaceScope(_ scope: ScopeConfig, filter: ScopeFilter) throws(GatewayFailure) { throw Self.theGateways }
+
+    static let theGateways = GatewayFailure(code: .needsGateway, message: "the running gateway edits the home")
 }

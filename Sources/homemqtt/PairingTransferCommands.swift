@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import HAP
+import HomeMQTTApp
+import HomeModel
 
 // Pairings moved, not reset: import-pairing (HomeMQTT added through another controller's
 // pairing), and the accessory's own list of controllers: accessory-pairings, add-pairing,
@@ -68,7 +70,7 @@ struct AccessoryPairingsCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: HAPCommandOptions
-    @Argument(help: "The pairing id (as `homemqtt pairings` lists it).") var id: String
+    @Argument(help: "The pairing id (as `homemqtt hap pairings` lists it).") var id: String
 
     func run() async throws {
         let controller = try options.controller(writing: false)
@@ -94,7 +96,7 @@ struct AddPairingCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: HAPCommandOptions
-    @Argument(help: "The pairing id (as `homemqtt pairings` lists it).") var id: String
+    @Argument(help: "The pairing id (as `homemqtt hap pairings` lists it).") var id: String
     @Option(help: "The other controller's pairing id (a UUID: HAP-python accepts no other).") var controllerID: String
     @Option(help: "The other controller's Ed25519 public key, 64 hex digits.") var publicKey: String
     @Flag(help: "Make it an admin, which may add and remove controllers in turn.") var admin = false
@@ -120,7 +122,7 @@ struct RemovePairingCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: HAPCommandOptions
-    @Argument(help: "The pairing id (as `homemqtt pairings` lists it).") var id: String
+    @Argument(help: "The pairing id (as `homemqtt hap pairings` lists it).") var id: String
     @Option(help: "The controller's pairing id, as accessory-pairings lists it.") var controllerID: String
 
     func run() async throws {
@@ -131,5 +133,41 @@ struct RemovePairingCommand: AsyncParsableCommand {
             throw HAPCommandOptions.fail("removing controller \(controllerID) from \(id)", error)
         }
         print("removed controller \(controllerID) from \(id)")
+    }
+}
+
+/// What the pairing-transfer commands share: the pairing store of the config's state
+/// directory, and failures as one line on stderr. No command prints or logs a key.
+struct HAPCommandOptions: ParsableArguments {
+    @OptionGroup var config: ConfigOptions
+    @Flag(name: .shortAndLong, help: "Log what the HAP controller does (on stderr).") var verbose = false
+
+    /// `<state-directory>/pairings` of the config.
+    /// - Parameter writing: the command changes pairings (see `Setup.prepareState`).
+    func store(writing: Bool = false) throws -> HAPPairingStore {
+        do {
+            let config = try Setup.loadConfig(config)
+            try Setup.prepareState(config, writing: writing)
+            return Setup.pairingStore(config)
+        } catch let error as CLIError {
+            throw HAPCommandOptions.fail(error.description, exit: 2)
+        } catch let error as ModelError {
+            throw HAPCommandOptions.fail(error.message, exit: 1)
+        }
+    }
+
+    func controller(writing: Bool = true) throws -> HAPController {
+        let store = try store(writing: writing)
+        return HAPController(store: store, logger: Setup.logger(level: verbose ? "info" : "warning"))
+    }
+
+    /// Writes the failure on stderr; the caller throws the exit code.
+    static func fail(_ message: String, exit: Int32 = 1) -> ExitCode {
+        FileHandle.standardError.write(Data("homemqtt: \(message)\n".utf8))
+        return ExitCode(exit)
+    }
+
+    static func fail(_ what: String, _ error: HAPError) -> ExitCode {
+        fail("\(what) failed (\(error.code)): \(error.message)")
     }
 }

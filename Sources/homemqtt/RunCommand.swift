@@ -40,7 +40,7 @@ struct RunCommand: AsyncParsableCommand {
             let database = try Setup.openDatabase(config, exclusive: true)
             let parts = try HomeMQTTApp.build(
                 config: config, source: made.source, database: database,
-                options: .init(pairing: made.pairing), logger: logger)
+                options: .init(pairings: made.pairings), logger: logger)
             // Every phase, from loading the files to serving, is a service of this one group:
             // SIGTERM or SIGINT stops whichever is running, and a stop that overruns is cancelled.
             var group = ServiceGroupConfiguration(

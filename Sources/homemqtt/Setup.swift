@@ -51,7 +51,7 @@ enum Setup {
     /// without it both list these.
     static let sourceOperations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations
 
-    /// `<state-directory>/pairings`: where `homemqtt pair` and the hap source keep pairings.
+    /// `<state-directory>/pairings`: where `homemqtt hap pair` and the hap source keep pairings.
     static func pairingStore(_ config: GatewayConfig) -> HAPPairingStore {
         HAPFactory.pairingStore(config)
     }

@@ -70,6 +70,47 @@ final class AccessPolicyTests: XCTestCase {
         )
     }
 
+    /// The operations on the list of homes are those that declare `access: .homeList`; the
+    /// ACL file denies each of them by name to an administrator of some homes, in the list's
+    /// order, as it did when they were a list of names (the lines below are that file's).
+    func testTheACLFileDeniesEveryOperationThatDeclaresTheListOfHomes() {
+        let declared = ManagementOperations.core.filter { $0.access == .homeList }.map { $0.name }
+        XCTAssertEqual(
+            declared,
+            [
+                "home/add", "home/rename", "home/remove", "home/primary", "home/base-topic", "accessory/home",
+                "source/home",
+            ])
+        XCTAssertEqual(AccessPolicy.homeListNames(), declared)
+        // A source's operations declare theirs too (HAP's act on one home).
+        XCTAssertEqual(AccessPolicy.homeListNames(HomeMQTTApp.sourceOperations), [])
+
+        let text = AccessPolicy.mosquittoACL(
+            users: [AccessUser(name: "carol", roles: ["my home": .administrator])],
+            homes: [Home(name: "My Home"), Home(name: "Cabin", baseTopic: "home-cabin")], gatewayBase: "home",
+            gatewayUser: nil, gatewayPrefixes: [], source: "test")
+        let carol = text.components(separatedBy: "\n\n")[1]
+        XCTAssertEqual(
+            carol,
+            """
+            user carol
+            # not an administrator of every home: no changes to the list of homes
+            topic deny home/$gateway/request/home/add
+            topic deny home/$gateway/request/home/rename
+            topic deny home/$gateway/request/home/remove
+            topic deny home/$gateway/request/home/primary
+            topic deny home/$gateway/request/home/base-topic
+            topic deny home/$gateway/request/accessory/home
+            topic deny home/$gateway/request/source/home
+            # My Home: administrator
+            topic readwrite home/#
+
+            """)
+        for name in declared {
+            XCTAssertTrue(carol.contains("topic deny home/$gateway/request/\(name)\n"), name)
+        }
+    }
+
     func testAccessIsReadStrictlyAndKeepsOnlyTheTokensHash() throws {
         let hash = AccessConfig.hex(AccessConfig.sha256("s3cret"))
         let config = try HomeMQTTApp.parseConfig(

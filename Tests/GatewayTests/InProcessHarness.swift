@@ -25,10 +25,12 @@ struct InProcessGateway: Sendable {
 
     /// Runs a gateway until `body` returns (or throws), then stops it as SIGTERM would, and
     /// returns when it has stopped.
-    /// `outputs`: the gateway's outputs, the composition root's by default.
+    /// `outputs`: the gateway's outputs, the composition root's by default. `options`: the rest
+    /// of what `HomeMQTTApp.build` takes (features, pairings, operations).
     static func run(
         configure: (inout GatewayConfig) -> Void = { _ in },
-        outputs: @escaping @Sendable (GatewayConfig) -> [any GatewayOutput] = HomeMQTTApp.outputs(for:),
+        outputs: (@Sendable (GatewayConfig) -> [any GatewayOutput])? = nil,
+        options: HomeMQTTApp.Options = HomeMQTTApp.Options(),
         broker: MemoryBroker = MemoryBroker(),
         _ body: (InProcessGateway) async throws -> Void
     ) async throws {
@@ -46,9 +48,12 @@ struct InProcessGateway: Sendable {
 
         // The composition root's gateway, as `homemqtt run` makes it, on a connection in memory.
         let transport = broker.transport(configuration: HomeMQTTApp.gatewayConnection(config))
+        var options = options
+        options.transport = { _, _ in transport }
+        options.outputs = outputs ?? options.outputs
         let parts = try HomeMQTTApp.build(
             config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
-            options: .init(transport: { _, _ in transport }, outputs: outputs), logger: logger)
+            options: options, logger: logger)
         let gateway = parts.gateway
         let observer = broker.transport()
         let seen = MessageCollector(observer.messages())

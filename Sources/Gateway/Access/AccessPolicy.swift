@@ -11,10 +11,16 @@ public import HomeModel
 /// requests that add, remove or change a home, or move accessories between homes) change more
 /// than one home: only an administrator of every home may send them.
 public enum AccessPolicy {
-    /// The request operations that change the list of homes or move accessories between them.
-    public static let homeListOperations = [
-        "home/add", "home/rename", "home/remove", "home/primary", "home/base-topic", "accessory/home", "source/home",
-    ]
+    /// The names of the operations that change the list of homes or move accessories between
+    /// them, as each declares (`access: .homeList`), in the order of `operations`.
+    public static func homeListNames(_ operations: [any ManagementOperation.Type] = ManagementOperations.core)
+        -> [String]
+    {
+        operations.filter { $0.access == .homeList }.map { $0.name }
+    }
+
+    /// The core's, named once: every request a web page sends is checked against them.
+    private static let coreHomeListNames = Set(homeListNames())
 
     /// Whether `role` may publish `topic`, which is under `base`; `ownsEveryHome`: the user is an
     /// administrator of every home.
@@ -25,7 +31,7 @@ public enum AccessPolicy {
         let relative = topic.dropFirst(base.count + 1)
         if relative.hasPrefix("$gateway/") {
             let op = relative.dropFirst("$gateway/request/".count)
-            if relative.hasPrefix("$gateway/request/"), homeListOperations.contains(String(op)) {
+            if relative.hasPrefix("$gateway/request/"), coreHomeListNames.contains(String(op)) {
                 return role == .administrator && ownsEveryHome
             }
             return role == .administrator
@@ -45,9 +51,10 @@ public enum AccessPolicy {
     /// gateway's own broker user (every topic it publishes: each home's base, and
     /// `gatewayPrefixes` such as Home Assistant's discovery prefix), then one per user with
     /// `topic` lines for each home where the user has a role.
+    /// `operations`: those the gateway answers; their declared `access` picks what is denied.
     public static func mosquittoACL(
         users: [AccessUser], homes: [Home], gatewayBase: String, gatewayUser: String?, gatewayPrefixes: [String],
-        source: String
+        source: String, operations: [any ManagementOperation.Type] = ManagementOperations.core
     ) -> String {
         var lines = [
             "# The mosquitto ACL file for HomeMQTT, written by `homemqtt access acl` from",
@@ -68,7 +75,7 @@ public enum AccessPolicy {
                 // An administrator of some homes only: the operations on the list of homes are
                 // answered on the gateway's base topic, and changing homes there is not theirs.
                 lines.append("# not an administrator of every home: no changes to the list of homes")
-                lines += homeListOperations.map { "topic deny \(gatewayBase)/$gateway/request/\($0)" }
+                lines += homeListNames(operations).map { "topic deny \(gatewayBase)/$gateway/request/\($0)" }
             }
             for home in homes {
                 guard let role = user.role(in: home, gatewayBase: gatewayBase) else { continue }

@@ -19,11 +19,22 @@ public protocol SourceFactory: Sendable, Hashable {
     /// The management operations this kind of source adds to the gateway's (`pair` for HAP),
     /// answered live and offline alike.
     static var operations: [any ManagementOperation.Type] { get }
+    /// Without a running gateway: this kind's pairing over the state directory alone, so its
+    /// operations work offline as the core's do. `entry`: the config's entry of this kind, if
+    /// it has one. Nil: nothing to pair offline.
+    static func offlinePairing(_ entry: Self?, _ context: SourceContext) -> (any PairingManager)?
 }
 
 extension SourceFactory {
     public static func byDefault(_ context: ConfigContext) -> Self? { nil }
     public static var operations: [any ManagementOperation.Type] { [] }
+    public static func offlinePairing(_ entry: Self?, _ context: SourceContext) -> (any PairingManager)? { nil }
+
+    /// `offlinePairing` with the config's first entry of this kind.
+    public static func offlinePairing(_ context: SourceContext) -> (any PairingManager)? {
+        let entry = context.config.sources.lazy.compactMap { $0.settings as? Self }.first
+        return offlinePairing(entry, context)
+    }
 
     // Through an existential metatype (`any SourceFactory.Type`) the settings are reached as a
     // `SourceConfig`, which names no `Self`.
@@ -51,14 +62,19 @@ public struct SourceContext: Sendable {
     }
 }
 
-/// A source, and what pairs new accessories with it while the gateway runs, if it can.
+/// A source, and what pairs new accessories with it while the gateway runs: one manager per
+/// kind of source that pairs (a `CompositeSource` of several has several).
 public struct MadeSource: Sendable {
     public var source: any AccessorySource
-    public var pairing: (any PairingManager)?
+    public var pairings: [any PairingManager]
 
     public init(source: any AccessorySource, pairing: (any PairingManager)? = nil) {
+        self.init(source: source, pairings: pairing.map { [$0] } ?? [])
+    }
+
+    public init(source: any AccessorySource, pairings: [any PairingManager]) {
         self.source = source
-        self.pairing = pairing
+        self.pairings = pairings
     }
 }
 

@@ -14,7 +14,8 @@ extension Gateway {
     func run(_ request: GatewayRequest) async {
         let outcome: GatewayOutcome
         do throws(GatewayFailure) {
-            outcome = .success(.data(try await request.operation.perform(on: Editor(gateway: self))))
+            outcome = .success(
+                .data(try await ManagementOperations.perform(request.operation, on: Editor(gateway: self))))
         } catch {
             outcome = .failure(error)
         }

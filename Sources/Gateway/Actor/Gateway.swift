@@ -64,8 +64,8 @@ public actor Gateway: Service {
         var logger: Logger
         /// Where a scope set over MQTT is kept; nil in tests that run without one.
         var scopeStore: ScopeStore?
-        /// Pairing over MQTT; nil without a HAP source.
-        var pairing: (any PairingManager)?
+        /// What pairs with the sources, one per kind that pairs (HAP's); empty without one.
+        var pairings: [any PairingManager]
         /// The management operations it answers: the core ones, then its sources' own.
         var operations: [any ManagementOperation.Type]
         /// Every publish, in order.
@@ -103,14 +103,14 @@ public actor Gateway: Service {
 
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: any MQTTTransport,
-        scopeStore: ScopeStore? = nil, pairing: (any PairingManager)? = nil,
+        scopeStore: ScopeStore? = nil, pairings: [any PairingManager] = [],
         operations: [any ManagementOperation.Type] = [],
         publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,
         outputs: sending [any GatewayOutput] = [], logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
         self.config = config
         parts = Parts(
-            source: source, database: database, mqtt: mqtt, logger: logger, scopeStore: scopeStore, pairing: pairing,
+            source: source, database: database, mqtt: mqtt, logger: logger, scopeStore: scopeStore, pairings: pairings,
             operations: ManagementOperations.all(adding: operations),
             outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger))
         self.outputs = Outputs(
@@ -129,7 +129,7 @@ public actor Gateway: Service {
     public nonisolated var mqtt: any MQTTTransport { parts.mqtt }
     public nonisolated var logger: Logger { parts.logger }
     nonisolated var scopeStore: ScopeStore? { parts.scopeStore }
-    nonisolated var pairing: (any PairingManager)? { parts.pairing }
+    nonisolated var pairings: [any PairingManager] { parts.pairings }
     /// The management operations it answers: the core ones, then its sources' own.
     public nonisolated var operations: [any ManagementOperation.Type] { parts.operations }
     /// Counts for `/metrics` and health, and the last errors, for the web view.

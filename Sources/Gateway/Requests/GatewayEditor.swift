@@ -14,7 +14,7 @@ extension Gateway {
         var reservedTopics: [String] { gateway.config.reservedTopicPrefixes }
         var managesHomes: Bool { gateway.config.gatewayBaseTopic == nil }
         var running: (any RunningGateway)? { self }
-        var pairing: (any PairingManager)? { gateway.pairing }
+        var pairings: [any PairingManager] { gateway.pairings }
 
         func room(named key: String) async throws(GatewayFailure) -> Room {
             try await gateway.room(named: key)
@@ -37,10 +37,8 @@ extension Gateway {
             // reports it removed.
             // A bridged accessory cannot be unpaired alone: it only leaves the home, and
             // removing its bridge removes them all.
-            if accessory.accessory.bridgeID == nil, let pairing,
-                let pairingID = pairing.pairingID(forAccessory: accessory.id)
-            {
-                try await pairing.unpair(id: pairingID)
+            if accessory.accessory.bridgeID == nil, let paired = pairing(forAccessory: accessory.id) {
+                try await paired.0.unpair(id: paired.1)
             }
             // Out of the tree before the database forgets its room, so that it is never
             // published in the default room on its way out.

@@ -16,7 +16,8 @@ func homeAnswer(_ home: Home, primaryID: String, gatewayBase: String) -> JSONVal
 extension HomeEditor {
     /// Refuses a change to the list of homes where it may not be made: on the request topic of
     /// a home other than the one on the gateway's base topic (where its administrators need not
-    /// administer the homes it would change).
+    /// administer the homes it would change). `ManagementOperations.perform` asks it of every
+    /// operation that declares `access: .homeList`, so the declaration is the one place.
     func requireHomesEditor(_ op: String) throws(GatewayFailure) {
         guard managesHomes else {
             throw GatewayFailure(
@@ -59,6 +60,7 @@ public struct HomesList: ManagementOperation {
 /// `home/add`: a new home, served at once on its own base topic (`<base>-<name>` unless given).
 public struct HomeAdd: ManagementOperation {
     public static let name = "home/add"
+    public static let access = OperationAccess.homeList
     public var name: String
     public var baseTopic: String?
 
@@ -77,7 +79,6 @@ public struct HomeAdd: ManagementOperation {
     }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let (name, topic, base, reserved) = (self.name, baseTopic, editor.gatewayBase, editor.reservedTopics)
         let home = try await editor.change { db throws(ModelError) in
             try await db.addHome(named: name, baseTopic: topic, gatewayBase: base, reserved: reserved)
@@ -89,6 +90,7 @@ public struct HomeAdd: ManagementOperation {
 /// `home/rename`: a home's new name; its topics stay.
 public struct HomeRename: ManagementOperation {
     public static let name = "home/rename"
+    public static let access = OperationAccess.homeList
     /// The home: id, name or base topic.
     public var home: String
     public var name: String
@@ -106,7 +108,6 @@ public struct HomeRename: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home), "name": .string(name)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let home = try await editor.home(named: self.home)
         let name = self.name
         try await editor.change { db throws(ModelError) in try await db.renameHome(id: home.id, to: name) }
@@ -118,6 +119,7 @@ public struct HomeRename: ManagementOperation {
 /// the running gateway can clear the topics of the home it served, so only it removes one.
 public struct HomeRemove: ManagementOperation {
     public static let name = "home/remove"
+    public static let access = OperationAccess.homeList
     public static var needsGateway: Bool { true }
     /// The home: id, name or base topic.
     public var home: String
@@ -139,7 +141,6 @@ public struct HomeRemove: ManagementOperation {
     }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
         var targetID: String?
@@ -167,6 +168,7 @@ extension HomeRemove {
 /// `home/primary`: makes a home primary. No topic changes; it is announced.
 public struct HomePrimary: ManagementOperation {
     public static let name = "home/primary"
+    public static let access = OperationAccess.homeList
     public var home: String
 
     public init(home: String) { self.home = home }
@@ -178,7 +180,6 @@ public struct HomePrimary: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let home = try await editor.home(named: self.home)
         try await editor.change { db throws(ModelError) in try await db.setPrimary(homeID: home.id) }
         return await editor.describe(home)
@@ -189,6 +190,7 @@ public struct HomePrimary: ManagementOperation {
 /// topic; the running gateway clears its old topics, so only it moves one.
 public struct HomeBaseTopic: ManagementOperation {
     public static let name = "home/base-topic"
+    public static let access = OperationAccess.homeList
     public static var needsGateway: Bool { true }
     public var home: String
     public var baseTopic: String
@@ -206,7 +208,6 @@ public struct HomeBaseTopic: ManagementOperation {
     public var fields: [String: JSONValue] { ["home": .string(home), "base-topic": .string(baseTopic)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         try HomeRemove.requireGateway(editor, for: Self.name)
         let home = try await editor.home(named: self.home)
         let (topic, base, reserved) = (baseTopic, editor.gatewayBase, editor.reservedTopics)
@@ -221,6 +222,7 @@ public struct HomeBaseTopic: ManagementOperation {
 /// it leaves are cleared.
 public struct AccessoryHome: ManagementOperation {
     public static let name = "accessory/home"
+    public static let access = OperationAccess.homeList
     /// The accessory: id, name or topic (in the home the request is sent to), or any home's id.
     public var accessory: String
     public var home: String
@@ -238,7 +240,6 @@ public struct AccessoryHome: ManagementOperation {
     public var fields: [String: JSONValue] { ["accessory": .string(accessory), "home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let target = try await editor.home(named: home)
         let id: String
         do throws(GatewayFailure) {
@@ -258,6 +259,7 @@ public struct AccessoryHome: ManagementOperation {
 /// move there now, and new ones are taken in there.
 public struct SourceHome: ManagementOperation {
     public static let name = "source/home"
+    public static let access = OperationAccess.homeList
     public var prefix: String
     public var home: String
 
@@ -274,7 +276,6 @@ public struct SourceHome: ManagementOperation {
     public var fields: [String: JSONValue] { ["prefix": .string(prefix), "home": .string(home)] }
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
-        try editor.requireHomesEditor(Self.name)
         let target = try await editor.home(named: home)
         let prefix = self.prefix
         try await editor.change { db throws(ModelError) in try await db.assignSource(prefix: prefix, toHome: target.id)

@@ -10,6 +10,9 @@ public protocol ManagementOperation: Sendable {
     /// Whether only the running gateway can perform it (it talks to accessories, the broker
     /// or a source); the CLI then does not edit the home without it.
     static var needsGateway: Bool { get }
+    /// Who may send it: declared here, so the ACL file and the web view's check follow the
+    /// list of operations instead of a list of names kept beside it.
+    static var access: OperationAccess { get }
     /// Reads the request's fields; the dispatcher refuses fields left unread afterwards.
     init(_ request: RequestReader) throws(GatewayFailure)
     /// The request's fields, as `init` reads them: what a client sends.
@@ -20,6 +23,17 @@ public protocol ManagementOperation: Sendable {
 
 extension ManagementOperation {
     public static var needsGateway: Bool { false }
+    public static var access: OperationAccess { .home }
+}
+
+/// Who may send an operation, beyond the role every request on `$gateway/request` needs
+/// (an administrator of the home it is sent to).
+public enum OperationAccess: Sendable, Hashable {
+    /// An administrator of the home.
+    case home
+    /// It changes the list of homes or moves accessories between them: an administrator of
+    /// every home (`AccessPolicy`).
+    case homeList
 }
 
 /// An operation only the running gateway can perform. Without it the answer is `needs-gateway`.
@@ -53,6 +67,10 @@ public protocol HomeEditor: Sendable {
     var managesHomes: Bool { get }
     /// The running gateway, for what only it can do; nil when the home is edited without it.
     var running: (any RunningGateway)? { get }
+    /// What pairs accessories with the sources (HAP's pairings): the running sources', or,
+    /// without the gateway, each kind's over the state directory. A source's own operations
+    /// find theirs here by type (`SourceOperation`).
+    var pairings: [any PairingManager] { get }
 
     /// The room `key` names: its id, its name in any case, or its topic slug.
     func room(named key: String) async throws(GatewayFailure) -> Room
@@ -98,8 +116,6 @@ public protocol RunningGateway: HomeEditor {
     func health() async -> JSONValue
     /// Asks the accessory to identify itself.
     func identify(accessoryID: String) async throws(GatewayFailure)
-    /// The source that pairs, if one runs; its own operations reach it here.
-    var pairing: (any PairingManager)? { get }
     /// Accessories paired anew: those removed from the home earlier are welcome again.
     func paired(accessoryIDs: [String]) async
 }
@@ -137,6 +153,14 @@ public enum ManagementOperations {
         _ name: String, fields: [String: JSONValue], among operations: [any ManagementOperation.Type],
         on editor: some HomeEditor
     ) async throws(GatewayFailure) -> JSONValue {
+        try await perform(try make(name, fields: fields, among: operations), on: editor)
+    }
+
+    /// Reads `fields` as a request for `name` among `operations`: the operation, ready to
+    /// perform, or why not (`unknown-op`, a field missing, unknown or of the wrong type).
+    public static func make(
+        _ name: String, fields: [String: JSONValue], among operations: [any ManagementOperation.Type]
+    ) throws(GatewayFailure) -> any ManagementOperation {
         let request = try RequestReader.request(fields)
         guard let type = named(name, among: operations) else {
             throw GatewayFailure(
@@ -145,6 +169,18 @@ public enum ManagementOperations {
         }
         let operation = try type.init(request)
         try request.finish()
+        return operation
+    }
+
+    /// Performs `operation` on `editor` as its access allows: the one way every operation is
+    /// performed, by name (the CLI without the gateway) or as a value (the gateway's commands).
+    public static func perform(_ operation: any ManagementOperation, on editor: some HomeEditor)
+        async throws(GatewayFailure) -> JSONValue
+    {
+        let type = type(of: operation)
+        // As declared, once for every such operation: the list of homes changes only on the
+        // gateway's base topic (or without the gateway).
+        if type.access == .homeList { try editor.requireHomesEditor(type.name) }
         return try await operation.perform(on: editor)
     }
 

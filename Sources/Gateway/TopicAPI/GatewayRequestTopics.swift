@@ -109,23 +109,3 @@ extension Gateway {
         }
     }
 }
-
-extension ManagementOperations {
-    /// Reads `fields` as a request for `name` among `operations`: the operation, ready to
-    /// perform, or why not (`unknown-op`, a field missing, unknown or of the wrong type).
-    public static func make(
-        _ name: String, fields: [String: JSONValue], among operations: [any ManagementOperation.Type]
-    )
-        throws(GatewayFailure) -> any ManagementOperation
-    {
-        let request = try RequestReader.request(fields)
-        guard let type = named(name, among: operations) else {
-            throw GatewayFailure(
-                code: .unknownOp,
-                message: "unknown operation '\(name)'; known: \(operations.map { $0.name }.joined(separator: ", "))")
-        }
-        let operation = try type.init(request)
-        try request.finish()
-        return operation
-    }
-}
