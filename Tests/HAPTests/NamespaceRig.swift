@@ -87,7 +87,7 @@ final class NamespaceRig: @unchecked Sendable {
                 ], timeout: 60)
             paired = r.status == 0
             guard
-                paired || r.standardError.contains("(wrong-setup-code)") || r.standardError.contains("(bad-signature)")
+                paired || r.standardError.contains("wrong-setup-code") || r.standardError.contains("bad-signature")
             else { throw ProcessError("pair failed: \(r.standardError)") }
         }
         return rig
