@@ -69,10 +69,10 @@ extension Gateway {
         for output in outputs { output.valueChanged(accessoryID: accessoryID, self) }
     }
 
-    /// Offers a message to the outputs; true when one took it.
-    func outputsHandle(_ message: IncomingMessage) -> Bool {
-        for output in outputs where output.handle(message, self) { return true }
-        return false
+    /// Offers a request to the outputs in order until one takes it; the topic dialect, last,
+    /// takes whatever is left (`TopicRequests`).
+    func deliver(_ message: IncomingMessage) {
+        for output in outputs where output.handle(message, self) { return }
     }
 
     /// Each output's long-running part, as children of the serving group.

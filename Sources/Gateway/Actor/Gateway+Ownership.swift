@@ -17,7 +17,7 @@ extension Gateway {
                 ownership.held.append(message)
                 continue
             }
-            handle(IncomingMessage(message))
+            deliver(IncomingMessage(message))
         }
     }
 
@@ -28,7 +28,7 @@ extension Gateway {
         while !ownership.held.isEmpty {
             let message = ownership.held.removeFirst()
             guard filters.contains(where: { Self.topic(message.topic, matches: $0) }) else { continue }
-            handle(IncomingMessage(message))
+            deliver(IncomingMessage(message))
         }
     }
 
@@ -179,7 +179,7 @@ extension Gateway {
     /// What the gateway takes: requests at the depths it serves them, and nothing else under
     /// the base, so other clients' topics (and its own publications) never reach it.
     var requestFilters: [(String, MQTTQoS)] {
-        var filters = topicRequestFilters
+        var filters: [String] = []
         for output in outputs { filters += output.requestFilters(self) }
         return filters.map { ($0, MQTTQoS.atLeastOnce) }
     }

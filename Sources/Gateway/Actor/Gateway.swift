@@ -113,6 +113,8 @@ public actor Gateway: Service {
             source: source, database: database, mqtt: mqtt, logger: logger, scopeStore: scopeStore, pairings: pairings,
             operations: ManagementOperations.all(adding: operations),
             outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger))
+        // The topic dialect is every gateway's, last: it takes what no other output took.
+        let outputs = outputs + [TopicRequests()]
         self.outputs = Outputs(
             all: outputs, publishedKinds: Self.outputKinds.union(outputs.flatMap(\.earlierDocuments)))
         ownership = Ownership(store: ownedTopics)

@@ -97,7 +97,7 @@ extension Gateway {
     /// the same workers, the same answer on the same topics, returned here as well.
     public func request(topic: String, payload: [UInt8]) async -> JSONValue {
         await local(payload: payload) { reply in
-            handle(IncomingMessage(topic: topic, payload: payload, reply: reply))
+            deliver(IncomingMessage(topic: topic, payload: payload, reply: reply))
         }
     }
 

@@ -2,9 +2,21 @@ import Foundation
 public import HomeModel
 import MQTT
 
-/// The MQTT topic dialect, a front end of the typed core: a message's topic made into the
-/// command it asks (`GatewayCommand`) and submitted, its outcome published as the README's
-/// contract says (`TopicCommands`); or reported as a topic the gateway does not serve.
+/// The MQTT topic dialect — `set`, `get`, `$toggle`, `$identify`, `$gateway/request/<op>` and
+/// their answers — as an output of the gateway: registered last in its list, it subscribes the
+/// dialect's request topics (`requestFilters`) and takes every message no other output took,
+/// making it a typed `GatewayCommand` whose outcome it publishes as the README's topic contract
+/// says (`TopicCommands`), or reporting a topic the gateway does not serve. Its work runs on the
+/// gateway (`extension Gateway` below), through the typed API (`submit`).
+final class TopicRequests: GatewayOutput {
+    func requestFilters(_ gateway: isolated Gateway) -> [String] { gateway.topicRequestFilters }
+
+    func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
+        gateway.handleTopicRequest(message)
+        return true
+    }
+}
+
 extension Gateway {
     /// Topic levels the gateway publishes itself; a message on one is never a request.
     static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
@@ -17,9 +29,9 @@ extension Gateway {
         ]
     }
 
-    func handle(_ message: IncomingMessage) {
+    /// A message no other output took (the dialect is the last output).
+    func handleTopicRequest(_ message: IncomingMessage) {
         guard message.topic.hasPrefix(base + "/") else {
-            _ = outputsHandle(message)
             refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
             return
         }
@@ -67,7 +79,6 @@ extension Gateway {
                 .identify(accessoryID: accessory.id), answering: message, on: accessory.topic + "/$result",
                 op: "identify")
         default:
-            if outputsHandle(message) { return }
             reportUnknown(
                 message, "'\(kind)' is not a topic the gateway serves; requests are set, get, $toggle and $identify")
         }
