@@ -43,17 +43,28 @@ final class BrokerRestartTests: XCTestCase {
         // 50 sets a second with ids, through ten restarts of the broker.
         let restarts = 10
         let setTopic = "\(light)/brightness/set"
+        // Only a set the broker acknowledged (its PUBACK came) is owed an answer: one whose
+        // publish failed (the connection dropped before its PUBACK, and the client said so) may
+        // never have reached the broker. Counting those as sent failed this test about 1 run in
+        // 400, with the failed publishes unrecorded.
         let sets = Task {
             var sent = 0
+            var acknowledged: [Int] = []
+            var failed: [Int] = []
             while !Task.isCancelled {
                 sent += 1
                 let payload = #"{"value": \#(sent % 101), "id": \#(sent)}"#
                 // While the broker is down the client queues QoS 1 messages and sends them after
                 // it reconnects (it waits when its queue is full).
-                try? await sender.publish(setTopic, payload: Array(payload.utf8), qos: .atLeastOnce)
+                do {
+                    try await sender.publish(setTopic, payload: Array(payload.utf8), qos: .atLeastOnce)
+                    acknowledged.append(sent)
+                } catch {
+                    failed.append(sent)
+                }
                 try? await Task.sleep(for: .milliseconds(20))
             }
-            return sent
+            return (acknowledged, failed)
         }
         for _ in 0..<restarts {
             try await Task.sleep(for: .milliseconds(700))
@@ -61,18 +72,22 @@ final class BrokerRestartTests: XCTestCase {
         }
         try await Task.sleep(for: .milliseconds(700))
         sets.cancel()
-        let sent = await sets.value
+        let (acknowledged, failed) = await sets.value
+        let sent = acknowledged.count
 
         func answered() -> Set<Int> {
             Set(answers.elements.compactMap { (try? JSONValue(parsing: $0.payload))?.objectValue?["id"]?.intValue })
         }
-        try? await waitUntil("an answer to each of \(sent) sets", timeout: 90) { answered().count >= sent }
-        let missing = Set(1...sent).subtracting(answered())
+        try? await waitUntil("an answer to each of \(sent) acknowledged sets", timeout: 90) {
+            answered().isSuperset(of: acknowledged)
+        }
+        let missing = Set(acknowledged).subtracting(answered())
         let duplicates = answers.elements.count - answered().count
         print(
-            "figure: \(restarts) broker restarts under \(sent) QoS 1 sets with ids (50/s): \(answered().count) answered, \(missing.count) unanswered, \(duplicates) answered twice"
+            "figure: \(restarts) broker restarts under \(sent) acknowledged QoS 1 sets with ids (50/s; \(failed.count) publishes failed): \(answered().count) answered, \(missing.count) acknowledged unanswered, \(duplicates) answered twice"
         )
-        XCTAssertTrue(missing.isEmpty, "\(missing.count) of \(sent) sets unanswered: \(missing.sorted().prefix(20))")
+        XCTAssertTrue(
+            missing.isEmpty, "\(missing.count) of \(sent) acknowledged sets unanswered: \(missing.sorted().prefix(20))")
         XCTAssertGreaterThan(sent, 300, "the stream of sets ran through the restarts")
     }
 
