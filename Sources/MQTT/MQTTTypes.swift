@@ -80,6 +80,12 @@ public struct MQTTConfiguration: Sendable {
     /// send this client's own publications back to it. Ignored for 3.1.1.
     public var noLocal: Bool = false
 
+    /// The longest the network thread waits for its socket while it hosts a guest
+    /// (`MQTTNetworkThreadGuest`), in seconds: work handed to the guest or a publish from
+    /// another thread wakes it at once, so this only bounds how late libmosquitto's own timers
+    /// (keep-alive, retries) run. A test sets it long to tell a wake from the wait's end.
+    public var guestWaitLimit: Double = 0.1
+
     /// MQTT 5 subscription option for every subscription of this client: messages forwarded
     /// live keep the retain flag they were published with, so that a retained request can be
     /// told from a plain one. Ignored for 3.1.1.

@@ -100,7 +100,7 @@ extension Connection {
         descriptors[0] = pollfd(
             fd: socket, events: Int16(POLLIN) | (mosquitto_want_write(h) ? Int16(POLLOUT) : 0), revents: 0)
         descriptors[1] = pollfd(fd: waker.readEnd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&descriptors, 2, 100)
+        _ = poll(&descriptors, 2, Int32(min(max(configuration.guestWaitLimit, 0.001), 60) * 1000))
         waitingInPoll.store(false, ordering: .sequentiallyConsistent)
         guest.didWait()
         if descriptors[1].revents != 0 { waker.drain() }
