@@ -294,8 +294,9 @@ final class SetupSlots: Sendable {
 
     private let table = Mutex(Table())
 
-    /// Waits for a slot; false when the task is cancelled first.
-    func take() async -> Bool {
+    /// Waits for a slot; false when the task is cancelled first. On the caller's actor (the
+    /// source's): no hop off it and back for a slot that is free.
+    func take(isolation: isolated (any Actor)? = #isolation) async -> Bool {
         if Task.isCancelled { return false }
         let key = table.withLock { t in
             t.next += 1
