@@ -153,6 +153,21 @@ public actor HAPConnection {
     public static func connect(host: String, port: Int, timeout: Double = 5, logger: Logger = Logger(label: "hap"))
         async throws(HAPError) -> HAPConnection
     {
+        do {
+            return try await open(host: host, port: port, timeout: timeout, logger: logger).get()
+        } catch {
+            throw error as? HAPError ?? HAPError(code: .io, message: "\(error)")
+        }
+    }
+
+    /// The connect itself, as a future (`connect(firstOf:)` races several without a task each).
+    /// `register` sees each channel before it connects, on its event loop, and can close it
+    /// later to abandon the attempt; by throwing, it abandons the attempt at once. Fails with
+    /// `unreachable`.
+    static func open(
+        host: String, port: Int, timeout: Double, logger: Logger,
+        register: @escaping @Sendable (any Channel) throws -> Void = { _ in }
+    ) -> EventLoopFuture<HAPConnection> {
         let bridge = InboundBridge()
         var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.milliseconds(Int64(timeout * 1000)))
@@ -177,18 +192,23 @@ public actor HAPConnection {
             bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try register(channel)
                     try channel.pipeline.syncOperations.addHandler(bridge)
                 }
             }
-        let channel: any Channel
-        do {
-            channel = try await bootstrap.connect(host: host, port: port).get()
-        } catch {
-            throw HAPError(code: .unreachable, message: "cannot connect to the accessory at \(host):\(port): \(error)")
-        }
-        let connection = HAPConnection(host: host, port: port, channel: channel, logger: logger)
-        try? await channel.eventLoop.submit { bridge.attach(connection) }.get()
-        return connection
+        return bootstrap.connect(host: host, port: port)
+            .flatMapErrorThrowing { error in
+                throw HAPError(
+                    code: .unreachable, message: "cannot connect to the accessory at \(host):\(port): \(error)")
+            }
+            .flatMap { channel in
+                let connection = HAPConnection(host: host, port: port, channel: channel, logger: logger)
+                // On the channel's loop, where the bridge lives: the bytes that came first too.
+                return channel.eventLoop.submit {
+                    bridge.attach(connection)
+                    return connection
+                }
+            }
     }
 
     /// Switches to the encrypted session (after pair-verify M4).

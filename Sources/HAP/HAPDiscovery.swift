@@ -40,31 +40,38 @@ public enum HAPDiscovery {
         -> [HAPDiscoveredAccessory]
     {
         let browser = HAPBrowser(interfaces: interfaces)
-        let listening = Task { () -> (any Error)? in
-            do { try await browser.run() } catch { return error }
-            return nil
+        // The browser is a child of this call: it runs while the question is asked and the
+        // time runs out, and is cancelled and awaited before the call returns.
+        let outcome = await withTaskGroup(of: (any Error)?.self) {
+            group -> Result<[HAPDiscoveredAccessory], HAPError> in
+            group.addTask {
+                do { try await browser.run() } catch { return error }
+                return nil
+            }
+            let started = ContinuousClock.now
+            var asked: Result<[DNSMessage.Record], MDNSError>
+            do throws(MDNSError) {
+                asked = .success(try await MDNSQuery.records(service: service, timeout: timeout))
+            } catch {
+                asked = .failure(error)
+            }
+            // The question fails at once where IPv4 has no multicast route: the browser still
+            // gets its whole time (an IPv6-only network).
+            try? await Task.sleep(until: started + .seconds(timeout))
+            let heard = await browser.accessories()
+            group.cancelAll()
+            let browserFailure = await group.next() ?? nil
+            switch asked {
+            case .success(let records):
+                return .success(merged(accessories(from: records), heard))
+            case .failure(let error) where browserFailure != nil:
+                return .failure(
+                    HAPError(code: error.code == .unreachable ? .unreachable : .io, message: error.message))
+            case .failure:
+                return .success(heard)
+            }
         }
-        let started = ContinuousClock.now
-        var asked: Result<[DNSMessage.Record], MDNSError>
-        do {
-            asked = .success(try await MDNSQuery.records(service: service, timeout: timeout))
-        } catch {
-            asked = .failure(error)
-        }
-        // The question fails at once where IPv4 has no multicast route: the browser still
-        // gets its whole time (an IPv6-only network).
-        try? await Task.sleep(until: started + .seconds(timeout))
-        let heard = await browser.accessories()
-        listening.cancel()
-        let browserFailure = await listening.value
-        switch asked {
-        case .success(let records):
-            return merged(accessories(from: records), heard)
-        case .failure(let error) where browserFailure != nil:
-            throw HAPError(code: error.code == .unreachable ? .unreachable : .io, message: error.message)
-        case .failure:
-            return heard
-        }
+        return try outcome.get()
     }
 
     /// One entry per pairing id: the first list's, with every address the second adds.

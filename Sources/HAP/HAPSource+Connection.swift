@@ -1,6 +1,7 @@
 import Foundation
 import HomeModel
 import Logging
+import Synchronization
 
 // The HAP source's connection loop: reconnects with backoff, re-subscribes events, reports
 // reachability; and keeps the accessories and values each connection brings, as events.
@@ -277,45 +278,71 @@ extension HAPSource {
 /// with its own backoff. A slot is held for the handshakes, from the TCP connect through
 /// pair-verify (at most the connect timeout and two requests); reading `/accessories` and
 /// subscribing follow without one.
-struct SetupSlots {
+///
+/// Behind a lock of its own, as `Observers` in the gateway: a waiter's cancellation handler
+/// (which runs on whatever thread cancels) takes it off the table and resumes it right there,
+/// with no hop onto the source's actor.
+final class SetupSlots: Sendable {
     static let limit = 8
-    var inUse = 0
-    var waiting: [(id: UUID, continuation: CheckedContinuation<Bool, Never>)] = []
-}
 
-extension HAPSource {
-    /// Waits for a set-up slot; false when the task is cancelled first.
-    func takeSetupSlot() async -> Bool {
+    private struct Table {
+        var inUse = 0
+        var next = 0
+        /// The loops waiting, in the order they came, by key.
+        var waiting: [(key: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+    }
+
+    private let table = Mutex(Table())
+
+    /// Waits for a slot; false when the task is cancelled first. On the caller's actor (the
+    /// source's): no hop off it and back for a slot that is free.
+    func take(isolation: isolated (any Actor)? = #isolation) async -> Bool {
         if Task.isCancelled { return false }
-        if setups.inUse < SetupSlots.limit {
-            setups.inUse += 1
-            return true
+        let key = table.withLock { t in
+            t.next += 1
+            return t.next
         }
-        let id = UUID()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                if Task.isCancelled {
-                    continuation.resume(returning: false)
-                } else {
-                    setups.waiting.append((id, continuation))
+                // One look under the lock, shared with `release` and the handler: a slot freed
+                // meanwhile is taken; a cancellation is seen here or, coming later, finds the
+                // waiter on the table and takes it off.
+                let answer: Bool? = table.withLock { t in
+                    if Task.isCancelled { return false }
+                    if t.inUse < Self.limit {
+                        t.inUse += 1
+                        return true
+                    }
+                    t.waiting.append((key, continuation))
+                    return nil
                 }
+                if let answer { continuation.resume(returning: answer) }
             }
         } onCancel: {
-            Task { await self.stopWaitingForSlot(id) }
+            let waiter = table.withLock { t in
+                t.waiting.firstIndex { $0.key == key }.map { t.waiting.remove(at: $0).continuation }
+            }
+            waiter?.resume(returning: false)
         }
     }
 
     /// Hands the slot to the first waiter, or frees it.
-    func releaseSetupSlot() {
-        if setups.waiting.isEmpty {
-            setups.inUse -= 1
-        } else {
-            setups.waiting.removeFirst().continuation.resume(returning: true)
+    func release() {
+        let next = table.withLock { t -> CheckedContinuation<Bool, Never>? in
+            if t.waiting.isEmpty {
+                t.inUse -= 1
+                return nil
+            }
+            return t.waiting.removeFirst().continuation
         }
+        next?.resume(returning: true)
     }
+}
 
-    private func stopWaitingForSlot(_ id: UUID) {
-        guard let index = setups.waiting.firstIndex(where: { $0.id == id }) else { return }
-        setups.waiting.remove(at: index).continuation.resume(returning: false)
-    }
+extension HAPSource {
+    /// Waits for a set-up slot; false when the task is cancelled first.
+    func takeSetupSlot() async -> Bool { await setups.take() }
+
+    /// Hands the slot to the first waiter, or frees it.
+    func releaseSetupSlot() { setups.release() }
 }

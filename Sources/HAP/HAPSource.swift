@@ -49,7 +49,7 @@ public actor HAPSource: AccessorySource {
     var notificationsOff: Set<CharacteristicAddress> = []
     /// Connection handshakes (TCP connect and pair-verify) running
     /// now, and the loops waiting for a slot (see `SetupSlots`).
-    var setups = SetupSlots()
+    let setups = SetupSlots()
 
     /// Each served pairing's connection loop (see `Loop`).
     private var loops: [String: Loop] = [:]

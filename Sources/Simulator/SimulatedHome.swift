@@ -1,6 +1,7 @@
 import Foundation
 public import HomeModel
 import ServiceLifecycle
+import Synchronization
 
 // The simulated home's state and lifecycle: its stored state, the behaviour engines installed
 // at creation, `run()`, and simulated time, which runs the engines' due steps in order and
@@ -38,9 +39,12 @@ public actor SimulatedHome: AccessorySource {
     var pending: [PendingStep] = []
     /// The number of the last step scheduled: steps due at the same time run in this order.
     private var nextSequence = 0
-    /// `run()`'s sleep until the next step is due (no deadline: until a step is scheduled), and
-    /// that due time: a step scheduled earlier ends the sleep. An idle home never wakes.
-    private var sleep: (task: Task<Void, Never>, until: Double?)?
+    /// While `run()` sleeps until the next step is due: that due time (nil: no deadline, until a
+    /// step is scheduled). A step scheduled earlier ends the sleep through `wakes`. An idle home
+    /// never wakes.
+    private var sleep: Sleep?
+    /// Ends `run()`'s sleep early (`wakeRunner`).
+    private let wakes = WakeSignal()
     /// Addresses whose notifications a controller turned on: only their changes are reported.
     var notifying: Set<CharacteristicAddress> = []
     /// Addresses whose value changed while their notifications were off: enabling them reports
@@ -159,15 +163,18 @@ public actor SimulatedHome: AccessorySource {
         while !Task.isCancelled {
             let due = clock.isManual ? nil : nextDue()
             let wake = due.map { max(instant(of: $0), last + tick) }
-            let task = Task {
-                // Without a deadline: until cancelled by a step scheduled or by shutdown.
-                _ = try? await Task.sleep(until: wake ?? .now + .seconds(86_400 * 365), clock: .continuous)
-            }
-            sleep = (task, due)
-            await withTaskCancellationHandler {
-                await task.value
-            } onCancel: {
-                task.cancel()
+            sleep = Sleep(until: due)
+            // A wake-up from before is stale: `due` was read after it.
+            wakes.reset()
+            // The clock and a wake-up race as two children; the first to end cancels the other.
+            // Cancelling `run()` ends both.
+            await withTaskGroup(of: Void.self) { group in
+                if let wake {
+                    group.addTask { _ = try? await Task.sleep(until: wake, clock: .continuous) }
+                }
+                group.addTask { await self.wakes.wait() }
+                await group.next()
+                group.cancelAll()
             }
             sleep = nil
             last = .now
@@ -175,9 +182,11 @@ public actor SimulatedHome: AccessorySource {
         }
     }
 
+    private struct Sleep { var until: Double? }
+
     /// Ends `run()`'s sleep, to look again at when the next step is due.
     func wakeRunner() {
-        if !clock.isManual { sleep?.task.cancel() }
+        if !clock.isManual && sleep != nil { wakes.wake() }
     }
 
     /// The earliest pending step's simulated time.
@@ -271,6 +280,46 @@ public actor SimulatedHome: AccessorySource {
             if !unreported.isEmpty { unreported.remove(address) }
         } else if old != value && !isEvent {
             unreported.insert(address)
+        }
+    }
+}
+
+/// One waiter (the runner's sleep) and the wake-ups that end its wait. A wake-up that comes
+/// before the wait begins (the waiting child has not run yet) is kept for it; a cancelled wait
+/// ends at once.
+private final class WakeSignal: Sendable {
+    private let state = Mutex<(woken: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func wake() {
+        let waiter = state.withLock { s in
+            defer { s.waiter = nil }
+            if s.waiter == nil { s.woken = true }
+            return s.waiter
+        }
+        waiter?.resume()
+    }
+
+    func reset() { state.withLock { $0.woken = false } }
+
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { s in
+                    if s.woken || Task.isCancelled {
+                        s.woken = false
+                        return true
+                    }
+                    s.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s in
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume()
         }
     }
 }
