@@ -517,9 +517,11 @@ final class GatewayContractTests: RigTestCase {
                 results = try await counter.seen.waitFor(count: count, "results", timeout: 120)
             } catch {
                 await counter.close()
+                XCTFail("results missing; the broker dropped: \(gw.brokerDrops)")
                 throw error
             }
             await counter.close()
+            XCTAssertEqual(gw.brokerDrops, [], "the broker dropped messages")
             XCTAssertEqual(results.count, count)
             XCTAssertTrue(results.contains { $0.string.contains("\"ok\"") })
             XCTAssertTrue(results.contains { $0.string.contains("\"error\"") })
