@@ -74,7 +74,7 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
 
 /// A gateway running on a `Rig`, with another client (`seen`) subscribed to the whole base topic
 /// since before the gateway started, and a publisher for requests.
-final class RiggedGateway: @unchecked Sendable {
+final class RiggedGateway: Sendable {
     enum Broker: Sendable {
         case memory(MemoryBroker)
         case mosquitto(MosquittoBroker)

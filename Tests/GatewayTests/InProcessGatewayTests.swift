@@ -9,7 +9,6 @@ import XCTest
 /// its retained messages, hold the broker back. The topic contract itself (start, `set`, errors,
 /// stop, a new description) is `GatewayContractTests`, run on the memory rig and on mosquitto.
 final class InProcessGatewayTests: XCTestCase {
-    let door = "home/garage/garage-door-opener/garage-door"
     let light = "home/garage/garage-door-opener/garage-light"
 
     /// Memory only: the gateway's connection drops while the broker stays up with its retained
