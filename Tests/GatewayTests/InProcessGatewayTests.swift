@@ -5,9 +5,11 @@ import MQTT
 import TestSupport
 import XCTest
 
-/// What only a broker held in memory lets a test do: drop one connection while the broker keeps
-/// its retained messages, hold the broker back. The topic contract itself (start, `set`, errors,
-/// stop, a new description) is `GatewayContractTests`, run on the memory rig and on mosquitto.
+/// What only a broker held in memory lets a test do (drop one connection while the broker keeps
+/// its retained messages, hold the broker back), and checks of the gateway's own workings (the
+/// typed API on a changed tree, a second run without a state record, the idle watchdog). The
+/// topic contract itself (start, `set`, errors, stop, a new description) is
+/// `GatewayContractTests`, run on the memory rig and, under `CI=true`, on mosquitto.
 final class InProcessGatewayTests: XCTestCase {
     let light = "home/garage/garage-door-opener/garage-light"
 
