@@ -5,100 +5,17 @@ import MQTT
 import TestSupport
 import XCTest
 
-/// The topic contract in one process, over a broker held in memory: what a client of the broker
-/// sees when the gateway starts, answers a `set` and stops. Each test takes a fraction of a
-/// second; `GatewayContractTests` checks the same contract through mosquitto.
+/// What only a broker held in memory lets a test do (drop one connection while the broker keeps
+/// its retained messages, hold the broker back), and checks of the gateway's own workings (the
+/// typed API on a changed tree, a second run without a state record, the idle watchdog). The
+/// topic contract itself (start, `set`, errors, stop, a new description) is
+/// `GatewayContractTests`, run on the memory rig and, under `CI=true`, on mosquitto.
 final class InProcessGatewayTests: XCTestCase {
-    let door = "home/garage/garage-door-opener/garage-door"
     let light = "home/garage/garage-door-opener/garage-light"
 
-    func testStartPutsTheRetainedTreeOnTheBrokerAndOnlineLast() async throws {
-        try await InProcessGateway.run { gw in
-            let retained = gw.broker.retainedText(under: "home/#")
-            XCTAssertEqual(retained["home/$gateway/status"], "online")
-            XCTAssertEqual(retained["\(door)/target-door-state/state"], "1")
-            XCTAssertEqual(retained["\(door)/current-door-state/state"], "1")
-            XCTAssertEqual(retained["\(light)/brightness/state"], "80")
-            XCTAssertEqual(retained["\(light)/fade-rate/state"], "1.0")
-            XCTAssertEqual(retained["home/garage/garage-door-opener/$availability"], "online")
-            let meta = try JSONValue(parsing: XCTUnwrap(retained["\(light)/brightness/meta"]))
-            XCTAssertEqual(meta["format"], .string("int"))
-            let info = try JSONValue(parsing: XCTUnwrap(retained["home/garage/garage-door-opener/$info"]))
-            XCTAssertEqual(info["manufacturer"], .string("Kilgo Devices, Inc."))
-            let tree = try XCTUnwrap(retained["home/$gateway/tree"])
-            XCTAssertTrue(tree.contains("\(door)/target-door-state"), tree)
-
-            // Under MQTT 5 every publication says what it is.
-            let state = try XCTUnwrap(gw.broker.retained["\(light)/brightness/state"])
-            XCTAssertEqual(state.properties.contentType, "application/json")
-            // A client that sees `online` has seen the whole tree before it.
-            let order = gw.seen.elements.map(\.topic)
-            let online = try XCTUnwrap(order.firstIndex(of: "home/$gateway/status"))
-            XCTAssertEqual(
-                order.filter { $0.hasSuffix("/state") }.count, retained.keys.filter { $0.hasSuffix("/state") }.count)
-            XCTAssertTrue(order[..<online].contains("\(light)/brightness/state"))
-            XCTAssertFalse(order[online...].contains { $0.hasSuffix("/state") }, "a state after online")
-            // The gateway's marker went to itself only (No Local does not hold it back from the
-            // gateway, and the observer never subscribed where it would see it twice).
-            XCTAssertEqual(order.filter { $0 == "home/$gateway/sync" }.count, 1)
-        }
-    }
-
-    func testSetIsAnsweredOkAndTheNewStateIsRetained() async throws {
-        try await InProcessGateway.run { gw in
-            let answer = try await gw.request("\(light)/brightness/set", "42", answer: "\(light)/brightness/result")
-            XCTAssertEqual(answer["status"], .string("ok"), "\(answer)")
-            XCTAssertEqual(answer["op"], .string("set"))
-            XCTAssertEqual(answer["value"], .int(42))
-            XCTAssertEqual(answer["id"], .null)
-            let state = try await gw.next("\(light)/brightness/state") { $0 == "42" }
-            XCTAssertFalse(state.retain, "a live state is forwarded without the retain flag")
-            XCTAssertEqual(gw.broker.retainedText(under: "\(light)/brightness/state").values.first, "42")
-
-            // A valid-value name, with an id; the door starts to travel.
-            let door = try await gw.request(
-                "\(door)/target-door-state/set", #"{"value": "open", "id": "open-1"}"#,
-                answer: "\(door)/target-door-state/result")
-            XCTAssertEqual(door["status"], .string("ok"), "\(door)")
-            XCTAssertEqual(door["id"], .string("open-1"))
-            try await gw.next("\(self.door)/current-door-state/state") { $0 == "2" }
-        }
-    }
-
-    func testBadPayloadsAreAnsweredWithErrorsAndChangeNothing() async throws {
-        try await InProcessGateway.run { gw in
-            let cases: [(String, String, String)] = [
-                ("\(light)/brightness/set", "140", "out-of-range"),
-                ("\(light)/brightness/set", "bright", "invalid-type"),
-                ("\(light)/brightness/set", "{\"value\": ", "invalid-json"),
-                ("\(door)/target-door-state/set", "ajar", "not-a-valid-value"),
-                ("\(door)/current-door-state/set", "0", "read-only"),
-            ]
-            for (topic, payload, code) in cases {
-                let result = topic.replacingOccurrences(of: "/set", with: "/result")
-                let answer = try await gw.request(topic, payload, answer: result)
-                XCTAssertEqual(answer["status"], .string("error"), "\(topic) \(payload)")
-                XCTAssertEqual(answer["code"], .string(code), "\(topic) \(payload): \(answer)")
-                XCTAssertFalse(answer["message"]?.stringValue?.isEmpty ?? true, "\(answer)")
-            }
-            let retained = gw.broker.retainedText(under: "home/garage/#")
-            XCTAssertEqual(retained["\(light)/brightness/state"], "80")
-            XCTAssertEqual(retained["\(door)/target-door-state/state"], "1")
-            XCTAssertFalse(gw.seen.elements.contains { $0.topic.hasSuffix("/state") }, "a state after a refused set")
-        }
-    }
-
-    func testStopPublishesOfflineAndDisconnectsCleanly() async throws {
-        let gw = try await withGateway { gw in
-            XCTAssertEqual(gw.broker.retainedText()["home/$gateway/status"], "online")
-            gw.seen.clear()
-        }
-        XCTAssertEqual(gw.transport.connectionState, .disconnected(nil), "a clean DISCONNECT: no will")
-        XCTAssertEqual(gw.broker.retainedText()["home/$gateway/status"], "offline")
-        let offline = try await gw.seen.waitFor("offline", timeout: 2) { $0.topic == "home/$gateway/status" }
-        XCTAssertEqual(offline.string, "offline")
-    }
-
+    /// Memory only: the gateway's connection drops while the broker stays up with its retained
+    /// messages (the will is seen there). The mosquitto rig can only restart its broker, which
+    /// forgets them: `GatewayContractTests.testReconnectRepublishesEverything` on both rigs.
     func testALostConnectionSendsTheWillAndTheReconnectRepublishes() async throws {
         try await InProcessGateway.run { gw in
             gw.transport.loseConnection()
@@ -111,28 +28,8 @@ final class InProcessGatewayTests: XCTestCase {
         }
     }
 
-    /// A known accessory described again (a HAP accessory read after a reconnect, a simulated
-    /// one replaced) may carry a value no event reported: it is published like any update.
-    func testANewDescriptionsValuesArePublishedOnState() async throws {
-        try await InProcessGateway.run { gw in
-            let tree = await gw.gateway.tree
-            let node = try XCTUnwrap(tree.characteristic(topic: "\(light)/brightness"))
-            let accessories = await gw.home.accessories()
-            var accessory = try XCTUnwrap(accessories.first { $0.id == node.address.accessoryID })
-            for si in accessory.services.indices {
-                for ci in accessory.services[si].characteristics.indices
-                where accessory.services[si].characteristics[ci].iid == node.address.iid {
-                    accessory.services[si].characteristics[ci].value = .int(33)
-                }
-            }
-            gw.seen.clear()
-            await gw.home.add(accessory)
-            try await gw.next("\(light)/brightness/state") { $0 == "33" }
-            try await gw.next("home/garage/garage-door-opener/$state") { $0.contains("\"brightness\":33") }
-            XCTAssertEqual(gw.broker.retainedText(under: "\(light)/brightness/state").values.first, "33")
-        }
-    }
-
+    /// Memory only: `transport.hold()` makes a broker that is behind, which mosquitto cannot be
+    /// made to be on demand.
     /// While the broker is behind, an accessory's `$state` waits for it (up to a second) and goes
     /// out once with the latest values, where a free broker gets one per 100 ms of changes;
     /// every `state` message still goes out, in order.
@@ -214,15 +111,5 @@ final class InProcessGatewayTests: XCTestCase {
             XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(3_000))
             await gw.home.setWriteDelay(.zero)
         }
-    }
-
-    /// Runs a gateway through `body` and returns it stopped, to look at what the stop left.
-    private func withGateway(_ body: (InProcessGateway) async throws -> Void) async throws -> InProcessGateway {
-        var stopped: InProcessGateway?
-        try await InProcessGateway.run { gw in
-            try await body(gw)
-            stopped = gw
-        }
-        return try XCTUnwrap(stopped)
     }
 }
