@@ -198,12 +198,12 @@ final class RequestAPITests: XCTestCase {
         let state = "\(garage)/garage-door/target-door-state/state"
         try await gw.publish(state, "", retain: true)
         try await waitUntil("\(state) cleared behind the gateway's back") {
-            try await gw.retainedOnBroker(settle: 0.2)[state] == nil
+            try await gw.retainedOnBroker()[state] == nil
         }
         let republished = try await call(gw, "republish", "")
         XCTAssertEqual(republished["status"], .string("ok"), "\(republished)")
         XCTAssertGreaterThan(republished["data"]?["topics"]?.intValue ?? 0, 0)
-        try await waitUntil("\(state) republished") { try await gw.retainedOnBroker(settle: 0.2)[state] == "1" }
+        try await waitUntil("\(state) republished") { try await gw.retainedOnBroker()[state] == "1" }
         try await assertBrokerMatchesTree(gw)
     }
 
@@ -263,7 +263,7 @@ final class RequestAPITests: XCTestCase {
         let refused = try JSONValue(parsing: try await gw.next("home/$gateway/response/room/add").payload)
         XCTAssertEqual(refused["code"], .string("retained"), "\(refused)")
         XCTAssertEqual(refused["id"], .string("kept"))
-        let left = try await gw.retainedOnBroker(settle: 0.2)["home/$gateway/request/room/add"]
+        let left = try await gw.retainedOnBroker()["home/$gateway/request/room/add"]
         XCTAssertEqual(left, #"{"name": "Ghost Room", "id": "kept"}"#, "another client's retained request was cleared")
         try await gw.publish("home/$gateway/request/room/add", "", retain: true)
 
@@ -333,7 +333,7 @@ final class RequestAPITests: XCTestCase {
         var problems: [String] = []
         do {
             try await waitUntil("the broker's retained topics to match the tree", timeout: 5) {
-                let retained = try await gw.retainedOnBroker(settle: 0.3)
+                let retained = try await gw.retainedOnBroker()
                 let ours = Set(retained.keys.filter { topic in kinds.contains { topic.hasSuffix($0) } })
                 problems = []
                 let ghosts = ours.subtracting(allowed)
