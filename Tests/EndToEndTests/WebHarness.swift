@@ -4,13 +4,6 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// The repository's root, from this file's place in it.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-
-/// `homemqtt` beside the test bundle (both are in the build's products directory).
-let homemqttBinary: String = (try? builtProduct("homemqtt")) ?? "homemqtt (not built)"
-
 /// The real `homemqtt run` with `web.enabled` on a free loopback port, on the shipped simulated
 /// home and a real mosquitto: what a user starts.
 final class WebGateway: Sendable {
