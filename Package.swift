@@ -177,7 +177,6 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "BenchTests", dependencies: ["homemqtt-bench", "TestSupport"]),
         .testTarget(name: "HomeModelTests", dependencies: ["HomeModel", "TestSupport"]),
         .testTarget(
             name: "SimulatorTests",
