@@ -177,7 +177,6 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "BenchTests", dependencies: ["homemqtt-bench", "TestSupport"]),
         .testTarget(name: "HomeModelTests", dependencies: ["HomeModel", "TestSupport"]),
         .testTarget(
             name: "SimulatorTests",
@@ -187,45 +186,58 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // homemqtt: the mDNS test runs the binary with the peer in a network namespace.
-        .testTarget(
-            name: "HAPTests", dependencies: ["HAP", "MDNS", "HomeModel", "TestSupport", "homemqtt"],
-            exclude: ["peer"]),
+        // peer/: HAP-python and aiohomekit scripts, run by the end-to-end tests.
+        .testTarget(name: "HAPTests", dependencies: ["HAP", "MDNS", "HomeModel", "TestSupport"], exclude: ["peer"]),
         .testTarget(name: "MDNSTests", dependencies: ["MDNS", "TestSupport"]),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                // homemqtt: built for the end-to-end tests, which run the binary.
-                "HomeMQTTApp", "Gateway", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
-                "HAP",
+                "HomeMQTTApp", "Gateway", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport", "HAP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // Home Assistant's configs, commands and templates, and its binary test.
+        // Home Assistant's template evaluator and the commands Home Assistant sends, shared by
+        // HomeAssistantTests and the end-to-end test that sends them through the binary.
+        .target(
+            name: "HomeAssistantTestSupport", dependencies: ["HomeModel"], path: "Tests/HomeAssistantTestSupport"),
+        // Home Assistant's configs, commands and templates.
         .testTarget(
             name: "HomeAssistantTests",
             dependencies: [
                 "HomeAssistant", "HomeMQTTApp", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
-                // homemqtt: built for the tests that run the binary with Home Assistant's commands.
-                "homemqtt",
+                "HomeAssistantTestSupport",
             ]
         ),
-        // homemqtt: the Homie end-to-end tests run the binary against a Homie controller
-        // (`homie/homie_consumer.py`).
+        // homie/: the Homie controller (`homie_consumer.py`) the end-to-end tests run.
         .testTarget(
             name: "HomieTests",
-            dependencies: ["HomeMQTTApp", "Homie", "Gateway", "HomeModel", "TestSupport", "homemqtt"],
+            dependencies: ["HomeMQTTApp", "Homie", "Gateway", "HomeModel", "TestSupport"],
             exclude: ["homie"]
         ),
         .testTarget(
             name: "WebViewTests",
             dependencies: [
-                // homemqtt: built for the tests that run the binary and drive a browser at it.
-                "HomeMQTTApp", "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "homemqtt",
+                "HomeMQTTApp", "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The live tier: every test that runs the real `homemqtt` binary, HAP-python or aiohomekit,
+        // a network namespace, Chromium, systemd-analyze, the upgrade from an older state directory,
+        // or RabbitMQ/mqttools as the broker. `swift test --skip EndToEndTests` is the fast tier.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "HomeMQTTApp", "Gateway", "HAP", "HomeModel", "MQTT", "WebView", "TestSupport",
+                "HomeAssistantTestSupport",
+                // homemqtt: the binary these tests run.
+                "homemqtt",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -4,7 +4,7 @@
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
 # tests run the gateway against), chromium and chromium-driver (the web view's browser test),
 # nodejs and node-mqtt (MQTT.js, the client Node-RED uses, for the Node-RED test), valgrind
-# (homemqtt-bench's instruction counts, run by its smoke test), dpkg-dev and debootstrap (the
+# (homemqtt-bench's instruction counts, run by Scripts/bench-smoke.sh), dpkg-dev and debootstrap (the
 # Debian package and its tests), and a
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium; aiohomekit, a second
@@ -51,7 +51,7 @@ command -v node >/dev/null || need+=(nodejs)
 # pgrep: the example scripts' test checks that no subscriber outlives a script.
 command -v pgrep >/dev/null || need+=(procps)
 # valgrind (callgrind and callgrind_annotate, a Perl script): homemqtt-bench's instruction counts,
-# which the bench's smoke test runs.
+# which Scripts/bench-smoke.sh runs.
 { command -v valgrind && command -v callgrind_annotate && command -v perl; } >/dev/null || need+=(valgrind perl)
 # The Debian package: dpkg-shlibdeps (its Depends) and strip build it; debootstrap makes the clean
 # Debian roots Scripts/test-package.sh installs it into.

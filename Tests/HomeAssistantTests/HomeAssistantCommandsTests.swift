@@ -6,6 +6,7 @@ import XCTest
 
 @testable import Gateway
 @testable import HomeAssistant
+@testable import HomeAssistantTestSupport
 
 /// For every fixture, the simulated home and the devices of issue 26: the entity table has no
 /// duplicate or stuttering name, and every command Home Assistant can send for an entity (each

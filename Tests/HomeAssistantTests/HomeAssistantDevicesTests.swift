@@ -6,6 +6,8 @@ import HomeModel
 import TestSupport
 import XCTest
 
+@testable import HomeAssistantTestSupport
+
 /// The Home Assistant entities real devices get: every `/accessories` dump of the fixtures, as a
 /// table of what each device produces, checked against Home Assistant's documented options.
 final class HomeAssistantDevicesTests: XCTestCase {

@@ -3,6 +3,8 @@ import Gateway
 @testable import HomeAssistant
 import HomeModel
 
+@testable import HomeAssistantTestSupport
+
 /// Accessories made from the catalog's real types, as a source would report them.
 private enum HAFixture {
     struct Missing: Error { var name: String }

@@ -3,6 +3,8 @@ import Gateway
 @testable import HomeAssistant
 import HomeModel
 
+@testable import HomeAssistantTestSupport
+
 /// What Home Assistant's documentation says each MQTT platform takes (home-assistant.io,
 /// `source/_integrations/<platform>.mqtt.markdown` and the MQTT discovery page): required
 /// options, the type of every option we use, and allowed values where the docs list them.

@@ -4,6 +4,3 @@ import TestSupport
 /// The checkout's root, for the simulated home and the fixtures under `Tests/`.
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
-
-/// The `homemqtt` binary this package built.
-let homemqttBinary: String = (try? builtProduct("homemqtt")) ?? "homemqtt (not built)"

@@ -6,7 +6,7 @@ import WebView
 import XCTest
 
 /// The config file's `web:` section, read strictly: defaults, the listen address, the token and
-/// where it is required, unknown keys; and what `homemqtt` says about a bad one.
+/// where it is required, unknown keys. What `homemqtt` says about a bad one is in EndToEndTests.
 final class WebConfigTests: XCTestCase {
     func parse(_ web: String) throws(ConfigError) -> GatewayConfig {
         try HomeMQTTApp.parseConfig("web:\n" + web, file: "/etc/homemqtt/gateway.yml")
@@ -111,26 +111,5 @@ final class WebConfigTests: XCTestCase {
         let config = try HomeMQTTApp.parseConfig(on, file: path)
         XCTAssertTrue(config[WebConfig.self].enabled)
         XCTAssertEqual(config[WebConfig.self].listenDisplay, "127.0.0.1:8080")
-    }
-
-    /// `homemqtt run` and `check-config` refuse a token-less web view off loopback with exit 2,
-    /// naming the file and key, before anything starts.
-    func testBinaryRefusesTokenlessNetworkListenWithExit2() async throws {
-        let directory = try TemporaryDirectory(prefix: "homemqtt-web-config")
-        let config = directory.file("gateway.yml")
-        try """
-        sources:
-          - type: simulator
-            directory: \(repositoryRoot.appendingPathComponent("Config/accessories").path)
-        web:
-          enabled: true
-          listen: 0.0.0.0:8080
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-        for command in ["run", "check-config"] {
-            let result = try await runProcess(homemqttBinary, [command, "--config", config], timeout: 20)
-            XCTAssertEqual(result.status, 2, "\(command): \(result.standardError)")
-            XCTAssertTrue(
-                result.standardError.contains("\(config): web.token: required"), "\(command): \(result.standardError)")
-        }
     }
 }

@@ -4,6 +4,8 @@ import MQTT
 import TestSupport
 import XCTest
 
+@testable import HomeAssistantTestSupport
+
 /// Home Assistant discovery through the real `homemqtt` binary and a real mosquitto: what Home
 /// Assistant sends, sent with `mosquitto_pub`, is answered `ok`; two gateways on one broker
 /// keep their configs apart.
@@ -154,10 +156,10 @@ final class HomeAssistantBinaryTests: XCTestCase {
                 let config = try XCTUnwrap(component.objectValue)
                 let platform = try XCTUnwrap(config["platform"]?.stringValue)
                 for (option, value) in config where option.hasSuffix("_topic") {
-                    guard HomeAssistantCommandsTests.isCommand(option), let command = value.stringValue else {
+                    guard HACommands.isCommand(option), let command = value.stringValue else {
                         continue
                     }
-                    let all = try HomeAssistantCommandsTests.commands(platform: platform, option: option, config)
+                    let all = try HACommands.commands(platform: platform, option: option, config)
                     // Every mode, option and payload; of a range, its ends and three points between.
                     let picked =
                         all.count <= 8

@@ -175,14 +175,12 @@ final class WebRoutesTests: XCTestCase {
         let web = try await WebGateway.start()
         addTeardownBlock { await web.stopAll() }
         await web.broker.stop()
-        try await waitUntil("/healthz to say 503", timeout: 15) {
-            let health = try await HTTP.get(web.url + "/healthz")
-            return health.status == 503 && health.json?["broker"] == "disconnected"
-        }
+        try await waitUntil("/healthz to say 503", timeout: 15) { web.healthStatus() == 503 }
+        let health = try await HTTP.get(web.url + "/healthz")
+        XCTAssertEqual(health.status, 503, health.body)
+        XCTAssertEqual(health.json?["broker"], "disconnected", health.body)
         try await web.broker.start()
-        try await waitUntil("/healthz to say 200 again", timeout: 30) {
-            try await HTTP.get(web.url + "/healthz").status == 200
-        }
+        try await waitUntil("/healthz to say 200 again", timeout: 30) { web.healthStatus() == 200 }
         let metrics = try await HTTP.get(web.url + "/metrics")
         XCTAssertTrue(metrics.body.contains("homemqtt_broker_reconnects_total 1"), metrics.body)
     }

@@ -13,8 +13,11 @@ final class UpgradeAndBackupTests: XCTestCase {
         .appendingPathComponent("../Fixtures/state-14db57d").standardizedFileURL
     static let accessories = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Config/accessories").standardizedFileURL
-    /// The pairing stores the port the accessory had when the old version paired it.
-    static let peerPort = 28153
+    /// The pairing stores the port the accessory had when the old version paired it. Each rig's
+    /// accessory listens on a free port of its own, written into its copy of the pairing: two
+    /// rigs on this one port collided when the end-to-end tests ran in parallel.
+    static let fixturePort = 28153
+    static let pairingFile = "pairings/hap-pairing-A4-4B-1E-CF-2B-D7.json"
 
     final class Rig: @unchecked Sendable {
         let directory: TemporaryDirectory
@@ -65,7 +68,15 @@ final class UpgradeAndBackupTests: XCTestCase {
             await rig.peer?.stop()
             await rig.broker.stop()
         }
-        rig.peer = try await HAPPeer.start(port: Self.peerPort, state: directory.file("peer.json"))
+        let port = try freePort()
+        let pairing = directory.file("state/" + Self.pairingFile)
+        let stored = try String(contentsOfFile: pairing, encoding: .utf8)
+        guard stored.contains("\"port\" : \(Self.fixturePort)") else {
+            throw ProcessError("\(pairing) does not store port \(Self.fixturePort): \(stored)")
+        }
+        try stored.replacingOccurrences(of: "\"port\" : \(Self.fixturePort)", with: "\"port\" : \(port)")
+            .write(toFile: pairing, atomically: true, encoding: .utf8)
+        rig.peer = try await HAPPeer.start(port: port, state: directory.file("peer.json"))
         try rig.writeConfig()
         return rig
     }

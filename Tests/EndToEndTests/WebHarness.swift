@@ -4,13 +4,6 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// The repository's root, from this file's place in it.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-
-/// `homemqtt` beside the test bundle (both are in the build's products directory).
-let homemqttBinary: String = (try? builtProduct("homemqtt")) ?? "homemqtt (not built)"
-
 /// The real `homemqtt run` with `web.enabled` on a free loopback port, on the shipped simulated
 /// home and a real mosquitto: what a user starts.
 final class WebGateway: Sendable {
@@ -93,8 +86,20 @@ final class WebGateway: Sendable {
             guard process.isRunning else {
                 throw ProcessError("homemqtt run exited (\(process.exitStatus ?? -1)): \(process.standardError)")
             }
-            return (try? await HTTP.get("\(url)/healthz").status) == 200
+            return healthStatus() == 200
         }
+    }
+
+    /// The status of `GET /healthz`, asked in process on a socket of our own (no `curl` to
+    /// spawn, which a wait that polls every 10 ms did while the gateway under test started);
+    /// nil while nothing answers.
+    func healthStatus() -> Int? {
+        guard let connection = try? RawConnection(port: port),
+            (try? connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")) != nil
+        else { return nil }
+        // "HTTP/1.1 200 OK"
+        let fields = connection.statusLine(timeout: 2).split(separator: " ")
+        return fields.count >= 2 && fields[0].hasPrefix("HTTP/") ? Int(fields[1]) : nil
     }
 
     /// SIGTERM, as systemd stops it; returns the exit status.
