@@ -192,7 +192,10 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
+                // homemqtt: ManagementOperationsTests and OperationAccessTests run its `OfflineHome`
+                // (`@testable import`), not its binary.
                 "HomeMQTTApp", "Gateway", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport", "HAP",
+                "homemqtt",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
