@@ -284,6 +284,7 @@ public actor HAPConnection {
     public func request(_ method: String, _ path: String, body: [UInt8] = [], contentType: String? = nil)
         async throws(HAPError) -> HAPHTTPMessage
     {
+        let asked = ContinuousClock.now
         await acquire()
         defer { release() }
         if let reason = closeReason { throw reason }
@@ -302,6 +303,14 @@ public actor HAPConnection {
         } else {
             result = await exchange(request)
         }
+        // At debug level: how long a request waited for its turn, and for its answer (a request
+        // behind one the accessory never answers waits as long as that one's deadline).
+        logger.debug(
+            "HAP \(method) \(path) answered",
+            metadata: [
+                "host": "\(host):\(port)", "request": "\(requestCount)", "outcome": "\(result.map(\.status))",
+                "since-asked": "\(ContinuousClock.now - asked)",
+            ])
         switch result {
         case .success(let response):
             return response

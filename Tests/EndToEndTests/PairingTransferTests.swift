@@ -40,6 +40,7 @@ final class PairingTransferTests: XCTestCase {
           url: \(broker.url)
         state-directory: \(directory.file("state"))
         poll-interval: 0
+        log-level: debug
         sources:
           - type: hap
         homeassistant:
@@ -112,7 +113,9 @@ final class PairingTransferTests: XCTestCase {
         let answer = try await observer.waitForMessage("the set's result", timeout: 20) {
             $0.topic == "\(brightness)/result"
         }
-        XCTAssertTrue(answer.string.contains("\"status\":\"ok\""), answer.string + "\n" + gateway.standardError)
+        XCTAssertTrue(
+            answer.string.contains("\"status\":\"ok\""),
+            answer.string + "\n" + gateway.standardError + "\nthe accessory's log:\n" + peer.standardError)
         let inside = try await peer.value(aid: 2, iid: 10)
         XCTAssertEqual(inside, "37")
         // …and aiohomekit still does with its own, and sees HomeMQTT beside it.
