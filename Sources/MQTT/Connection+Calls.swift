@@ -143,7 +143,8 @@ extension Connection {
             }
             let outcome = await suspend(.capacity) { state in
                 if state.stopRequested || state.finished { return .failure(.closed) }
-                return state.outstanding.count < limit && !state.replacing ? .success(()) : nil
+                let ready = !state.replacing && !state.awaitingFirstConnect
+                return state.outstanding.count < limit && ready ? .success(()) : nil
             }
             if case .failure = outcome { return outcome }
         }
@@ -178,7 +179,9 @@ extension Connection {
             if !state.refusedTopics.isEmpty, state.refusedTopics.contains(topic) {
                 return .fail(PublishCheck.refusedBefore(topic))
             }
-            if state.replacing { return .wait }
+            // A handle being made anew, or not yet set up by its first connect (which would
+            // drop the retain flag), takes nothing new.
+            if state.replacing || state.awaitingFirstConnect { return .wait }
             if qos == .atMostOnce && !state.connected { return state.everConnected ? .drop : .fail(.notConnected) }
             if state.outstanding.count >= limit { return .wait }
             state.users += 1

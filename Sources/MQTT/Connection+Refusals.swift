@@ -147,6 +147,7 @@ extension Connection {
         control.withLock { state in
             state.needsConfiguring = true
             state.resendAfterConnect = again
+            state.awaitingFirstConnect = true
         }
         return true
     }
@@ -171,6 +172,8 @@ extension Connection {
             defer { state.resendAfterConnect = [] }
             return state.resendAfterConnect
         }
+        // Publishes that came meanwhile go in after these, now that the handle is set up.
+        defer { finishFirstConnect() }
         guard !again.isEmpty else { return }
         var resent: [Int32: Sent] = [:]
         for var sent in again {
@@ -184,6 +187,15 @@ extension Connection {
             resent[newMid] = sent
         }
         control.withLock { state in state.outstanding.merge(resent) { _, new in new } }
+    }
+
+    private func finishFirstConnect() {
+        let resumed = control.withLock { state -> [CheckedContinuation<Outcome, Never>] in
+            guard state.awaitingFirstConnect else { return [] }
+            state.awaitingFirstConnect = false
+            return state.takeCapacityWaiters(limit: configuration.maxQueuedPublishes)
+        }
+        for waiter in resumed { waiter.resume(returning: .success(())) }
     }
 
     private func finishReplacing() {

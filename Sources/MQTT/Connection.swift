@@ -57,6 +57,10 @@ final class Connection: Sendable {
         var needsConfiguring = false
         /// What `replaceHandle` kept to hand to the new handle once it has connected.
         var resendAfterConnect: [Connection.Sent] = []
+        /// A handle made anew has not yet been through its first connect, which sets it up:
+        /// libmosquitto drops the retain flag of a publish handed to it before that, so new
+        /// publishes wait (as while `replacing`) until `resendAfterConnect` has run.
+        var awaitingFirstConnect = false
         /// Topics whose publish the broker dropped the connection for: never sent again.
         var refusedTopics: Set<String> = []
         /// When the last CONNACK came.

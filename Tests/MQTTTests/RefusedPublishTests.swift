@@ -73,6 +73,9 @@ import TestSupport
             let limit = await iterator.next()
             #expect(limit?.limits.learnedMaximumPacketSize == 4096)
             #expect(limit?.refusedPacketSize ?? 0 > 20_000)
+            // Told the limit, the client has made its handle anew and not yet connected it (it
+            // waits its reconnect delay): a retained publish now must keep its flag too.
+            try await client.publish("limit/window", "window", qos: .atLeastOnce, retain: true)
             try await subscriber.waitForMessage(timeout: 15) { $0.topic == "limit/behind" }
             #expect(client.brokerLimits.maximumPacketSize == 4096)
             let error = await expectMQTTError {
@@ -88,8 +91,9 @@ import TestSupport
             #expect(!subscriber.messages.contains { $0.topic == "limit/large" })
             #expect(client.refusedPublishCount == 1)
             // The message sent again on the new handle kept its retain flag.
-            let later = try await MQTTTestSubscriber.start(broker: broker, filter: "limit/behind")
+            let later = try await MQTTTestSubscriber.start(broker: broker, filter: "limit/#")
             try await later.waitForMessage { $0.topic == "limit/behind" && $0.retain }
+            try await later.waitForMessage { $0.topic == "limit/window" && $0.retain }
             await later.stop()
             await client.disconnect()
             await subscriber.stop()
