@@ -6,7 +6,7 @@ import HomeModel
 extension Gateway {
     /// Writes `writes` to the accessory; `then` gets one outcome once every part has its own.
     func write(_ writes: [CharacteristicWrite], accessoryID: String, label: String, then: @escaping Completion) {
-        let number = writeMany.begin(label: label, count: writes.count, then: then)
+        let number = writeMany.begin(count: writes.count, then: then)
         for (index, write) in writes.enumerated() {
             let (service, characteristic) = (write.service, write.characteristic)
             let checked = write.value.flatMap {

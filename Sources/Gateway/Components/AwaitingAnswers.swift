@@ -5,8 +5,6 @@ struct AwaitingAnswers {
     private var waiting: [UInt64: Gateway.Completion] = [:]
     private var next: UInt64 = 0
 
-    var isEmpty: Bool { waiting.isEmpty }
-
     /// Keeps `then`; returns its ticket.
     mutating func add(_ then: @escaping Gateway.Completion) -> UInt64 {
         next += 1

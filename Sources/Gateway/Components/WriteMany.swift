@@ -3,7 +3,6 @@
 struct WriteMany: Sendable {
     /// A write in flight: its characteristics' answers, gathered until the last one.
     struct Pending: Sendable {
-        var label: String
         var then: Gateway.Completion
         var answers: [CharacteristicWrite.Answer?]
         var remaining: Int
@@ -13,10 +12,10 @@ struct WriteMany: Sendable {
     private var next: UInt64 = 0
 
     /// A new write of `count` parts; its number.
-    mutating func begin(label: String, count: Int, then: @escaping Gateway.Completion) -> UInt64 {
+    mutating func begin(count: Int, then: @escaping Gateway.Completion) -> UInt64 {
         next += 1
         pending[next] = Pending(
-            label: label, then: then, answers: Array(repeating: nil, count: count), remaining: count)
+            then: then, answers: Array(repeating: nil, count: count), remaining: count)
         return next
     }
 
