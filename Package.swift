@@ -147,12 +147,15 @@ let package = Package(
             name: "homemqtt-bench",
             dependencies: [
                 "HomeMQTTApp", "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
+                "CBenchRunLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The bench's async main drained in Foundation's run loop under valgrind (RunLoopDrain.c).
+        .target(name: "CBenchRunLoop"),
         // Real processes for the tests and the bench: a mosquitto on a free loopback port, the
         // HAP-python peer, child processes, temporary directories. Under Sources/ because the
         // bench, a shipped product, links it.

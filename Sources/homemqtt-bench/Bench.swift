@@ -1,4 +1,5 @@
 import ArgumentParser
+import CBenchRunLoop
 import Foundation
 import Gateway
 import HomeMQTTApp
@@ -21,22 +22,20 @@ enum Scale: String, ExpressibleByArgument, Sendable {
     case full
 }
 
-/// The entry point: `HomeMQTTBench.main()` on the main actor, as an async `@main` runs it. The
-/// main thread parks in `dispatchMain()`, or in Foundation's run loop (which drains the main queue
-/// as well) when `runLoopVariable` is set: Callgrind.start sets it, because valgrind 3.19 (Debian
-/// 12's) crashes on the `sigsuspend` that parks `dispatchMain()`'s thread (its wrapper writes to the
-/// signal mask, which libdispatch keeps in read-only memory).
+/// The entry point: an async main, on the main actor. Its main queue is drained by
+/// `dispatchMain()`, or by Foundation's run loop when `runLoopVariable` is set: Callgrind.start sets
+/// it, because valgrind 3.19 (Debian 12's) crashes in `dispatchMain()` (CBenchRunLoop's
+/// RunLoopDrain.c says why, and installs the run loop before main runs).
 @main
 enum BenchEntry {
     static let runLoopVariable = "HOMEMQTT_BENCH_MAIN_RUN_LOOP"
 
-    static func main() {
-        Task { @MainActor in
-            await HomeMQTTBench.main()
-            exit(0)
+    static func main() async {
+        // The variable and the C side must agree, or valgrind runs would crash again.
+        if ProcessInfo.processInfo.environment[runLoopVariable] != nil {
+            precondition(homemqtt_bench_drains_in_run_loop() == 1, "the run-loop drain was not installed")
         }
-        if ProcessInfo.processInfo.environment[runLoopVariable] != nil { RunLoop.main.run() }
-        dispatchMain()
+        await HomeMQTTBench.main()
     }
 }
 
