@@ -41,6 +41,8 @@ extension HomeMQTTApp {
         public var extensions: [any HomeMQTTExtension.Type]
         /// The outputs on the gateway's connection; by default the features' (`outputs(for:)`).
         public var outputs: (@Sendable (GatewayConfig) -> [any GatewayOutput])?
+        /// What the gateway's timers read: the continuous clock, or a test's manual one.
+        public var clock: GatewayClock
 
         public init(
             pairings: [any PairingManager] = [],
@@ -51,8 +53,10 @@ extension HomeMQTTApp {
                 MQTTClient(configuration: configuration, logger: logger)
             },
             extensions: [any HomeMQTTExtension.Type] = HomeMQTTApp.extensions,
-            outputs: (@Sendable (GatewayConfig) -> [any GatewayOutput])? = nil
+            outputs: (@Sendable (GatewayConfig) -> [any GatewayOutput])? = nil,
+            clock: GatewayClock = .continuous
         ) {
+            self.clock = clock
             self.pairings = pairings
             self.operations = operations
             self.publicationBacklog = publicationBacklog
@@ -108,7 +112,7 @@ extension HomeMQTTApp {
             config: config, source: source, database: database,
             mqtt: options.transport(config.mqtt, logger), scopeStore: ScopeStore(directory: state),
             pairings: options.pairings, operations: options.operations, publicationBacklog: options.publicationBacklog,
-            ownedTopics: OwnedTopicsStore(config: config), outputs: outputs, logger: logger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: outputs, clock: options.clock, logger: logger)
         let home = HomeContext(gateway: gateway, config: config, logger: logger, webListening: options.webListening)
         return (gateway, gateway.services + features.flatMap { $0.services(in: home) })
     }

@@ -1,5 +1,6 @@
 import Foundation
-import Gateway
+@testable import Gateway
+import HomeMQTTApp
 import HomeModel
 import MQTT
 import TestSupport
@@ -96,19 +97,39 @@ final class InProcessGatewayTests: XCTestCase {
     }
 
     /// With nothing to watch for a while the deadline watchdog waits instead of waking ten times
-    /// a second; the next request wakes it, and an accessory that never answers still gets its
-    /// `timeout` on time (`request-timeout` is 2 s here).
+    /// a second; the next request wakes it, and an accessory that never answers gets its
+    /// `timeout` when `request-timeout` (2 s here) has passed, not before. On a manual clock: the
+    /// test moves time itself, and sleeps for no timer.
     func testATimeoutIsAnsweredAfterTheWatchdogWentIdle() async throws {
-        try await InProcessGateway.run { gw in
-            try await Task.sleep(for: .milliseconds(1_600))
+        let clock = ManualGatewayClock()
+        try await InProcessGateway.run(options: .init(clock: .manual(clock))) { gw in
+            let deadlines = await gw.gateway.work.deadlines
+            // A second with nothing to watch: the watchdog stops waking on the clock.
+            try await waitUntil("the watchdog asleep on the clock") { clock.sleepers >= 1 }
+            clock.advance(by: .milliseconds(1_100))
+            try await waitUntil("the watchdog idle") { deadlines.isWaitingForWork }
+            XCTAssertEqual(clock.sleepers, 0, "an idle watchdog still wakes on the clock")
+
             await gw.home.setWriteDelay(.seconds(5))
             gw.seen.clear()
-            let started = ContinuousClock.now
+            let result = "\(light)/power-state/result"
             try await gw.publish("\(light)/power-state/set", "true")
-            let message = try await gw.next("\(light)/power-state/result", timeout: 6)
+            try await waitUntil("the request's deadline kept") { !deadlines.isEmpty }
+            try await waitUntil("the watchdog woken, and asleep on the clock") {
+                clock.sleepers >= 1 && !deadlines.isWaitingForWork
+            }
+            // 1.9 s on: the watchdog looks, and leaves the request to its accessory.
+            let first = try XCTUnwrap(clock.nextDeadline)
+            clock.advance(by: .milliseconds(1_900))
+            try await waitUntil("the watchdog asleep again") {
+                clock.nextDeadline.map { $0 > first } ?? false
+            }
+            XCTAssertFalse(gw.seen.elements.contains { $0.topic == result }, "answered before its deadline")
+            // 2 s on: `timeout`.
+            clock.advance(by: .milliseconds(100))
+            let message = try await gw.next(result, timeout: 5)
             let answer = try XCTUnwrap(JSONValue(parsing: message.payload).objectValue)
             XCTAssertEqual(answer["code"], .string("timeout"), "\(answer)")
-            XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(3_000))
             await gw.home.setWriteDelay(.zero)
         }
     }

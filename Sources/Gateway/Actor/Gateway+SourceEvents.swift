@@ -187,7 +187,7 @@ extension Gateway {
 
     func pollLoop() async throws {
         while true {
-            try await Task.sleep(for: .seconds(config.pollInterval))
+            try await clock.sleep(for: .seconds(config.pollInterval))
             // A read value comes back as the source's `valueUpdated` event, in order.
             for address in pollTargets() {
                 _ = try? await source.read(address)

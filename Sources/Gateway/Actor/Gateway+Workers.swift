@@ -66,7 +66,7 @@ extension Gateway {
     }
 
     private nonisolated func execute(_ job: Job) async {
-        let token = work.deadlines.start(job, timeout: config.requestTimeout)
+        let token = work.deadlines.start(job, timeout: config.requestTimeout, now: clock.now)
         let started = ContinuousClock.now
         let outcome: GatewayOutcome
         do throws(AccessoryError) {
@@ -113,7 +113,7 @@ extension Gateway {
         var quietSince: ContinuousClock.Instant?
         while !Task.isCancelled {
             if work.deadlines.isEmpty {
-                let now = ContinuousClock.now
+                let now = clock.now
                 if let since = quietSince, now - since >= .seconds(1) {
                     await work.deadlines.waitForWork(&wakes)
                     quietSince = nil
@@ -123,14 +123,14 @@ extension Gateway {
             } else {
                 quietSince = nil
             }
-            try? await Task.sleep(for: .milliseconds(100))
-            for job in work.deadlines.takeExpired() {
+            try? await clock.sleep(for: .milliseconds(100))
+            for job in work.deadlines.takeExpired(now: clock.now) {
                 let failure = GatewayFailure(
                     code: .timeout, message: "the accessory did not answer within \(timeout) s",
                     hapStatus: AccessoryError.Status.timedOut.rawValue)
                 await complete(job, .failure(failure))
             }
-            await expired(work.deadlines.takeExpiredLocal())
+            await expired(work.deadlines.takeExpiredLocal(now: clock.now))
         }
     }
 }

@@ -70,6 +70,8 @@ public actor Gateway: Service {
         var operations: [any ManagementOperation.Type]
         /// Every publish, in order.
         var outbox: Outbox
+        /// What the timers read (deadlines, the watchdog, bursts, polling): real, or a test's.
+        var clock: GatewayClock
         var startedAt = ContinuousClock.now
         /// Counts for `/metrics` and health, and the last errors, for the web view.
         var activity = GatewayActivity()
@@ -106,13 +108,14 @@ public actor Gateway: Service {
         scopeStore: ScopeStore? = nil, pairings: [any PairingManager] = [],
         operations: [any ManagementOperation.Type] = [],
         publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,
-        outputs: sending [any GatewayOutput] = [], logger: Logger = Logger(label: "homemqtt.gateway")
+        outputs: sending [any GatewayOutput] = [], clock: GatewayClock = .continuous,
+        logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
         self.config = config
         parts = Parts(
             source: source, database: database, mqtt: mqtt, logger: logger, scopeStore: scopeStore, pairings: pairings,
             operations: ManagementOperations.all(adding: operations),
-            outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger))
+            outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger), clock: clock)
         // The topic dialect is every gateway's, last: it takes what no other output took.
         let outputs = outputs + [TopicRequests()]
         self.outputs = Outputs(
@@ -137,6 +140,8 @@ public actor Gateway: Service {
     /// Counts for `/metrics` and health, and the last errors, for the web view.
     public nonisolated var activity: GatewayActivity { parts.activity }
     nonisolated var outbox: Outbox { parts.outbox }
+    /// The time the gateway's timers read; outputs time their own with it too.
+    public nonisolated var clock: GatewayClock { parts.clock }
     /// The current tree of topics.
     public var tree: TopicTree { served.tree }
     var scope: ScopeFilter { served.scope }

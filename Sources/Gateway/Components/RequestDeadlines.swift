@@ -26,6 +26,9 @@ final class RequestDeadlines: Sendable {
         (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
+    /// Whether the watchdog waits for a first deadline now (tests order their steps by it).
+    var isWaitingForWork: Bool { idle.load(ordering: .sequentiallyConsistent) }
+
     /// Whether no deadline is registered.
     var isEmpty: Bool { state.withLock { $0.entries.isEmpty } && local.withLock { $0.isEmpty } }
 
@@ -43,9 +46,9 @@ final class RequestDeadlines: Sendable {
         if idle.load(ordering: .sequentiallyConsistent) { wake.yield() }
     }
 
-    /// Registers a request that starts now; returns its token.
-    func start(_ job: Gateway.Job, timeout: Double) -> UInt64 {
-        let deadline = ContinuousClock.now + .seconds(timeout)
+    /// Registers a request that starts `now`; returns its token.
+    func start(_ job: Gateway.Job, timeout: Double, now: ContinuousClock.Instant) -> UInt64 {
+        let deadline = now + .seconds(timeout)
         defer { registered() }
         return state.withLock { state in
             state.next += 1
@@ -61,7 +64,7 @@ final class RequestDeadlines: Sendable {
     }
 
     /// The requests past their deadline, now counted as answered.
-    func takeExpired(now: ContinuousClock.Instant = .now) -> [Gateway.Job] {
+    func takeExpired(now: ContinuousClock.Instant) -> [Gateway.Job] {
         state.withLock { state in
             let expired = state.entries.filter { $0.value.deadline <= now }
             for token in expired.keys { state.entries[token] = nil }
@@ -69,8 +72,8 @@ final class RequestDeadlines: Sendable {
         }
     }
 
-    func startLocal(_ number: Int, timeout: Double) {
-        let deadline = ContinuousClock.now + .seconds(timeout)
+    func startLocal(_ number: Int, timeout: Double, now: ContinuousClock.Instant) {
+        let deadline = now + .seconds(timeout)
         local.withLock { $0[number] = deadline }
         registered()
     }
@@ -78,7 +81,7 @@ final class RequestDeadlines: Sendable {
     func finishLocal(_ number: Int) { _ = local.withLock { $0.removeValue(forKey: number) } }
 
     /// The in-process requests past their deadline, removed.
-    func takeExpiredLocal(now: ContinuousClock.Instant = .now) -> [Int] {
+    func takeExpiredLocal(now: ContinuousClock.Instant) -> [Int] {
         local.withLock { local in
             let expired = local.filter { $0.value <= now }.keys.sorted()
             for number in expired { local[number] = nil }

@@ -77,7 +77,7 @@ public final class AccessoryStateOutput: GatewayOutput {
     public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {
         guard enabled else { return }
         dirty.insert(accessoryID)
-        let now = ContinuousClock.now
+        let now = gateway.clock.now
         guard let burst else {
             self.burst = (now, now)
             bursts.yield()
@@ -93,14 +93,14 @@ public final class AccessoryStateOutput: GatewayOutput {
         for await _ in burstStream {
             while let burst, !Task.isCancelled {
                 let due = min(burst.last + Self.quiet, burst.first + Self.longest)
-                let now = ContinuousClock.now
+                let now = gateway.clock.now
                 if now < due {
-                    try? await Task.sleep(until: due)
+                    try? await gateway.clock.sleep(until: due)
                     continue
                 }
                 guard gateway.outbox.backlog > 0, now < burst.first + Self.longestWhileBehind else { break }
                 // Only while a burst waits on a backlog: an idle gateway never wakes here.
-                try? await Task.sleep(for: Self.quiet)
+                try? await gateway.clock.sleep(for: Self.quiet)
             }
             burst = nil
             publishDirty(gateway)

@@ -109,7 +109,7 @@ extension Gateway {
         let number = local.add(payload: payload)
         // Every request is answered by the path that takes it, or by its deadline; this is the
         // last resort for one that none answers, kept by the deadline watchdog.
-        work.deadlines.startLocal(number, timeout: Self.localRequestTimeout(config))
+        work.deadlines.startLocal(number, timeout: Self.localRequestTimeout(config), now: clock.now)
         body(Reply(.local(number)))
         if let answer = local.takeEarlyAnswer(number) { return answer }
         return await withCheckedContinuation { continuation in local.wait(number, continuation) }
