@@ -111,6 +111,9 @@ let package = Package(
             ],
             exclude: ["Assets"]
         ),
+        // The MQTT topic dialect (`set`, `get`, `$toggle`, `$identify`, `$state`/`$set`,
+        // `$gateway/request/<op>` and their answers): outputs of the gateway on its public API.
+        .target(name: "TopicAPI", dependencies: ["Gateway", "HomeModel", "MQTT"]),
         // Home Assistant MQTT discovery: an output of the gateway (`GatewayOutput`).
         .target(name: "HomeAssistant", dependencies: ["Gateway", "HomeModel", "MQTT"]),
         // The Homie v5 output: the gateway's published home as Homie devices, on a connection of
@@ -128,7 +131,8 @@ let package = Package(
         .target(
             name: "HomeMQTTApp",
             dependencies: [
-                "Gateway", "HomeAssistant", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP", "MDNS",
+                "Gateway", "TopicAPI", "HomeAssistant", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP",
+                "MDNS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -146,7 +150,7 @@ let package = Package(
         .executableTarget(
             name: "homemqtt-bench",
             dependencies: [
-                "HomeMQTTApp", "Gateway", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
+                "HomeMQTTApp", "Gateway", "TopicAPI", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
                 "CBenchRunLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -197,8 +201,8 @@ let package = Package(
             dependencies: [
                 // homemqtt: ManagementOperationsTests and OperationAccessTests run its `OfflineHome`
                 // (`@testable import`), not its binary.
-                "HomeMQTTApp", "Gateway", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport", "HAP",
-                "homemqtt",
+                "HomeMQTTApp", "Gateway", "TopicAPI", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport",
+                "HAP", "homemqtt",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

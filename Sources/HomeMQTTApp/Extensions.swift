@@ -3,6 +3,7 @@ import HomeAssistant
 import HomeModel
 import Homie
 import MQTT
+import TopicAPI
 import WebView
 
 // The features HomeMQTT ships, each declared once (`HomeMQTTExtension`) and listed in
@@ -14,6 +15,13 @@ enum AccessoryStateFeature: HomeMQTTExtension {
         // Off, it still names `$state` as the gateway's, so an earlier run's are cleared.
         [AccessoryStateOutput(enabled: settings.enabled)]
     }
+}
+
+/// The MQTT topic dialect's requests and answers (`set`, `get`, `$toggle`, `$identify`,
+/// `$gateway/request/<op>`), always on. Last of `HomeMQTTApp.extensions`: its output takes every
+/// request no output before it took.
+enum TopicRequestsFeature: HomeMQTTExtension {
+    static func outputs(_ settings: NoSettings, _ config: GatewayConfig) -> [any GatewayOutput] { [TopicRequests()] }
 }
 
 /// Home Assistant's MQTT discovery, on the gateway's connection (`homeassistant:`).

@@ -16,6 +16,8 @@ public enum HomeMQTTApp {
         HomieFeature.self,
         WebFeature.self,
         AccessFeature.self,
+        // Last: the topic dialect takes every request that no output before it took.
+        TopicRequestsFeature.self,
     ]
 
     /// The kinds of source `sources:` may name, each read and made by its factory, each

@@ -11,8 +11,8 @@ public import ServiceLifecycle
 
 /// One feature of the gateway beside its core (an output, the web view, access control).
 public protocol HomeMQTTExtension: Sendable {
-    /// Its part of the config file (`homie:`), read by its own module.
-    associatedtype Settings: ConfigSection
+    /// Its part of the config file (`homie:`), read by its own module; none by default.
+    associatedtype Settings: ConfigSection = NoSettings
     /// Topic prefixes outside the homes' base topics it publishes under (Home Assistant's
     /// discovery, Homie's domain): what the gateway's broker user needs besides the homes, and
     /// what no home's base topic may overlap.
@@ -67,6 +67,13 @@ extension HomeMQTTExtension {
     static func adapt(_ config: inout GatewayConfig, forHome home: Home) {
         config[Settings.self] = settings(config[Settings.self], forHome: home)
     }
+}
+
+/// The settings of a feature that has none in the config file (the topic dialect): it reads
+/// no key.
+public struct NoSettings: ConfigSection {
+    public init() {}
+    public static func read(_ top: ConfigReader, _ context: ConfigContext) throws(ConfigError) -> Self { Self() }
 }
 
 /// What a feature's services are made from: one home's running gateway and config.

@@ -7,6 +7,7 @@ import MQTT
 import ServiceLifecycle
 import Simulator
 import Synchronization
+import TopicAPI
 import Harness
 import WebView
 

@@ -4,6 +4,7 @@ import Gateway
 import HomeModel
 import MQTT
 import TestSupport
+import TopicAPI
 import XCTest
 
 /// One JSON document per accessory: `$state` (retained, one message per burst of changes) and

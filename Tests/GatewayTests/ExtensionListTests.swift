@@ -116,7 +116,8 @@ final class HomeMQTTAppTests: XCTestCase {
         XCTAssertEqual(config[BannerConfig.self], BannerConfig(text: "hi there", level: "$note", prefix: "banners"))
         XCTAssertEqual(config.reservedTopicPrefixes, ["homeassistant", "banners"])
         XCTAssertEqual(config.sources.map(\.type), ["widget"])
-        XCTAssertEqual(HomeMQTTApp.outputs(for: config, extensions: extensions).count, 3, "state, HA, banner")
+        XCTAssertEqual(
+            HomeMQTTApp.outputs(for: config, extensions: extensions).count, 4, "state, HA, topic requests, banner")
 
         // Without the line, the section is an unknown key and the source an unknown type.
         XCTAssertThrowsError(try HomeMQTTApp.parseConfig("banner:\n  text: hi\n", file: "g.yml")) { error in

@@ -3,6 +3,7 @@ import Gateway
 import HomeModel
 import MQTT
 import TestSupport
+import TopicAPI
 import XCTest
 
 /// The smallest output: one retained document per accessory, its number of services on
@@ -31,7 +32,7 @@ final class GatewayOutputTests: XCTestCase {
     let garage = "home/garage/garage-door-opener"
 
     func testAnOutputsDocumentsArePublishedRepublishedAndNeverTakenAsRequests() async throws {
-        try await InProcessGateway.run(outputs: { _ in [ServiceCountOutput()] }) { gw in
+        try await InProcessGateway.run(outputs: { _ in [ServiceCountOutput(), TopicRequests()] }) { gw in
             let retained = gw.broker.retainedText()
             let documents = retained.filter { $0.key.hasSuffix("/$services") }
             let accessories = retained.keys.filter { $0.hasSuffix("/$info") }
@@ -39,7 +40,8 @@ final class GatewayOutputTests: XCTestCase {
             XCTAssertFalse(documents.isEmpty)
             let services = try XCTUnwrap(Int(try XCTUnwrap(documents["\(garage)/$services"])))
             XCTAssertGreaterThan(services, 0)
-            // No other output's document, since only this one was given.
+            // No other output's document, since only this one was given (and the topic dialect,
+            // which publishes none: it answers requests).
             XCTAssertFalse(retained.keys.contains { $0.hasSuffix("/$state") })
 
             // Its level is the gateway's output, not a request, for an in-process caller too.
@@ -56,7 +58,7 @@ final class GatewayOutputTests: XCTestCase {
     }
 
     func testAnOutputsDocumentIsClearedWhenItsAccessoryLeavesScope() async throws {
-        try await InProcessGateway.run(outputs: { _ in [ServiceCountOutput()] }) { gw in
+        try await InProcessGateway.run(outputs: { _ in [ServiceCountOutput(), TopicRequests()] }) { gw in
             XCTAssertNotNil(gw.broker.retainedText()["\(garage)/$services"])
             gw.seen.clear()
             let answer = try await gw.request(

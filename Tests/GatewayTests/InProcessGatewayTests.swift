@@ -4,6 +4,7 @@ import HomeMQTTApp
 import HomeModel
 import MQTT
 import TestSupport
+import TopicAPI
 import XCTest
 
 /// What only a broker held in memory lets a test do (drop one connection while the broker keeps

@@ -4,6 +4,7 @@ import HomeAssistant
 import HomeMQTTApp
 import Logging
 import MQTT
+import TopicAPI
 import XCTest
 
 /// An upgrade keeps working configs working: what the previous release (14db57d) accepted is

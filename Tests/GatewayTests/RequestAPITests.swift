@@ -6,6 +6,7 @@ import MQTT
 import ServiceLifecycle
 import Simulator
 import TestSupport
+import TopicAPI
 import XCTest
 
 /// `home/$gateway/request/<op>` → `home/$gateway/response/<op>`, each op end to end through a
@@ -380,7 +381,8 @@ struct SecondGateway {
         let gateway = try Gateway(
             config: config, source: home, database: try HomeDatabase(directory: directory),
             mqtt: MQTTClient(configuration: config.mqtt, logger: logger), scopeStore: ScopeStore(directory: directory),
-            logger: logger)
+            // Made without the composition root: the topic dialect is handed in as its one output.
+            outputs: [TopicRequests()], logger: logger)
         let watcher = try await MQTTTestSubscriber.start(
             broker: broker, filter: "home/$gateway/status", clientID: "second-watcher")
         let group = ServiceGroup(configuration: .init(services: gateway.services, logger: logger))

@@ -32,6 +32,14 @@ extension Gateway {
         return (publication.record(topic, payload), replaced)
     }
 
+    /// Topic levels under an accessory's topic that the gateway and its outputs publish
+    /// (`state`, `$info`, `result`, an output's documents): never requests.
+    public var publishedLevels: Set<String> { outputs.publishedKinds }
+
+    /// Messages queued and not yet handed to the MQTT client: an output gathering a burst waits
+    /// while the broker is behind.
+    public nonisolated var outboxBacklog: Int { outbox.backlog }
+
     /// Queues one message behind everything queued before it.
     public func publish(_ topic: String, _ payload: [UInt8], retain: Bool) {
         enqueue(topic, payload, retain: retain)
@@ -69,10 +77,12 @@ extension Gateway {
         for output in outputs { output.valueChanged(accessoryID: accessoryID, self) }
     }
 
-    /// Offers a request to the outputs in order until one takes it; the topic dialect, last,
-    /// takes whatever is left (`TopicRequests`).
-    func deliver(_ message: IncomingMessage) {
-        for output in outputs where output.handle(message, self) { return }
+    /// Offers a request to the outputs in order until one takes it (the topic dialect, last,
+    /// takes whatever is left: `TopicAPI.TopicRequests`); returns whether one did.
+    @discardableResult
+    func deliver(_ message: IncomingMessage) -> Bool {
+        for output in outputs where output.handle(message, self) { return true }
+        return false
     }
 
     /// Each output's long-running part, as children of the serving group.

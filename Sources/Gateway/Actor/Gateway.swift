@@ -23,8 +23,9 @@ import Synchronization
 ///   `Gateway+Ownership`: the record of what it published and the look at the broker;
 /// - `Gateway+Connection`, `Gateway+BrokerLimits`: the broker connection, its limits, health.
 ///
-/// The MQTT topic dialect (`set`, `get`, `$toggle`, `$identify`, `$gateway/request/<op>` and
-/// their answers) is a front end on the typed API, in `TopicAPI/`.
+/// The MQTT topic dialect (`set`, `get`, `$toggle`, `$identify`, `$set`,
+/// `$gateway/request/<op>` and their answers) is a front end on the public API, in the
+/// `TopicAPI` module: outputs the composition root hands in, as any other.
 public actor Gateway: Service {
     public let config: GatewayConfig
     /// What it works with, fixed at start: the source, the database, the broker connection.
@@ -44,7 +45,7 @@ public actor Gateway: Service {
     var awaiting = AwaitingAnswers()
     /// Writes of several characteristics at once, each gathered into one answer.
     var writeMany = WriteMany()
-    /// The MQTT topic dialect's state: in-process callers of `request(topic:payload:)`.
+    /// In-process callers of `request(topic:payload:)` waiting for their answer.
     var local = LocalRequests()
     /// Views of the home beside its MQTT topics (outputs on their own connections, the web page):
     /// `Gateway+Views`. Outside
@@ -91,6 +92,10 @@ public actor Gateway: Service {
         case stopped
     }
 
+    /// Topic levels under an accessory's topic that the gateway publishes itself, its own and
+    /// its answers': a message on one is never a request.
+    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
+
     /// The dialects beside the base topic tree, in the order their hooks are called.
     struct Outputs: RandomAccessCollection {
         let all: [any GatewayOutput]
@@ -116,8 +121,6 @@ public actor Gateway: Service {
             source: source, database: database, mqtt: mqtt, logger: logger, scopeStore: scopeStore, pairings: pairings,
             operations: ManagementOperations.all(adding: operations),
             outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger), clock: clock)
-        // The topic dialect is every gateway's, last: it takes what no other output took.
-        let outputs = outputs + [TopicRequests()]
         self.outputs = Outputs(
             all: outputs, publishedKinds: Self.outputKinds.union(outputs.flatMap(\.earlierDocuments)))
         ownership = Ownership(store: ownedTopics)

@@ -65,7 +65,7 @@ public final class GatewayActivity: Sendable {
     }
 
     /// A request answered with an error (a write of several counts once).
-    func failed() { failures.add(1, ordering: .relaxed) }
+    public func failed() { failures.add(1, ordering: .relaxed) }
 
     /// The health report's counts.
     var requestCounts: (sets: Int, gets: Int, errors: Int) {
@@ -90,7 +90,7 @@ public final class GatewayActivity: Sendable {
 
     /// An answer on `topic` (`result`, `$result`, `response/<op>`): counted by op and result
     /// code, and kept when it is an error. `op` nil: a gateway request's, read from the topic.
-    func answered<T>(_ topic: String, op: String?, _ outcome: Result<T, GatewayFailure>) {
+    public func answered<T>(_ topic: String, op: String?, _ outcome: Result<T, GatewayFailure>) {
         let op = op ?? topic.components(separatedBy: "/$gateway/response/").last ?? "request"
         let code: String
         switch outcome {
@@ -111,7 +111,7 @@ public final class GatewayActivity: Sendable {
     }
 
     /// A message on a topic under the base that the gateway does not serve (`$gateway/error`).
-    func unknownTopic(_ topic: String, _ message: String) {
+    public func unknownTopic(_ topic: String, _ message: String) {
         remember(topic: topic, op: Self.unknownTopicCode, code: Self.unknownTopicCode, message: message)
     }
 

@@ -247,6 +247,26 @@ final class Outbox: Sendable {
     }
 
     /// The failures counted and never logged, in one line each kind (at the end of the drain).
+    /// `payload` for an answer on `topic`, or, when its packet would exceed the broker's
+    /// maximum, a `too-large` error answer in its place (with the request's `id` and `op`),
+    /// counted as refused.
+    func fitting(_ topic: String, _ payload: [UInt8], json: JSONValue, properties: MQTTPublishProperties) -> [UInt8] {
+        let limits = mqtt.brokerLimits
+        guard let limit = limits.maximumPacketSize else { return payload }
+        let size = MQTTBrokerLimits.publishPacketSize(
+            topic: topic, payloadCount: payload.count, qos: limits.qos(for: defaultQoS), properties: properties,
+            protocolVersion: mqtt.protocolVersion)
+        guard size > limit else { return payload }
+        refused(topic, size: size, limit: limit)
+        var object: [String: JSONValue] = [
+            "id": json["id"] ?? .null, "status": .string("error"), "code": .string(ErrorCode.tooLarge.rawValue),
+            "message": .string(
+                "the answer is a packet of \(size) bytes, more than the broker's maximum packet size (\(limit))"),
+        ]
+        if let op = json["op"] { object["op"] = op }
+        return JSONValue.object(object).encodedUTF8()
+    }
+
     private func reportUnlogged() {
         for (kind, count) in failures.withLock({ $0.takeSuppressed() }) {
             logger.warning(

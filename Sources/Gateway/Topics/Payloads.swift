@@ -171,22 +171,6 @@ enum Payloads {
         // Parsing our own output cannot fail; the fallback only keeps this total.
         (try? JSONValue(parsing: treeText(tree, home: home))) ?? .object([:])
     }
-
-    static func result(id: JSONValue, op: String, value: CharacteristicValue?) -> JSONValue {
-        var object: [String: JSONValue] = ["id": id, "op": .string(op), "status": .string("ok")]
-        if let value { object["value"] = ValueCodec.json(value) }
-        return .object(object)
-    }
-
-    static func error(id: JSONValue, op: String?, _ failure: GatewayFailure) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "id": id, "status": .string("error"),
-            "code": .string(failure.code.rawValue), "message": .string(failure.message),
-        ]
-        if let op { object["op"] = .string(op) }
-        if let hap = failure.hapStatus { object["hap"] = .int(Int64(hap)) }
-        return .object(object)
-    }
 }
 
 /// Why a request failed: our machine code, a message, and HAP's status where one applies.

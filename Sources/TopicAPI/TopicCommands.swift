@@ -1,5 +1,5 @@
+public import Gateway
 public import HomeModel
-import MQTT
 
 /// Request topics made into commands, and their outcomes into the answers the README's topic
 /// contract gives: `result` (`{"id","op","status","value"}`), `$result` (with `results` for a
@@ -14,7 +14,7 @@ extension Gateway {
         case .success(let (value, id)):
             submit(.write(node.address, value), answering: message, on: resultTopic, op: "set", id: id)
         case .failure(let failure):
-            refuse(resultTopic, op: "set", id: id, failure, reply: Reply(message))
+            refuse(resultTopic, op: "set", id: id, failure, reply: message.reply)
         }
     }
 
@@ -31,9 +31,9 @@ extension Gateway {
     ) {
         let id = id ?? Self.requestID(message.payload)
         if refuseRetained(message, resultTopic: topic, op: op, id: id) { return }
-        let reply = Reply(message)
+        let reply = message.reply
         submit(command, label: topic) { gateway, outcome in
-            gateway.answer(topic, json: Self.answer(id: id, op: op, outcome), reply: reply)
+            gateway.answer(topic, json: Answers.answer(id: id, op: op, outcome), reply: reply)
         }
     }
 
@@ -41,36 +41,7 @@ extension Gateway {
     func refuse(_ topic: String, op: String, id: JSONValue, _ failure: GatewayFailure, reply: Reply?) {
         activity.answered(topic, op: op, Result<Void, GatewayFailure>.failure(failure))
         activity.failed()
-        answer(topic, json: Payloads.error(id: id, op: op, failure), reply: reply)
-    }
-
-    /// An outcome in the words of `result` and `$result`.
-    static func answer(id: JSONValue, op: String, _ outcome: GatewayOutcome) -> JSONValue {
-        switch outcome {
-        case .success(.value(let value)): return Payloads.result(id: id, op: op, value: value)
-        case .success(.parts(let parts)):
-            var results: [String: [String: JSONValue]] = [:]
-            var allOK = true
-            for part in parts {
-                let entry: JSONValue
-                switch part.outcome {
-                case .success(let value): entry = Payloads.result(id: .null, op: op, value: value)
-                case .failure(let failure):
-                    allOK = false
-                    entry = Payloads.error(id: .null, op: op, failure)
-                }
-                var fields = entry.objectValue ?? [:]
-                fields["id"] = nil
-                fields["op"] = nil
-                results[part.service, default: [:]][part.characteristic] = .object(fields)
-            }
-            return .object([
-                "id": id, "op": .string(op), "status": allOK ? "ok" : "error",
-                "results": .object(results.mapValues { .object($0) }),
-            ])
-        case .success(.data(let data)): return response(id: id, .success(data))
-        case .failure(let failure): return Payloads.error(id: id, op: op, failure)
-        }
+        answer(topic, json: Answers.error(id: id, op: op, failure), reply: reply)
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Gateway
 public import HomeModel
 import MQTT
 
@@ -10,9 +10,10 @@ extension Gateway {
     /// answered or reported here.
     func gatewayRequest(_ rest: String, _ message: IncomingMessage) -> String? {
         if Self.gatewayOutputs.contains(rest) || rest.hasPrefix("response/") {
-            refuseLocal(message, code: .unknownTopic, "'\(rest)' is published by the gateway, not a request")
+            refuseInProcess(message, code: .unknownTopic, "'\(rest)' is published by the gateway, not a request")
             return nil
         }
+        let base = baseTopic
         guard rest.hasPrefix("request/") else {
             reportUnknown(
                 message,
@@ -48,11 +49,11 @@ extension Gateway {
     /// one at a time: a `pair` takes seconds, and `set`/`get` must not wait behind it); its
     /// outcome is answered on `response/<op>`.
     func manage(op: String, _ message: IncomingMessage) {
-        let responseTopic = "\(base)/$gateway/response/\(op)"
+        let responseTopic = "\(baseTopic)/$gateway/response/\(op)"
         func refuse(_ id: JSONValue, _ failure: GatewayFailure, reply: Reply?) {
             activity.answered(responseTopic, op: op, Result<Void, GatewayFailure>.failure(failure))
             activity.failed()
-            answer(responseTopic, json: Self.response(id: id, .failure(failure)), reply: reply)
+            answer(responseTopic, json: Answers.response(id: id, .failure(failure)), reply: reply)
         }
         if message.retain {
             if !message.payload.isEmpty {
@@ -71,11 +72,11 @@ extension Gateway {
             do throws(ModelError) {
                 guard case .object(let object) = try JSONValue(parsing: message.payload) else {
                     let failure = GatewayFailure(code: .invalidJSON, message: "a request is a JSON object")
-                    return refuse(.null, failure, reply: Reply(message))
+                    return refuse(.null, failure, reply: message.reply)
                 }
                 fields = object
             } catch {
-                return refuse(.null, GatewayFailure(code: .invalidJSON, message: error.message), reply: Reply(message))
+                return refuse(.null, GatewayFailure(code: .invalidJSON, message: error.message), reply: message.reply)
             }
         }
         let id = fields["id"] ?? .null
@@ -83,29 +84,17 @@ extension Gateway {
         do throws(GatewayFailure) {
             operation = try ManagementOperations.make(op, fields: fields, among: operations)
         } catch {
-            return refuse(id, error, reply: Reply(message))
+            return refuse(id, error, reply: message.reply)
         }
-        let reply = Reply(message)
+        let reply = message.reply
         submit(.manage(operation), label: responseTopic) { gateway, outcome in
             let json =
                 switch outcome {
-                case .success(.data(let data)): Self.response(id: id, .success(data))
-                case .success: Self.response(id: id, .success(.null))
-                case .failure(let failure): Self.response(id: id, .failure(failure))
+                case .success(.data(let data)): Answers.response(id: id, .success(data))
+                case .success: Answers.response(id: id, .success(.null))
+                case .failure(let failure): Answers.response(id: id, .failure(failure))
                 }
             gateway.answer(responseTopic, json: json, reply: reply)
-        }
-    }
-
-    /// An operation's answer on `response/<op>`: `data`, or the failure's code and message.
-    static func response(id: JSONValue, _ outcome: Result<JSONValue, GatewayFailure>) -> JSONValue {
-        switch outcome {
-        case .success(let data): .object(["id": id, "status": .string("ok"), "data": data])
-        case .failure(let failure):
-            .object([
-                "id": id, "status": .string("error"), "code": .string(failure.code.rawValue),
-                "message": .string(failure.message),
-            ])
         }
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
-public import HomeModel
+public import Gateway
+import HomeModel
 import MQTT
 
 /// The MQTT topic dialect — `set`, `get`, `$toggle`, `$identify`, `$gateway/request/<op>` and
@@ -7,23 +7,27 @@ import MQTT
 /// dialect's request topics (`requestFilters`) and takes every message no other output took,
 /// making it a typed `GatewayCommand` whose outcome it publishes as the README's topic contract
 /// says (`TopicCommands`), or reporting a topic the gateway does not serve. Its work runs on the
-/// gateway (`extension Gateway` below), through the typed API (`submit`).
-final class TopicRequests: GatewayOutput {
-    func requestFilters(_ gateway: isolated Gateway) -> [String] { gateway.topicRequestFilters }
+/// gateway (`extension Gateway` below, in this module: the compiler holds it to the gateway's
+/// public API), through the typed API (`submit`) and the core's answers (`answer`).
+///
+/// Listed last among the outputs (`TopicRequestsFeature`, last of `HomeMQTTApp.extensions`): it
+/// takes every message, so an output after it would be offered none.
+public final class TopicRequests: GatewayOutput {
+    public init() {}
 
-    func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
+    public func requestFilters(_ gateway: isolated Gateway) -> [String] { gateway.topicRequestFilters }
+
+    public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
         gateway.handleTopicRequest(message)
         return true
     }
 }
 
 extension Gateway {
-    /// Topic levels the gateway publishes itself; a message on one is never a request.
-    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
-
     /// The request topics of the dialect, at the depths it serves them.
     var topicRequestFilters: [String] {
-        [
+        let base = baseTopic
+        return [
             "\(base)/+/+/+/+/set", "\(base)/+/+/+/+/get", "\(base)/+/+/+/$toggle", "\(base)/+/+/$identify",
             "\(base)/$gateway/request/#",
         ]
@@ -31,8 +35,9 @@ extension Gateway {
 
     /// A message no other output took (the dialect is the last output).
     func handleTopicRequest(_ message: IncomingMessage) {
+        let base = baseTopic
         guard message.topic.hasPrefix(base + "/") else {
-            refuseLocal(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
+            refuseInProcess(message, code: .unknownTopic, "'\(message.topic)' is not under \(base)/")
             return
         }
         let rest = message.topic.dropFirst(base.count + 1)
@@ -44,9 +49,9 @@ extension Gateway {
         guard let slash = message.topic.lastIndex(of: "/") else { return }
         let kind = String(message.topic[message.topic.index(after: slash)...])
         let path = String(message.topic[..<slash])
-        if outputs.publishedKinds.contains(kind) {
+        if publishedLevels.contains(kind) {
             // Only an in-process request names one: the gateway subscribes to requests alone.
-            refuseLocal(message, code: .unknownTopic, "'\(kind)' is published by the gateway, not a request")
+            refuseInProcess(message, code: .unknownTopic, "'\(kind)' is published by the gateway, not a request")
             return
         }
         switch kind {
@@ -91,7 +96,7 @@ extension Gateway {
     /// be one the broker refuses (mosquitto drops a client that publishes to more than 201
     /// levels).
     func servedDepth(_ path: String, _ levels: Int) -> Bool {
-        path.hasPrefix(base + "/") && MQTTTopicShape.levels(path) - MQTTTopicShape.levels(base) == levels
+        path.hasPrefix(baseTopic + "/") && MQTTTopicShape.levels(path) - MQTTTopicShape.levels(baseTopic) == levels
     }
 
     /// Reports a message on a topic the gateway does not serve on `$gateway/error`. `result` is
@@ -104,23 +109,22 @@ extension Gateway {
         if let result {
             let failure = GatewayFailure(code: .unknownTopic, message: text)
             answer(
-                result.topic, json: Payloads.error(id: Self.requestID(message.payload), op: result.op, failure),
-                reply: Reply(message))
-        } else if case .mqtt? = message.reply?.target {
-            let json = Payloads.error(
+                result.topic, json: Answers.error(id: Self.requestID(message.payload), op: result.op, failure),
+                reply: message.reply)
+        } else if let reply = message.reply, !reply.isInProcess {
+            let json = Answers.error(
                 id: Self.requestID(message.payload), op: nil, GatewayFailure(code: .unknownTopic, message: text))
-            answerReply(Reply(message), json: json, payload: json.encodedUTF8())
+            answer(reply: reply, json: json)
         } else {
-            refuseLocal(message, code: .unknownTopic, text)
+            refuseInProcess(message, code: .unknownTopic, text)
         }
         activity.unknownTopic(message.topic, text)
-        enqueue(
-            "\(base)/$gateway/error",
-            json: .object([
-                "topic": .string(message.topic),
-                "code": .string(ErrorCode.unknownTopic.rawValue),
-                "message": .string(text),
-            ]))
+        let error: JSONValue = .object([
+            "topic": .string(message.topic),
+            "code": .string(ErrorCode.unknownTopic.rawValue),
+            "message": .string(text),
+        ])
+        publish("\(baseTopic)/$gateway/error", error.encodedUTF8(), retain: false)
     }
 
     /// A request left retained on the broker would run again at every reconnect: it is refused
@@ -139,76 +143,5 @@ extension Gateway {
                 ), reply: nil)
         }
         return true
-    }
-
-    /// The `id` of a JSON request payload, or null.
-    static func requestID(_ payload: [UInt8]) -> JSONValue {
-        guard payload.first == UInt8(ascii: "{"), let json = try? JSONValue(parsing: payload),
-            case .object(let object) = json
-        else { return .null }
-        return object["id"] ?? .null
-    }
-
-    /// Validates a `set` payload: a plain value in the codec's words, or `{"value": …, "id": …}`.
-    /// Static (it reads nothing of the gateway), so that a test can ask what `set` would answer,
-    /// and Homie reads its `set` payloads (the same text) alike.
-    public static func parseSet(_ payload: [UInt8], node: TopicTree.CharacteristicNode) -> Result<
-        (CharacteristicValue, JSONValue), GatewayFailure
-    > {
-        let metadata = ValueCodec.withStandardBounds(node.characteristic.metadata, type: node.characteristic.type)
-        let label = node.typeName
-        var id: JSONValue = .null
-        do throws(ModelError) {
-            if node.isReadOnlyScope {
-                return .failure(
-                    GatewayFailure(
-                        code: .readOnlyScope,
-                        message: "\(label) of this accessory is read-only by the gateway's scope configuration"))
-            }
-            try ValueCodec.checkWritable(metadata, label: label)
-            guard let text = String(validating: payload, as: UTF8.self) else {
-                return .failure(GatewayFailure(code: .invalidPayload, message: "the payload is not UTF-8 text"))
-            }
-            let trimmed = text.trimmingWhitespace()
-            if trimmed.isEmpty {
-                return .failure(
-                    GatewayFailure(
-                        code: .empty,
-                        message: "an empty payload sets nothing; send a value such as \(Self.example(metadata))"))
-            }
-            if trimmed.hasPrefix("{") {
-                let json = try JSONValue(parsing: Array(trimmed.utf8))
-                guard case .object(let object) = json else {
-                    return .failure(
-                        GatewayFailure(code: .invalidJSON, message: "expected a JSON object with \"value\""))
-                }
-                id = object["id"] ?? .null
-                // `value: null` is a value (refused by the codec), not a missing one.
-                guard let raw = object["value"] else {
-                    return .failure(GatewayFailure(code: .missingValue, message: "the JSON object has no \"value\""))
-                }
-                do throws(GatewayFailure) {
-                    let fields = try RequestReader.request(object)
-                    _ = fields.node("value")
-                    try fields.finish()
-                } catch {
-                    return .failure(error)
-                }
-                return .success((try ValueCodec.parse(json: raw, metadata: metadata, label: label), id))
-            }
-            return .success((try ValueCodec.parse(text: trimmed, metadata: metadata, label: label), id))
-        } catch {
-            return .failure(GatewayFailure(error))
-        }
-    }
-
-    static func example(_ metadata: CharacteristicMetadata) -> String {
-        if let first = metadata.validValues.sorted(by: { $0.key < $1.key }).first { return "'\(first.value)'" }
-        switch metadata.format {
-        case .bool: return "'true'"
-        case .string: return "some text"
-        case .tlv8, .data: return "base64 data"
-        default: return "'\(Int(metadata.minValue ?? 0))'"
-        }
     }
 }

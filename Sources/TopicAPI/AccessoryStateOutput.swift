@@ -1,6 +1,5 @@
-import Foundation
+public import Gateway
 import HomeModel
-import MQTT
 
 /// One JSON document per accessory, as Node-RED flows and zigbee2mqtt users expect:
 /// `<accessory>/$state` (retained, every readable value by service and characteristic, one
@@ -42,13 +41,13 @@ public final class AccessoryStateOutput: GatewayOutput {
     public var earlierDocuments: [String] { ["$state"] }
 
     public func requestFilters(_ gateway: isolated Gateway) -> [String] {
-        enabled ? ["\(gateway.base)/+/+/$set"] : []
+        enabled ? ["\(gateway.baseTopic)/+/+/$set"] : []
     }
 
     public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] {
         guard enabled else { return [] }
         let topic = node.topic + "/$state"
-        gateway.setRetained(topic, document(node, gateway).encodedUTF8())
+        gateway.publishRetained(topic, document(node, gateway).encodedUTF8())
         return [topic]
     }
 
@@ -64,7 +63,7 @@ public final class AccessoryStateOutput: GatewayOutput {
         for service in node.services {
             var values: [String: JSONValue] = [:]
             for c in service.characteristics where !c.isEvent {
-                if let value = gateway.currentValue(c.address) {
+                if let value = gateway.value(of: c.address) {
                     values[c.slug] = ValueCodec.json(ValueCodec.rounded(value, metadata: c.characteristic.metadata))
                 }
             }
@@ -98,7 +97,7 @@ public final class AccessoryStateOutput: GatewayOutput {
                     try? await gateway.clock.sleep(until: due)
                     continue
                 }
-                guard gateway.outbox.backlog > 0, now < burst.first + Self.longestWhileBehind else { break }
+                guard gateway.outboxBacklog > 0, now < burst.first + Self.longestWhileBehind else { break }
                 // Only while a burst waits on a backlog: an idle gateway never wakes here.
                 try? await gateway.clock.sleep(for: Self.quiet)
             }
@@ -112,14 +111,14 @@ public final class AccessoryStateOutput: GatewayOutput {
         let ids = dirty
         dirty = []
         for id in ids {
-            guard let node = gateway.publishedTree.accessory(id: id) else { continue }
-            gateway.setRetained(node.topic + "/$state", document(node, gateway).encodedUTF8())
+            guard let node = gateway.publishedTopicTree.accessory(id: id) else { continue }
+            gateway.publishRetained(node.topic + "/$state", document(node, gateway).encodedUTF8())
         }
     }
 
     /// `{"<service>": {"<characteristic>": value}}` on `<accessory>/$set`, written as one.
     public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool {
-        guard enabled, message.topic.hasSuffix("/$set"), message.topic.hasPrefix(gateway.base + "/") else {
+        guard enabled, message.topic.hasSuffix("/$set"), message.topic.hasPrefix(gateway.baseTopic + "/") else {
             return false
         }
         let path = String(message.topic.dropLast("/$set".count))
@@ -138,7 +137,7 @@ public final class AccessoryStateOutput: GatewayOutput {
         let id = Gateway.requestID(message.payload)
         if gateway.refuseRetained(message, resultTopic: resultTopic, op: "set", id: id) { return }
         func fail(_ failure: GatewayFailure) {
-            gateway.refuse(resultTopic, op: "set", id: id, failure, reply: Gateway.Reply(message))
+            gateway.refuse(resultTopic, op: "set", id: id, failure, reply: message.reply)
         }
         guard case .object(let document)? = try? JSONValue(parsing: message.payload) else {
             fail(GatewayFailure(code: .invalidJSON, message: #"expected {"<service>": {"<characteristic>": value}}"#))

@@ -1,4 +1,4 @@
-public import HomeModel
+public import Gateway
 
 /// `accessory-state:` in the config: each accessory's retained `$state` JSON document and its
 /// `$set`, on by default.
