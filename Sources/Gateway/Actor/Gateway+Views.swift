@@ -1,34 +1,7 @@
-import Foundation
-public import HomeModel
-import MQTT
-import Synchronization
-
-/// What a view of the home sees (an output on a connection of its own, the web page), in the
-/// order it happened.
-public enum GatewayChange: Sendable {
-    /// The whole published home: first to every observer once the gateway is online, then
-    /// after every structural change (accessories, services, names, rooms, reachability, scope).
-    case snapshot(GatewaySnapshot)
-    /// A published characteristic's new value; for a button, each press.
-    case value(TopicTree.CharacteristicNode, CharacteristicValue)
-    /// What `$gateway/event` carried.
-    case event(JSONValue)
-    /// Whether the gateway's broker connection is up.
-    case connection(Bool)
-}
-
-public struct GatewaySnapshot: Sendable {
-    /// The tree whose topics are on the broker.
-    public var tree: TopicTree
-    /// The current value of every characteristic in `tree` that has one.
-    public var values: [CharacteristicAddress: CharacteristicValue]
-    /// Whether the broker connection is up as the snapshot is taken; its changes follow as
-    /// `connection`.
-    public var isConnected: Bool
-}
+import HomeModel
 
 /// Views beside the MQTT topics (outputs on their own connection, the web page) observe the published home; they ask
-/// through `perform` (`Gateway+Commands`) and `request(topic:payload:)` (`TopicAPI/Replies`).
+/// through `perform` (`Gateway+Commands`) and `request(topic:payload:)` (`Gateway+Replies`).
 extension Gateway {
     /// Changes from now on, starting with a snapshot once the gateway is online; finishes when
     /// the gateway stops.
@@ -46,15 +19,7 @@ extension Gateway {
     }
 
     func snapshot() -> GatewaySnapshot {
-        var values: [CharacteristicAddress: CharacteristicValue] = [:]
-        for node in publishedTree.accessories {
-            for service in node.services {
-                for c in service.characteristics where !c.isEvent {
-                    if let value = currentValue(c.address) { values[c.address] = value }
-                }
-            }
-        }
-        return GatewaySnapshot(tree: publishedTree, values: values, isConnected: mqtt.connectionState.isConnected)
+        GatewaySnapshot(of: publishedTree, isConnected: mqtt.connectionState.isConnected, value: currentValue)
     }
 
     /// Tells every observer; the snapshot is made only when someone observes.
@@ -66,36 +31,4 @@ extension Gateway {
     func publishedTreeChanged() { notifyObservers(.snapshot(snapshot())) }
 
     func finishObservers() { observers.finish() }
-}
-
-/// The observers of a gateway, behind a lock of their own: a stream's `onTermination` (which
-/// may run on any thread) removes its entry at once, and the actor yields to all of them.
-final class Observers: Sendable {
-    private let table = Mutex<(next: Int, continuations: [Int: AsyncStream<GatewayChange>.Continuation])>((0, [:]))
-
-    var isEmpty: Bool { table.withLock { $0.continuations.isEmpty } }
-
-    func add(_ continuation: AsyncStream<GatewayChange>.Continuation) -> Int {
-        table.withLock { table in
-            table.next += 1
-            table.continuations[table.next] = continuation
-            return table.next
-        }
-    }
-
-    func remove(_ key: Int) { _ = table.withLock { $0.continuations.removeValue(forKey: key) } }
-
-    /// Yielding runs no `onTermination`, so it is done under the lock.
-    func yield(_ change: GatewayChange) {
-        table.withLock { table in for continuation in table.continuations.values { continuation.yield(change) } }
-    }
-
-    /// Finishing runs `onTermination`, which takes the lock: done outside it.
-    func finish() {
-        let all = table.withLock { table in
-            defer { table.continuations = [:] }
-            return Array(table.continuations.values)
-        }
-        for continuation in all { continuation.finish() }
-    }
 }

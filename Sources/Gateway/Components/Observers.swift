@@ -1,0 +1,80 @@
+public import HomeModel
+import Synchronization
+
+// What a view of the home sees (an output on a connection of its own, the web page), and the
+// table of those who watch: the actor yields each change here (`Gateway+Views`), and a stream's
+// end removes its watcher at once, without a task.
+
+/// What a view of the home sees (an output on a connection of its own, the web page), in the
+/// order it happened.
+public enum GatewayChange: Sendable {
+    /// The whole published home: first to every observer once the gateway is online, then
+    /// after every structural change (accessories, services, names, rooms, reachability, scope).
+    case snapshot(GatewaySnapshot)
+    /// A published characteristic's new value; for a button, each press.
+    case value(TopicTree.CharacteristicNode, CharacteristicValue)
+    /// What `$gateway/event` carried.
+    case event(JSONValue)
+    /// Whether the gateway's broker connection is up.
+    case connection(Bool)
+}
+
+public struct GatewaySnapshot: Sendable {
+    /// The tree whose topics are on the broker.
+    public var tree: TopicTree
+    /// The current value of every characteristic in `tree` that has one.
+    public var values: [CharacteristicAddress: CharacteristicValue]
+    /// Whether the broker connection is up as the snapshot is taken; its changes follow as
+    /// `connection`.
+    public var isConnected: Bool
+}
+
+extension GatewaySnapshot {
+    /// The snapshot of `tree`, with the value of every characteristic in it that has one
+    /// (`value`); a button's press is an event, not a value kept.
+    init(
+        of tree: TopicTree, isConnected: Bool, value: (CharacteristicAddress) -> CharacteristicValue?
+    ) {
+        var values: [CharacteristicAddress: CharacteristicValue] = [:]
+        for node in tree.accessories {
+            for service in node.services {
+                for c in service.characteristics where !c.isEvent {
+                    if let found = value(c.address) { values[c.address] = found }
+                }
+            }
+        }
+        self.init(tree: tree, values: values, isConnected: isConnected)
+    }
+}
+
+/// The observers of a gateway, behind a lock of their own: a stream's `onTermination` (which
+/// may run on any thread) removes its entry at once, and the actor yields to all of them.
+final class Observers: Sendable {
+    private let table = Mutex<(next: Int, continuations: [Int: AsyncStream<GatewayChange>.Continuation])>((0, [:]))
+
+    var isEmpty: Bool { table.withLock { $0.continuations.isEmpty } }
+
+    func add(_ continuation: AsyncStream<GatewayChange>.Continuation) -> Int {
+        table.withLock { table in
+            table.next += 1
+            table.continuations[table.next] = continuation
+            return table.next
+        }
+    }
+
+    func remove(_ key: Int) { _ = table.withLock { $0.continuations.removeValue(forKey: key) } }
+
+    /// Yielding runs no `onTermination`, so it is done under the lock.
+    func yield(_ change: GatewayChange) {
+        table.withLock { table in for continuation in table.continuations.values { continuation.yield(change) } }
+    }
+
+    /// Finishing runs `onTermination`, which takes the lock: done outside it.
+    func finish() {
+        let all = table.withLock { table in
+            defer { table.continuations = [:] }
+            return Array(table.continuations.values)
+        }
+        for continuation in all { continuation.finish() }
+    }
+}
