@@ -40,13 +40,7 @@ extension Gateway {
             mqtt.brokerLimits.maximumPacketSize == nil
         else { return }
         guard connection.countLoss() == 3 else { return }
-        logger.error(
-            """
-            the broker closed the connection 3 times within a minute: a broker that limits the packet size does \
-            so when a larger packet comes, and MQTT 3.1.1 cannot say the limit; set broker.max-packet-size to it \
-            (mosquitto: max_packet_size, or message_size_limit)
-            """,
-            metadata: ["config": "\(config.file)"])
+        BrokerReports.repeatedLosses(config: config, logger: logger)
     }
 
     func health() async -> JSONValue {

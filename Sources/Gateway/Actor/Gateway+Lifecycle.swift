@@ -102,7 +102,7 @@ extension Gateway {
         guard connected, !Task.isCancelled else { throw CancellationError() }
         connectedFirst()
         phase = .publishing
-        reportBrokerLimits()
+        BrokerReports.limits(mqtt, config: config, logger: logger)
 
         try await lookAtTheBroker()
         recordBeforePublishing(tree)

@@ -78,7 +78,8 @@ extension Gateway {
     func characteristicRepublication(of id: String) -> [CharacteristicTopics] {
         guard let node = publishedTree.accessory(id: id) else { return [] }
         var texts: [String: [UInt8]] = [:]
-        return characteristicTopics(of: node, old: TopicTree(base: base), texts: &texts)
+        return publication.characteristicTopics(
+            of: node, old: TopicTree(base: base), texts: &texts, value: currentValue)
     }
 
     func announceChanges(from old: TopicTree) {

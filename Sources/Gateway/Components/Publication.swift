@@ -11,8 +11,8 @@ struct Publication {
     private(set) var tree: TopicTree
     /// The retained topics other than characteristics' `state`/`meta`, as digests.
     private(set) var retained = RetainedLedger()
-    /// The tree's form last logged (whole or paged under the broker's maximum packet size).
-    private(set) var reportedTreeForm: TreeForm?
+    /// The tree document, whole or paged under the broker's maximum packet size.
+    var treeDocuments = TreeDocuments()
     /// One buffer per distinct `meta` document, shared by every characteristic that has it.
     private var metaPayloads: [MetaKey: [UInt8]] = [:]
 
@@ -26,13 +26,6 @@ struct Publication {
 
     /// Records a retained topic's payload; whether it changed (an empty one clears it).
     mutating func record(_ topic: String, _ payload: [UInt8]) -> Bool { retained.record(topic, payload) }
-
-    /// Whether the tree's form differs from the one last logged; it is the one logged from now.
-    mutating func noteTreeForm(_ form: TreeForm) -> Bool {
-        guard form != reportedTreeForm else { return false }
-        reportedTreeForm = form
-        return true
-    }
 
     /// A characteristic's `meta` document, shared with every other that has the same one (every
     /// brightness of one kind of lamp): one buffer each, and each encoded once.

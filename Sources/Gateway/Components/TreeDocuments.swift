@@ -1,0 +1,95 @@
+import HomeModel
+import Logging
+
+/// The tree document (`$gateway/tree`) under the broker's maximum packet size: whole, or in
+/// pages behind an index (`TreePublication`), and the `tree` request's answer. Its state is the
+/// form last logged (whole, how many pages, what is left out), so a log line comes when the form
+/// changes, not at every rebuild.
+struct TreeDocuments {
+    private var reported: TreeForm?
+
+    /// What a tree document needs besides the tree: the home, where it goes, and how large a
+    /// payload may be on a topic (`Gateway.payloadBudget`).
+    struct Inputs {
+        var tree: TopicTree
+        var home: Home?
+        var base: String
+        var treeTopic: String
+        var budget: (String) -> Int
+        /// The broker's maximum packet size as logged and answered (`none`).
+        var packetLimit: String
+    }
+
+    /// The tree's retained topics and payloads in publish order: the pages, then the index; or
+    /// the whole tree alone.
+    mutating func messages(_ inputs: Inputs, logger: Logger) -> [(topic: String, payload: [UInt8])] {
+        guard let home = inputs.home else { return [(inputs.treeTopic, Array(Self.empty(inputs.base).encoded().utf8))] }
+        switch TreePublication.make(inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.budget) {
+        case .whole(let bytes):
+            report(TreeForm(pages: 0, omitted: [], indexFits: true), inputs, logger)
+            return [(inputs.treeTopic, bytes)]
+        case .paged(let paged):
+            report(
+                TreeForm(
+                    pages: paged.pages.count, omitted: paged.omitted.map(\.displayName), indexFits: paged.index != nil),
+                inputs, logger)
+            // Pages that no index lists are no tree: none is published, and the topic is cleared.
+            guard let index = paged.index else { return [(inputs.treeTopic, [])] }
+            return paged.pages + [(inputs.treeTopic, index)]
+        }
+    }
+
+    /// The `tree` request's answer: the whole tree when it fits an answer, else the index of
+    /// the retained pages, else a `too-large` failure.
+    static func answer(_ inputs: Inputs) throws(GatewayFailure) -> JSONValue {
+        guard let home = inputs.home else { return empty(inputs.base) }
+        // The answer wraps the document with an id and a status: room for them besides it.
+        let budget = inputs.budget("\(inputs.base)/$gateway/response/tree")
+        let room = budget == .max ? .max : budget - 256
+        switch TreePublication.make(inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.budget) {
+        case .whole(let bytes) where bytes.count <= room:
+            if let json = try? JSONValue(parsing: bytes) { return json }
+        case .paged(let paged):
+            if let index = paged.index, index.count <= room, let json = try? JSONValue(parsing: index) { return json }
+        default:
+            break
+        }
+        throw GatewayFailure(
+            code: .tooLarge,
+            message: "the tree does not fit an answer under the broker's maximum packet size (\(inputs.packetLimit)); "
+                + "read it at \(inputs.treeTopic)")
+    }
+
+    /// The tree before the home is read: no rooms.
+    static func empty(_ base: String) -> JSONValue { .object(["base": .string(base), "rooms": .array([])]) }
+
+    /// A log line when the tree's form differs from the one last logged.
+    private mutating func report(_ form: TreeForm, _ inputs: Inputs, _ logger: Logger) {
+        guard form != reported else { return }
+        reported = form
+        let metadata: Logger.Metadata = [
+            "index": "\(inputs.treeTopic)", "pages": "\(form.pages)", "limit": "\(inputs.packetLimit)",
+        ]
+        if !form.indexFits {
+            logger.error(
+                "the tree's index does not fit the broker's maximum packet size: no tree is published",
+                metadata: metadata)
+        } else if form.pages > 0 {
+            logger.info(
+                "the tree is larger than the broker's maximum packet size: published in pages", metadata: metadata)
+        }
+        if !form.omitted.isEmpty {
+            logger.error(
+                "accessories too large for a page of the tree: listed under `omitted` in the index",
+                metadata: ["accessories": "\(form.omitted.joined(separator: ", "))"])
+        }
+    }
+}
+
+/// The tree's form last logged: whole (0 pages) or paged, the accessories left out (their
+/// names), and whether the index fits.
+struct TreeForm: Equatable {
+    var pages: Int
+    var omitted: [String]
+    var indexFits: Bool
+}
