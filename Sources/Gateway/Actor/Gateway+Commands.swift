@@ -91,31 +91,31 @@ extension Gateway {
     /// (a request topic) for the events page; by default the characteristic's, service's or
     /// accessory's topic.
     public func submit(_ command: GatewayCommand, label: String? = nil, then: @escaping Completion) {
-        let label = label ?? describe(command)
+        let label = label ?? tree.describe(command)
         func refuse(_ failure: GatewayFailure) { answered(command.kind, label, .failure(failure), then) }
         guard isStarted else {
             return refuse(GatewayFailure(code: .unavailable, message: "the gateway is not online"))
         }
         switch command {
         case .write(let address, let value):
-            switch writable(address, value) {
+            switch tree.writable(address, value) {
             case .success(let node): dispatch(Job(.set(value), node: node, label: label, ticket: awaiting.add(then)))
             case .failure(let failure): refuse(failure)
             }
         case .read(let address):
-            guard let node = tree.characteristic(address) else { return refuse(Self.gone(label)) }
+            guard let node = tree.characteristic(address) else { return refuse(.gone(label)) }
             dispatch(Job(.get, node: node, label: label, ticket: awaiting.add(then)))
         case .toggle(let accessoryID, let serviceIID):
-            switch toggled(accessoryID, serviceIID, label) {
+            switch tree.toggle(accessoryID, serviceIID, label: label, current: currentValue) {
             case .success(let (node, value)):
                 dispatch(Job(.set(value), node: node, label: label, kind: "toggle", ticket: awaiting.add(then)))
             case .failure(let failure): refuse(failure)
             }
         case .identify(let accessoryID):
-            guard tree.accessory(id: accessoryID) != nil else { return refuse(Self.gone(label)) }
+            guard tree.accessory(id: accessoryID) != nil else { return refuse(.gone(label)) }
             dispatch(Job(.identify, accessoryID: accessoryID, label: label, ticket: awaiting.add(then)))
         case .writeMany(let accessoryID, let writes):
-            guard tree.accessory(id: accessoryID) != nil else { return refuse(Self.gone(label)) }
+            guard tree.accessory(id: accessoryID) != nil else { return refuse(.gone(label)) }
             guard !writes.isEmpty else {
                 return refuse(GatewayFailure(code: .empty, message: "the $set names no characteristic"))
             }
@@ -137,74 +137,5 @@ extension Gateway {
         activity.answered(label, op: kind, outcome)
         if case .failure = outcome { activity.failed() }
         then(self, outcome)
-    }
-
-    /// The node `address` names, if a write of `value` may go to it.
-    func writable(_ address: CharacteristicAddress, _ value: CharacteristicValue)
-        -> Result<TopicTree.CharacteristicNode, GatewayFailure>
-    {
-        guard let node = tree.characteristic(address) else { return .failure(Self.gone(describe(address))) }
-        if node.isReadOnlyScope {
-            return .failure(
-                GatewayFailure(
-                    code: .readOnlyScope,
-                    message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration"))
-        }
-        let metadata = ValueCodec.withStandardBounds(node.characteristic.metadata, type: node.characteristic.type)
-        do throws(ModelError) {
-            try ValueCodec.checkWritable(metadata, label: node.typeName)
-            try ValueCodec.validate(value, metadata: metadata, label: node.typeName)
-        } catch {
-            return .failure(GatewayFailure(error))
-        }
-        return .success(node)
-    }
-
-    /// A service's primary control and the value that flips it.
-    private func toggled(_ accessoryID: String, _ serviceIID: UInt64, _ label: String)
-        -> Result<(TopicTree.CharacteristicNode, CharacteristicValue), GatewayFailure>
-    {
-        guard let accessory = tree.accessory(id: accessoryID),
-            let service = accessory.services.first(where: { $0.service.iid == serviceIID })
-        else { return .failure(Self.gone(label)) }
-        guard let node = PrimaryControl.characteristic(in: service) else {
-            return .failure(
-                GatewayFailure(
-                    code: .notToggleable,
-                    message: "a \(service.typeName) service has no primary control in scope to toggle"))
-        }
-        if node.isReadOnlyScope {
-            return .failure(
-                GatewayFailure(
-                    code: .readOnlyScope,
-                    message: "\(node.typeName) of this accessory is read-only by the gateway's scope configuration"))
-        }
-        guard let value = PrimaryControl.flipped(node, current: currentValue(node.address)) else {
-            return .failure(GatewayFailure(code: .notToggleable, message: "no value to flip to"))
-        }
-        return .success((node, value))
-    }
-
-    /// A command's subject is no longer in the tree (a scope change or a removal since the
-    /// caller looked).
-    static func gone(_ label: String) -> GatewayFailure {
-        GatewayFailure(code: .unknownTopic, message: "'\(label)' is no longer in the tree")
-    }
-
-    /// Where a command's subject is in the tree, for the events page and errors.
-    func describe(_ command: GatewayCommand) -> String {
-        switch command {
-        case .write(let address, _), .read(let address): describe(address)
-        case .toggle(let accessoryID, let iid):
-            tree.accessory(id: accessoryID)?.services.first { $0.service.iid == iid }?.topic
-                ?? "\(accessoryID) service \(iid)"
-        case .identify(let accessoryID), .writeMany(let accessoryID, _):
-            tree.accessory(id: accessoryID)?.topic ?? accessoryID
-        case .manage(let operation): "operation \(type(of: operation).name)"
-        }
-    }
-
-    func describe(_ address: CharacteristicAddress) -> String {
-        tree.characteristic(address)?.topic ?? "\(address.accessoryID) \(address.iid)"
     }
 }

@@ -12,9 +12,9 @@ extension Gateway {
             let checked = write.value.flatMap {
                 value -> Result<(TopicTree.CharacteristicNode, CharacteristicValue), GatewayFailure> in
                 guard let address = write.address, address.accessoryID == accessoryID else {
-                    return .failure(Self.gone(label))
+                    return .failure(.gone(label))
                 }
-                return writable(address, value).map { ($0, value) }
+                return tree.writable(address, value).map { ($0, value) }
             }
             switch checked {
             case .failure(let failure):
