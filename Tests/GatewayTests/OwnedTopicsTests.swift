@@ -110,14 +110,14 @@ final class OwnedTopicsTests: XCTestCase {
 
     /// A warning that counts topics names a few of them, then how many more.
     func testAFewTopicsAreNamedThenHowManyMore() {
-        XCTAssertEqual(Gateway.named(["home/b/state", "home/a/meta"], count: 2), "home/a/meta, home/b/state")
+        XCTAssertEqual(RetainedSnapshot.named(["home/b/state", "home/a/meta"], count: 2), "home/a/meta, home/b/state")
         let many = (1...20).map { "home/lamp-\(String(format: "%02d", $0))/$info" }
         XCTAssertEqual(
-            Gateway.named(many.reversed(), count: 1_234),
+            RetainedSnapshot.named(many.reversed(), count: 1_234),
             "home/lamp-01/$info, home/lamp-02/$info, home/lamp-03/$info, home/lamp-04/$info, home/lamp-05/$info and 1229 more"
         )
-        XCTAssertEqual(Gateway.named([], count: 3), "3 topics")
-        XCTAssertEqual(Gateway.named(["a"], count: 1, shown: 0), "1 topic")
+        XCTAssertEqual(RetainedSnapshot.named([], count: 3), "3 topics")
+        XCTAssertEqual(RetainedSnapshot.named(["a"], count: 1, shown: 0), "1 topic")
     }
 
     func testTheFileIsPrivateAndReadBackAndABadOneIsAnError() throws {
@@ -148,7 +148,7 @@ final class OwnedTopicsTests: XCTestCase {
             ("home/$gateway/response/x", "home/$gateway/request/#", false),
             ("home/a/b/c/d/state", "home/+/+/+/+/set", false),
         ] {
-            XCTAssertEqual(Gateway.topic(topic, matches: filter), expected, "\(topic) ~ \(filter)")
+            XCTAssertEqual(RetainedSnapshot.topic(topic, matches: filter), expected, "\(topic) ~ \(filter)")
         }
     }
 }

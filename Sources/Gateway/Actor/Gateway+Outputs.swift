@@ -51,39 +51,7 @@ extension Gateway {
         enqueue(.output(ObjectIdentifier(output)))
     }
 
-    // MARK: The core's calls
-
-    /// Every output's documents of one accessory, published as the pass goes; their topics.
-    func outputDocuments(of node: TopicTree.AccessoryNode) -> [String] {
-        var topics: [String] = []
-        for output in outputs { topics += output.publishDocuments(of: node, self) }
-        return topics
-    }
-
-    func beginOutputPass(over tree: TopicTree, republishing: Bool = false) {
-        for output in outputs { output.beginPass(over: tree, republishing: republishing, self) }
-    }
-
-    /// The outputs' documents of the published accessory `id`; only `output`'s when given.
-    func outputRepublication(of node: TopicTree.AccessoryNode, only output: ObjectIdentifier?) -> [(String, [UInt8])] {
-        var out: [(String, [UInt8])] = []
-        for each in outputs where output == nil || ObjectIdentifier(each) == output {
-            out += each.republication(of: node, self)
-        }
-        return out
-    }
-
-    func outputsValueChanged(_ accessoryID: String) {
-        for output in outputs { output.valueChanged(accessoryID: accessoryID, self) }
-    }
-
-    /// Offers a request to the outputs in order until one takes it (the topic dialect, last,
-    /// takes whatever is left: `TopicAPI.TopicRequests`); returns whether one did.
-    @discardableResult
-    func deliver(_ message: IncomingMessage) -> Bool {
-        for output in outputs where output.handle(message, self) { return true }
-        return false
-    }
+    // MARK: The core's calls (the loops are `Outputs`')
 
     /// Each output's long-running part, as children of the serving group.
     func runOutput(_ index: Int) async { await outputs[index].run(self) }

@@ -17,7 +17,7 @@ extension Gateway {
                 ownership.held.append(message)
                 continue
             }
-            deliver(IncomingMessage(message))
+            outputs.deliver(IncomingMessage(message), self)
         }
     }
 
@@ -27,8 +27,8 @@ extension Gateway {
         let filters = requestFilters.map(\.0)
         while !ownership.held.isEmpty {
             let message = ownership.held.removeFirst()
-            guard filters.contains(where: { Self.topic(message.topic, matches: $0) }) else { continue }
-            deliver(IncomingMessage(message))
+            guard filters.contains(where: { RetainedSnapshot.topic(message.topic, matches: $0) }) else { continue }
+            outputs.deliver(IncomingMessage(message), self)
         }
     }
 
@@ -39,22 +39,7 @@ extension Gateway {
     /// other ledger topic join the record when it settles (one that a crash leaves unrecorded is
     /// still recognised by its output at the next start, `isOwnEarlierTopic`).
     func ownership(of tree: TopicTree) -> OwnedTopics {
-        var record = OwnedTopics()
-        record.topics = [statusTopic, treeTopic]
-        var shapes = OwnedTopics.Shapes()
-        for node in tree.accessories {
-            record.topics.insert(node.topic + "/$info")
-            record.topics.insert(node.topic + "/$availability")
-            for output in outputs {
-                for document in output.accessoryDocuments { record.topics.insert(node.topic + "/" + document) }
-            }
-            var paths = Set<String>()
-            for service in node.services {
-                for c in service.characteristics { paths.insert(service.slug + "/" + c.slug) }
-            }
-            record.accessories[node.topic] = shapes.shared(paths)
-        }
-        return record
+        OwnedTopics(publishing: tree, gatewayTopics: [statusTopic, treeTopic], documents: accessoryDocuments)
     }
 
     /// Makes the record hold what `tree` is about to publish. A record that cannot be written is
@@ -64,7 +49,7 @@ extension Gateway {
         guard !ownership.recorded.covers(next) else { return }
         var merged = ownership.recorded
         merged.formUnion(next)
-        saveRecord(merged)
+        ownership.save(merged, logger: logger)
     }
 
     /// Clears every recorded topic that the published tree and the ledger no longer have (an
@@ -91,19 +76,7 @@ extension Gateway {
             guard outbox.backlog == 0, !isStopped else { continue }
             var current = ownership(of: publishedTree)
             current.topics.formUnion(retained.topics)
-            if current != ownership.recorded { saveRecord(current) }
-        }
-    }
-
-    private func saveRecord(_ record: OwnedTopics) {
-        ownership.recorded = record
-        guard let store = ownership.store else { return }
-        do throws(ModelError) {
-            try store.save(record)
-        } catch {
-            logger.error(
-                "cannot write the record of published topics; topics of this run are still cleared as they go",
-                metadata: ["file": "\(store.file.path)", "error": "\(error.message)"])
+            if current != ownership.recorded { ownership.save(current, logger: logger) }
         }
     }
 
@@ -124,8 +97,12 @@ extension Gateway {
             loaded = nil
         }
         let marker = Array("\(UInt64.random(in: 0...UInt64.max))".utf8)
+        let topics = RetainedSnapshot.Topics(
+            base: base, marker: markerTopic, status: statusTopic, tree: treeTopic, documents: accessoryDocuments,
+            earlierDocuments: ["$info", "$availability"] + outputs.flatMap(\.earlierDocuments))
         ownership.snapshot = RetainedSnapshot(
-            marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), readsTree: loaded == nil)
+            marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), readsTree: loaded == nil,
+            topics: topics)
         do {
             try await mqtt.subscribe(snapshotFilters, ownMessages: true)
             // A persistent session still holds the request filters of the last run. Under MQTT 5
@@ -142,7 +119,9 @@ extension Gateway {
         } catch let error as MQTTError {
             logger.warning("could not read the broker's retained topics", metadata: ["error": "\(error)"])
         }
-        let snapshot = ownership.snapshot ?? RetainedSnapshot(marker: marker, accessoryTopics: [], readsTree: false)
+        let snapshot =
+            ownership.snapshot
+            ?? RetainedSnapshot(marker: marker, accessoryTopics: [], readsTree: false, topics: topics)
         ownership.snapshot = nil
         try Task.checkCancellation()
         try await mqtt.subscribe(requestFilters)
@@ -151,108 +130,30 @@ extension Gateway {
         var record = loaded ?? OwnedTopics()
         record.formUnion(snapshot.fromTree)
         ownership.recorded = record
-        let collisions = snapshot.collisions.filter { !record.contains($0) }
-        let counted = snapshot.collisionCount - (snapshot.collisions.count - collisions.count)
-        if counted > 0 {
-            logger.warning(
-                "retained topics of another client are where this gateway publishes; they will be replaced",
-                metadata: ["count": "\(counted)", "topics": "\(Self.named(collisions, count: counted))"])
-        }
-        if !snapshot.complete {
-            logger.warning(
-                "the broker's retained topics were read in part (no marker within the time allowed)",
-                metadata: ["seen": "\(snapshot.retainedSeen)"])
-        }
-        logger.info(
-            "read the broker's retained topics under the base",
-            metadata: [
-                "retained": "\(snapshot.retainedSeen)",
-                "record": "\(loaded == nil ? "from the broker's tree" : "kept")",
-            ])
+        snapshot.report(record: record, recordWasKept: loaded != nil, logger: logger)
     }
 
     /// The documents every accessory has: the core's and the outputs'.
-    var accessoryDocuments: [String] { ["$info", "$availability"] + outputs.flatMap(\.accessoryDocuments) }
+    var accessoryDocuments: [String] { outputs.accessoryDocuments }
 
     nonisolated var markerTopic: String { "\(base)/$gateway/sync" }
 
     /// What the gateway takes: requests at the depths it serves them, and nothing else under
     /// the base, so other clients' topics (and its own publications) never reach it.
-    var requestFilters: [(String, MQTTQoS)] {
-        var filters: [String] = []
-        for output in outputs { filters += output.requestFilters(self) }
-        return filters.map { ($0, MQTTQoS.atLeastOnce) }
-    }
+    var requestFilters: [(String, MQTTQoS)] { outputs.requestFilters(self) }
 
-    /// What the look at the broker reads: the whole base, and where the outputs published
-    /// elsewhere (whose content tells this gateway's, `isOwnEarlierTopic`).
-    var snapshotFilters: [(String, MQTTQoS)] {
-        var filters = ["\(base)/#"]
-        for output in outputs { filters += output.snapshotFilters(self) }
-        return filters.map { ($0, MQTTQoS.atLeastOnce) }
-    }
+    var snapshotFilters: [(String, MQTTQoS)] { outputs.snapshotFilters(self) }
 
-    /// MQTT's topic matching: `+` one level, `#` the rest (at the end).
-    static func topic(_ topic: String, matches filter: String) -> Bool {
-        var levels = topic.split(separator: "/", omittingEmptySubsequences: false)[...]
-        for part in filter.split(separator: "/", omittingEmptySubsequences: false) {
-            if part == "#" { return true }
-            guard let level = levels.popFirst(), part == "+" || part == level else { return false }
-        }
-        return levels.isEmpty
-    }
-
-    /// A message that arrived during the look at the broker: true when it belonged to it.
+    /// A message that arrived during the look at the broker: true when it belonged to it
+    /// (`RetainedSnapshot.take`).
     func takeForSnapshot(_ message: MQTTMessage) -> Bool {
         guard var snapshot = ownership.snapshot else { return false }
         defer { ownership.snapshot = snapshot }
-        if message.topic == markerTopic {
-            if message.payload == snapshot.marker { snapshot.complete = true }
-            return true
-        }
-        guard message.retain else { return false }
-        if !message.topic.hasPrefix(base + "/") {
+        return snapshot.take(message, isCharacteristic: { tree.characteristic(topic: $0) != nil }) { message in
             let readers = outputs.filter { output in
-                output.snapshotFilters(self).contains { Self.topic(message.topic, matches: $0) }
+                output.snapshotFilters(self).contains { RetainedSnapshot.topic(message.topic, matches: $0) }
             }
-            guard !readers.isEmpty else { return false }
-            if readers.contains(where: { $0.isOwnEarlierTopic(message, self) }) {
-                snapshot.fromTree.topics.insert(message.topic)
-            }
-            return true
-        }
-        guard message.topic.hasPrefix(base + "/") else { return false }
-        if message.payload.isEmpty { return true }
-        snapshot.retainedSeen += 1
-        // The status is this gateway's own, with or without a record (one gateway per base).
-        if message.topic == statusTopic {
-            snapshot.fromTree.topics.insert(message.topic)
-            return true
-        }
-        if message.topic == treeTopic || message.topic.hasPrefix(treeTopic + "/") {
-            snapshot.fromTree.topics.insert(message.topic)
-            if snapshot.readsTree, let document = try? JSONValue(parsing: message.payload) {
-                snapshot.fromTree.addTreeDocument(
-                    document, documents: ["$info", "$availability"] + outputs.flatMap(\.earlierDocuments))
-            }
-            return true
-        }
-        if willPublish(message.topic, accessoryTopics: snapshot.accessoryTopics) {
-            snapshot.collisionCount += 1
-            if snapshot.collisions.count < 1_000 { snapshot.collisions.append(message.topic) }
-        }
-        return true
-    }
-
-    /// Whether the current tree puts a retained message on `topic`.
-    private func willPublish(_ topic: String, accessoryTopics: Set<String>) -> Bool {
-        if topic == statusTopic { return true }
-        guard let slash = topic.lastIndex(of: "/") else { return false }
-        let path = String(topic[..<slash])
-        switch topic[topic.index(after: slash)...] {
-        case "meta", "state": return tree.characteristic(topic: path) != nil
-        case let kind where accessoryDocuments.contains(String(kind)): return accessoryTopics.contains(path)
-        default: return false
+            return readers.isEmpty ? nil : readers.contains { $0.isOwnEarlierTopic(message, self) }
         }
     }
 }

@@ -61,7 +61,7 @@ extension Gateway {
 
     func publishedAccessoryIDs() -> [String] { publishedTree.accessories.map(\.id) }
 
-    func beginRepublication() { beginOutputPass(over: publishedTree, republishing: true) }
+    func beginRepublication() { outputs.beginPass(over: publishedTree, republishing: true, self) }
 
     /// An accessory's retained documents as they are on the broker, to publish again: all of
     /// them, or only one output's.
@@ -72,7 +72,7 @@ extension Gateway {
             out.append((node.topic + "/$info", Payloads.info(node).encodedUTF8()))
             out.append((node.topic + "/$availability", availabilityPayload(node)))
         }
-        return out + outputRepublication(of: node, only: output)
+        return out + outputs.republication(of: node, only: output, self)
     }
 
     func characteristicRepublication(of id: String) -> [CharacteristicTopics] {
@@ -82,46 +82,19 @@ extension Gateway {
             of: node, old: TopicTree(base: base), texts: &texts, value: currentValue)
     }
 
+    /// Each accessory's event of a rebuild (`GatewayEvent.changes`).
     func announceChanges(from old: TopicTree) {
-        for node in tree.accessories {
-            guard let before = old.accessory(id: node.id) else {
-                event(.accessoryAdded, accessory: node)
-                continue
-            }
-            if before.displayName != node.displayName {
-                event(
-                    .accessoryRenamed, accessory: node,
-                    extra: ["old-name": .string(before.displayName), "old-topic": .string(before.topic)])
-            }
-            if before.room.id != node.room.id {
-                event(
-                    .accessoryMoved, accessory: node,
-                    extra: ["old-room": .string(before.room.name), "old-topic": .string(before.topic)])
-            } else if before.topic != node.topic && before.displayName == node.displayName {
-                event(.accessoryTopicChanged, accessory: node, extra: ["old-topic": .string(before.topic)])
-            }
+        let changes = GatewayEvent.changes(from: old, to: tree) { id in
+            accessories[id] == nil || removedAccessories.contains(id)
         }
-        for node in old.accessories where tree.accessory(id: node.id) == nil {
-            let reason: GatewayEvent =
-                accessories[node.id] == nil || removedAccessories.contains(node.id)
-                ? .accessoryRemoved : .accessoryLeftScope
-            event(reason, accessory: node)
-        }
+        for (name, fields) in changes { event(name, fields: fields) }
     }
 
-    func event(_ name: GatewayEvent, accessory node: TopicTree.AccessoryNode, extra: [String: JSONValue] = [:]) {
-        var object: [String: JSONValue] = [
-            "event": .string(name.rawValue),
-            "accessory": .object([
-                "id": .string(node.id), "name": .string(node.displayName),
-                "room": .string(node.room.name), "topic": .string(node.topic),
-            ]),
-        ]
-        object.merge(extra) { a, _ in a }
-        enqueue("\(base)/$gateway/event", json: .object(object))
-        notifyObservers(.event(.object(object)))
+    func event(_ name: GatewayEvent, accessory node: TopicTree.AccessoryNode) {
+        event(name, fields: GatewayEvent.fields(accessory: node))
     }
 
+    /// Publishes an event on `$gateway/event` and tells the observers.
     func event(_ name: GatewayEvent, fields: [String: JSONValue]) {
         var object = fields
         object["event"] = .string(name.rawValue)

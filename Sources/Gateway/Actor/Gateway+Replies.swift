@@ -19,7 +19,7 @@ extension Gateway {
         // last resort for one that none answers, kept by the deadline watchdog.
         work.deadlines.startLocal(number, timeout: Self.localRequestTimeout(config), now: clock.now)
         let message = IncomingMessage(topic: topic, payload: payload, reply: Reply(.local(number)))
-        if !deliver(message) {
+        if !outputs.deliver(message, self) {
             refuseInProcess(message, code: .unknownTopic, "no output of the gateway serves '\(topic)'")
         }
         if let answer = local.takeEarlyAnswer(number) { return answer }

@@ -16,7 +16,7 @@ extension Gateway {
         let info = node.topic + "/$info", availability = node.topic + "/$availability"
         setRetained(info, Payloads.info(node).encodedUTF8())
         setRetained(availability, availabilityPayload(node))
-        return [info, availability] + outputDocuments(of: node)
+        return [info, availability] + outputs.documents(of: node, self)
     }
 
     /// Home events often describe what the tree already shows: the first start adopts every
@@ -37,14 +37,14 @@ extension Gateway {
         if announce { announceChanges(from: old) }
         guard isStarted else { return }
         applyRetained()
-        work.notificationTargets.yield(notifyingAddresses())
+        work.notificationTargets.yield(tree.notifyingAddresses())
     }
 
     func applyRetained() {
         recordBeforePublishing(tree)
         // Order does not matter between topics (each is one retained value): no sorting.
         var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
-        beginOutputPass(over: tree)
+        outputs.beginPass(over: tree, self)
         for node in tree.accessories {
             desired.formUnion(applyDocuments(node))
         }
@@ -72,7 +72,7 @@ extension Gateway {
     /// gateway takes events and messages only once started.
     func publishAll() async {
         let empty = TopicTree(base: base)
-        beginOutputPass(over: tree)
+        outputs.beginPass(over: tree, self)
         var texts: [String: [UInt8]] = [:]
         for node in tree.accessories {
             // SIGTERM in the middle of a large home's first publication stops it here.
@@ -84,19 +84,8 @@ extension Gateway {
         applyTree()
         publication.published(tree)
         publishedTreeChanged()
-        work.notificationTargets.yield(notifyingAddresses())
+        work.notificationTargets.yield(tree.notifyingAddresses())
     }
 
     public var retainedTopicList: [String] { (Array(retained.topics) + publishedCharacteristicTopics).sorted() }
-
-    /// Topics a warning counts, named: the first `shown` of `topics` (sorted), then how many
-    /// more of the `count` there are — `home/a/state, home/b/meta and 12 more`. A count says
-    /// nothing a user can look up; a few names say where to look, and the rest stays one line.
-    nonisolated static func named(_ topics: [String], count: Int, shown: Int = 5) -> String {
-        let first = topics.sorted().prefix(shown)
-        let more = max(0, count - first.count)
-        let listed = first.joined(separator: ", ")
-        guard more > 0 else { return listed }
-        return listed.isEmpty ? "\(more) topic\(more == 1 ? "" : "s")" : "\(listed) and \(more) more"
-    }
 }

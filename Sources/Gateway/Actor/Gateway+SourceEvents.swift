@@ -52,25 +52,8 @@ extension Gateway {
 
     func handle(homeEvent: HomeEvent) async {
         await refreshHome()
+        if let (name, fields) = GatewayEvent.of(homeEvent) { event(name, fields: fields) }
         switch homeEvent {
-        case .roomAdded(let room):
-            event(.roomAdded, fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
-        case .roomRemoved(let room):
-            event(.roomRemoved, fields: ["room": .object(["id": .string(room.id), "name": .string(room.name)])])
-        case .roomRenamed(let room, let oldName):
-            event(
-                .roomRenamed,
-                fields: [
-                    "room": .object(["id": .string(room.id), "name": .string(room.name)]), "old-name": .string(oldName),
-                ])
-        case .serviceRenamed(let accessoryID, let iid, let name):
-            event(
-                .serviceRenamed,
-                fields: [
-                    "accessory": .string(accessoryID), "iid": .uint(iid), "name": name.map(JSONValue.string) ?? .null,
-                ])
-        case .homeRenamed(let name):
-            event(.homeRenamed, fields: ["name": .string(name)])
         case .accessoryJoined(let accessoryID):
             // Out of this home's tree until now: its description and values come from the source.
             if let accessory = await source.accessories().first(where: { $0.id == accessoryID }) {
@@ -83,39 +66,14 @@ extension Gateway {
             rebuild(announce: true)
             event(.accessoryLeftHome, fields: ["accessory": .string(accessoryID), "home": .string(toHome)])
         case .homes(let change):
-            announce(change)
-        case .accessoryAssigned, .accessoryRenamed, .accessoryForgotten:
-            break // announced by the tree diff, which knows the topics
+            let announced = GatewayEvent.of(change, gatewayBase: config.gatewayBase, currentHomeID: currentHome?.id)
+            if let (name, fields) = announced { event(name, fields: fields) }
+        default:
+            // Rooms, names: announced above; an accessory's room or name by the tree diff, which
+            // knows the topics.
+            break
         }
         work.rebuildRequests.yield()
-    }
-
-    /// A change to the list of homes, on every home's event topic; a home's own rename is
-    /// `home-renamed` without an id, as it always was.
-    func announce(_ change: HomesChange) {
-        func describe(_ home: Home) -> JSONValue {
-            .object([
-                "id": .string(home.id), "name": .string(home.name),
-                "base-topic": .string(home.baseTopic ?? config.gatewayBase),
-            ])
-        }
-        switch change {
-        case .added(let home):
-            event(.homeAdded, fields: ["home": describe(home)])
-        case .removed(let home):
-            event(.homeRemoved, fields: ["home": describe(home)])
-        case .renamed(let home, let oldName):
-            guard home.id != currentHome?.id else { return }
-            event(
-                .homeRenamed,
-                fields: ["home": describe(home), "name": .string(home.name), "old-name": .string(oldName)])
-        case .primaryChanged(let home, let previous):
-            event(.primaryHomeChanged, fields: ["home": describe(home), "previous": describe(previous)])
-        case .baseTopicChanged(let home, let old):
-            event(
-                .homeBaseTopicChanged,
-                fields: ["home": describe(home), "old-base-topic": .string(old ?? config.gatewayBase)])
-        }
     }
 
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
@@ -137,22 +95,8 @@ extension Gateway {
         let text = ValueCodec.text(value, metadata: metadata)
         if let previous, ValueCodec.text(previous, metadata: metadata) == text { return }
         enqueue(node.topic + "/state", Array(text.utf8), retain: true)
-        outputsValueChanged(address.accessoryID)
+        outputs.valueChanged(address.accessoryID, self)
         notifyObservers(.value(node, value))
-    }
-
-    /// The in-scope characteristics that can notify, straight from the tree (no array of every
-    /// address on the way).
-    func notifyingAddresses() -> Set<CharacteristicAddress> {
-        var out = Set<CharacteristicAddress>(minimumCapacity: tree.characteristicCount)
-        for accessory in tree.accessories {
-            for service in accessory.services {
-                for c in service.characteristics where c.characteristic.metadata.permissions.contains(.notify) {
-                    out.insert(c.address)
-                }
-            }
-        }
-        return out
     }
 
     func syncNotifications() async {
@@ -174,22 +118,11 @@ extension Gateway {
         }
     }
 
-    func pollTargets() -> [CharacteristicAddress] {
-        tree.accessories.filter(\.accessory.isReachable).flatMap { node in
-            node.services.flatMap { service in
-                service.characteristics.filter {
-                    let permissions = $0.characteristic.metadata.permissions
-                    return permissions.contains(.read) && !permissions.contains(.notify)
-                }.map(\.address)
-            }
-        }
-    }
-
     func pollLoop() async throws {
         while true {
             try await clock.sleep(for: .seconds(config.pollInterval))
             // A read value comes back as the source's `valueUpdated` event, in order.
-            for address in pollTargets() {
+            for address in tree.pollTargets() {
                 _ = try? await source.read(address)
             }
         }

@@ -96,18 +96,6 @@ public actor Gateway: Service {
     /// its answers': a message on one is never a request.
     static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
 
-    /// The dialects beside the base topic tree, in the order their hooks are called.
-    struct Outputs: RandomAccessCollection {
-        let all: [any GatewayOutput]
-        /// Topic levels published under an accessory's topic, the core's and the outputs':
-        /// never requests.
-        let publishedKinds: Set<String>
-
-        var startIndex: Int { all.startIndex }
-        var endIndex: Int { all.endIndex }
-        subscript(index: Int) -> any GatewayOutput { all[index] }
-    }
-
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: any MQTTTransport,
         scopeStore: ScopeStore? = nil, pairings: [any PairingManager] = [],

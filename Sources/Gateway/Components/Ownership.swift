@@ -1,4 +1,5 @@
 import HomeModel
+import Logging
 import MQTT
 
 /// The record of the retained topics this gateway published, and the look at the broker before
@@ -21,25 +22,36 @@ struct Ownership {
         self.store = store
         (settleStream, settleRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
+
+    /// Keeps `record` as the one in force and writes it. One that cannot be written is logged
+    /// and kept in memory: the gateway still serves, and clears what it knows this run.
+    mutating func save(_ record: OwnedTopics, logger: Logger) {
+        recorded = record
+        guard let store else { return }
+        do throws(ModelError) {
+            try store.save(record)
+        } catch {
+            logger.error(
+                "cannot write the record of published topics; topics of this run are still cleared as they go",
+                metadata: ["file": "\(store.file.path)", "error": "\(error.message)"])
+        }
+    }
 }
 
-/// What the broker held under the base at start, as far as ownership is concerned.
-struct RetainedSnapshot {
-    /// The marker published after subscribing: when it comes back, every retained message
-    /// before it has arrived.
-    var marker: [UInt8]
-    /// The current tree's accessory topics, to tell its documents' topics at once.
-    var accessoryTopics: Set<String>
-    /// Whether an earlier run's tree is read as the record: only when the state directory has
-    /// none (a large home's tree is tens of megabytes to parse).
-    var readsTree: Bool
-    var complete = false
-    /// The topics a retained `$gateway/tree` (or its pages) says an earlier run published, and
-    /// the outputs' topics elsewhere that they know as this gateway's (`isOwnEarlierTopic`).
-    var fromTree = OwnedTopics()
-    /// Retained topics of other clients where this gateway is about to publish (a few kept to
-    /// name in the log; every one counted).
-    var collisions: [String] = []
-    var collisionCount = 0
-    var retainedSeen = 0
+extension OwnedTopics {
+    /// The topics `tree` publishes: the gateway's own (`status`, `tree`), each accessory's
+    /// `documents` and its characteristics.
+    init(publishing tree: TopicTree, gatewayTopics: Set<String>, documents: [String]) {
+        self.init()
+        topics = gatewayTopics
+        var shapes = Shapes()
+        for node in tree.accessories {
+            for document in documents { topics.insert(node.topic + "/" + document) }
+            var paths = Set<String>()
+            for service in node.services {
+                for c in service.characteristics { paths.insert(service.slug + "/" + c.slug) }
+            }
+            accessories[node.topic] = shapes.shared(paths)
+        }
+    }
 }

@@ -56,3 +56,32 @@ extension GatewayFailure {
         GatewayFailure(code: .unknownAccessory, message: "no accessory '\(key)' in scope (by id, name or topic)")
     }
 }
+
+// What the gateway asks of its source about the tree's characteristics.
+extension TopicTree {
+    /// The in-scope characteristics that can notify, straight from the tree (no array of every
+    /// address on the way).
+    func notifyingAddresses() -> Set<CharacteristicAddress> {
+        var out = Set<CharacteristicAddress>(minimumCapacity: characteristicCount)
+        for accessory in accessories {
+            for service in accessory.services {
+                for c in service.characteristics where c.characteristic.metadata.permissions.contains(.notify) {
+                    out.insert(c.address)
+                }
+            }
+        }
+        return out
+    }
+
+    /// The readable characteristics of reachable accessories that cannot notify: polled.
+    func pollTargets() -> [CharacteristicAddress] {
+        accessories.filter(\.accessory.isReachable).flatMap { node in
+            node.services.flatMap { service in
+                service.characteristics.filter {
+                    let permissions = $0.characteristic.metadata.permissions
+                    return permissions.contains(.read) && !permissions.contains(.notify)
+                }.map(\.address)
+            }
+        }
+    }
+}
