@@ -15,7 +15,9 @@ extension Gateway {
     @discardableResult
     func applyTree() -> [String] {
         let messages = treeMessages()
-        for (topic, payload) in messages { setRetained(topic, payload, qos: treeQoS(size: payload.count)) }
+        for (topic, payload) in messages {
+            setRetained(topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
+        }
         return messages.map(\.topic)
     }
 
@@ -32,7 +34,8 @@ extension Gateway {
     /// broker's maximum packet size (the remaining length's varint may grow by 3 bytes with it).
     nonisolated func payloadBudget(_ topic: String) -> Int {
         guard let limit = mqtt.brokerLimits.maximumPacketSize else { return .max }
-        let overhead = mqtt.packetSize(topic: topic, payloadCount: 0, qos: treeQoS(size: 0), properties: Outbox.json)
+        let overhead = mqtt.packetSize(
+            topic: topic, payloadCount: 0, qos: TreeDocuments.qos(size: 0, mqtt: mqtt), properties: Outbox.json)
         return limit - overhead - 3
     }
 

@@ -13,16 +13,6 @@ extension Gateway {
         await database.homes
     }
 
-    func room(named key: String) async throws(GatewayFailure) -> Room {
-        let home = await database.home
-        return try tree.room(named: key, among: home.allRooms)
-    }
-
-    func accessory(named key: String) throws(GatewayFailure) -> NamedAccessory {
-        guard let accessory = try tree.accessory(named: key) else { throw .unknownAccessory(key) }
-        return NamedAccessory(id: accessory.id, node: accessory)
-    }
-
     /// The database's event reaches `handle(homeEvent:)` too; refreshing here makes the topics
     /// current before the response is sent. Whichever rebuild sees the change first announces
     /// it (the tree diff), the other finds nothing left to announce.
@@ -65,20 +55,12 @@ extension Gateway {
             do throws(ModelError) {
                 try scopeStore.save(newScope)
             } catch {
-                logStorageFailure(error, saving: "the scope")
+                Editor.logStorageFailure(error, saving: "the scope", logger: logger)
                 throw GatewayFailure(code: .io, message: "cannot save the scope: \(error.message)")
             }
         }
         served.setScope(filter)
         rebuild(announce: true)
         event(.scopeChanged, fields: [:])
-    }
-
-    /// The request's answer tells its client; the log tells whoever runs the gateway, whose
-    /// state directory it is. Only a failure of the storage itself (the message names the file
-    /// and the OS's reason; it holds no keys) is logged, not a refused request.
-    func logStorageFailure(_ error: ModelError, saving what: String) {
-        guard [.io, .locked, .corruptDatabase, .unsupportedVersion].contains(error.code) else { return }
-        logger.error("cannot save \(what)", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
     }
 }

@@ -179,7 +179,7 @@ extension Gateway {
             enqueue(statusTopic, Array("offline".utf8), retain: true)
         }
         phase = .stopped
-        finishObservers()
+        observers.finish()
         // Commands whose worker or queue ended with the serving group get their outcome here
         // (an in-process caller awaits it; nothing is published any more).
         for then in awaiting.takeAll() {

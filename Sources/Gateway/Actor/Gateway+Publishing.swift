@@ -13,10 +13,6 @@ extension Gateway {
         outbox.publish(topic, payload, retain: retain, qos: qos, properties: properties)
     }
 
-    func enqueue(_ topic: String, json: JSONValue, retain: Bool = false) {
-        enqueue(topic, json.encodedUTF8(), retain: retain)
-    }
-
     func enqueue(_ list: [CharacteristicTopics]) {
         guard !list.isEmpty, !isStopped else { return }
         activity.published(CharacteristicTopics.messages(in: list))
@@ -54,7 +50,7 @@ extension Gateway {
         }
         guard only == nil else { return }
         for (topic, payload) in await treeMessages() {
-            await outbox.send(topic, payload, retain: true, qos: treeQoS(size: payload.count))
+            await outbox.send(topic, payload, retain: true, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
         }
         await outbox.send(statusTopic, Array("online".utf8), retain: true)
     }
@@ -70,7 +66,7 @@ extension Gateway {
         var out: [(String, [UInt8])] = []
         if output == nil {
             out.append((node.topic + "/$info", Payloads.info(node).encodedUTF8()))
-            out.append((node.topic + "/$availability", availabilityPayload(node)))
+            out.append((node.topic + "/$availability", Payloads.availability(node)))
         }
         return out + outputs.republication(of: node, only: output, self)
     }
@@ -90,15 +86,11 @@ extension Gateway {
         for (name, fields) in changes { event(name, fields: fields) }
     }
 
-    func event(_ name: GatewayEvent, accessory node: TopicTree.AccessoryNode) {
-        event(name, fields: GatewayEvent.fields(accessory: node))
-    }
-
     /// Publishes an event on `$gateway/event` and tells the observers.
     func event(_ name: GatewayEvent, fields: [String: JSONValue]) {
         var object = fields
         object["event"] = .string(name.rawValue)
-        enqueue("\(base)/$gateway/event", json: .object(object))
+        enqueue("\(base)/$gateway/event", JSONValue.object(object).encodedUTF8(), retain: false)
         notifyObservers(.event(.object(object)))
     }
 }

@@ -17,7 +17,7 @@ extension Gateway {
         let number = local.add(payload: payload)
         // Every request is answered by the path that takes it, or by its deadline; this is the
         // last resort for one that none answers, kept by the deadline watchdog.
-        work.deadlines.startLocal(number, timeout: Self.localRequestTimeout(config), now: clock.now)
+        work.deadlines.startLocal(number, timeout: LocalRequests.timeout(config), now: clock.now)
         let message = IncomingMessage(topic: topic, payload: payload, reply: Reply(.local(number)))
         if !outputs.deliver(message, self) {
             refuseInProcess(message, code: .unknownTopic, "no output of the gateway serves '\(topic)'")
@@ -26,13 +26,9 @@ extension Gateway {
         return await withCheckedContinuation { continuation in local.wait(number, continuation) }
     }
 
-    /// How long an in-process request waits at most: longer than any worker's deadline, so a
-    /// request to an accessory is answered by its own `timeout` first.
-    static func localRequestTimeout(_ config: GatewayConfig) -> Double { config.requestTimeout + 2 }
-
-    /// The in-process requests past `localRequestTimeout`, from the deadline watchdog.
+    /// The in-process requests past `LocalRequests.timeout`, from the deadline watchdog.
     func expired(_ numbers: [Int]) {
-        let timeout = Self.localRequestTimeout(config)
+        let timeout = LocalRequests.timeout(config)
         for number in numbers {
             guard let json = local.error(number, .timeout, "no answer within \(timeout) s") else { continue }
             answerLocally(number, json)

@@ -5,17 +5,13 @@ import MQTT
 /// The tree's retained topics: the first publication, and after every rebuild what changed
 /// published and what went away cleared (empty retained messages), so no ghost topic stays.
 extension Gateway {
-    func availabilityPayload(_ node: TopicTree.AccessoryNode) -> [UInt8] {
-        Array((node.accessory.isReachable ? "online" : "offline").utf8)
-    }
-
     /// Publishes what changed of one accessory's retained documents (`$info`, `$availability`,
     /// and the outputs'); returns their topics.
     @discardableResult
     func applyDocuments(_ node: TopicTree.AccessoryNode) -> [String] {
         let info = node.topic + "/$info", availability = node.topic + "/$availability"
         setRetained(info, Payloads.info(node).encodedUTF8())
-        setRetained(availability, availabilityPayload(node))
+        setRetained(availability, Payloads.availability(node))
         return [info, availability] + outputs.documents(of: node, self)
     }
 

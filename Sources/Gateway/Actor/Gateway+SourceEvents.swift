@@ -24,7 +24,9 @@ extension Gateway {
             guard database.serves(accessoryID: id), served.setReachable(id, reachable) else { return }
             rebuild(announce: false)
             if let node = tree.accessory(id: id) {
-                event(reachable ? .accessoryReachable : .accessoryUnreachable, accessory: node)
+                event(
+                    reachable ? .accessoryReachable : .accessoryUnreachable,
+                    fields: GatewayEvent.fields(accessory: node))
             }
         case .accessoryAdded(let accessory), .accessoryChanged(let accessory):
             // Another home's: its own gateway serves it.

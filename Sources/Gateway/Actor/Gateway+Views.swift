@@ -29,6 +29,4 @@ extension Gateway {
     }
 
     func publishedTreeChanged() { notifyObservers(.snapshot(snapshot())) }
-
-    func finishObservers() { observers.finish() }
 }

@@ -149,26 +149,6 @@ public actor Gateway: Service {
     public nonisolated var statusTopic: String { "\(base)/$gateway/status" }
     nonisolated var treeTopic: String { "\(base)/$gateway/tree" }
 
-    /// The tree document goes at QoS 0 under a known packet limit: libmosquitto keeps a copy of
-    /// every QoS 1 message until its PUBACK, and what that copy is for, sending it again after a
-    /// reconnect, the gateway does itself. Subscribers get it as retained, so no persistent
-    /// session needs a queued copy of a document this size either. Under MQTT 5 with no limit
-    /// known, a document of at most 4 MB goes at QoS 1: an MQTT 5 broker that drops a message
-    /// over a limit it did not announce (mosquitto's `message_size_limit`) keeps the connection
-    /// and says so only in a PUBACK, from which the MQTT client learns the limit (the tree then
-    /// comes in pages). A larger one stays at QoS 0: at QoS 1 libmosquitto holds its payload
-    /// twice (the queued message and the packet), 62 MB more at the start of 10,000
-    /// accessories (homemqtt-bench scenario 3: 324–341 MB against 263–296). Under 3.1.1 such a
-    /// broker closes the connection, which the client sees at QoS 0 too.
-    nonisolated func treeQoS(size: Int) -> MQTTQoS {
-        let acknowledged =
-            mqtt.protocolVersion == .v5 && mqtt.brokerLimits.maximumPacketSize == nil
-            && size <= Self.treeAcknowledgedUpTo
-        return acknowledged ? .atLeastOnce : .atMostOnce
-    }
-
-    static let treeAcknowledgedUpTo = 4 << 20
-
     /// The services that make a running gateway, in the order a `ServiceGroup` starts them:
     /// the MQTT client (which connects, and reconnects, by itself), the source, and the
     /// gateway. The group stops them in reverse, so the gateway says `offline` while the

@@ -12,6 +12,10 @@ struct LocalRequests {
         var continuation: CheckedContinuation<JSONValue, Never>?
     }
 
+    /// How long an in-process request waits at most: longer than any worker's deadline, so a
+    /// request to an accessory is answered by its own `timeout` first.
+    static func timeout(_ config: GatewayConfig) -> Double { config.requestTimeout + 2 }
+
     private(set) var waiting: [Int: Waiting] = [:]
     private var next = 0
 

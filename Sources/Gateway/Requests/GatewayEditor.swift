@@ -3,6 +3,7 @@
 // actor itself. Each change of the home database or the scope is followed by the topics and
 // announced before the operation answers.
 public import HomeModel
+import Logging
 
 extension Gateway {
     /// The gateway's editor, handed to the operations it performs.
@@ -17,11 +18,13 @@ extension Gateway {
         var pairings: [any PairingManager] { gateway.pairings }
 
         func room(named key: String) async throws(GatewayFailure) -> Room {
-            try await gateway.room(named: key)
+            let rooms = await gateway.database.home.allRooms
+            return try await gateway.tree.room(named: key, among: rooms)
         }
 
         func accessory(named key: String) async throws(GatewayFailure) -> NamedAccessory {
-            try await gateway.accessory(named: key)
+            guard let accessory = try await gateway.tree.accessory(named: key) else { throw .unknownAccessory(key) }
+            return NamedAccessory(id: accessory.id, node: accessory)
         }
 
         func homeChanged() async {
@@ -29,7 +32,7 @@ extension Gateway {
         }
 
         func changeRefused(_ error: ModelError) async {
-            await gateway.logStorageFailure(error, saving: "the home database")
+            Self.logStorageFailure(error, saving: "the home database", logger: gateway.logger)
         }
 
         func remove(_ accessory: TopicTree.AccessoryNode) async throws(GatewayFailure) {
@@ -81,6 +84,14 @@ extension Gateway {
 
         func paired(accessoryIDs: [String]) async {
             await gateway.paired(accessoryIDs: accessoryIDs)
+        }
+
+        /// The request's answer tells its client; the log tells whoever runs the gateway, whose
+        /// state directory it is. Only a failure of the storage itself (the message names the
+        /// file and the OS's reason; it holds no keys) is logged, not a refused request.
+        static func logStorageFailure(_ error: ModelError, saving what: String, logger: Logger) {
+            guard [.io, .locked, .corruptDatabase, .unsupportedVersion].contains(error.code) else { return }
+            logger.error("cannot save \(what)", metadata: ["code": "\(error.code)", "error": "\(error.message)"])
         }
     }
 }

@@ -45,6 +45,11 @@ enum Payloads {
         return .object(object)
     }
 
+    /// `$availability`: `online` while the accessory is reachable, else `offline`.
+    static func availability(_ node: TopicTree.AccessoryNode) -> [UInt8] {
+        Array((node.accessory.isReachable ? "online" : "offline").utf8)
+    }
+
     static func meta(_ node: TopicTree.CharacteristicNode) -> JSONValue {
         var meta = ValueCodec.metaJSON(
             type: node.characteristic.type, typeName: node.typeName, metadata: node.characteristic.metadata)
