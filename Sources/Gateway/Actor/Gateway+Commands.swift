@@ -1,7 +1,7 @@
 public import HomeModel
 
 // The gateway's one entry for what it is asked, whoever asks: the MQTT topic dialect
-// (`TopicAPI/`), an output (`$set`, Homie), the web view, a future HomeKit bridge. A command
+// (the `TopicAPI` module), an output (`$set`, Homie), the web view, a future HomeKit bridge. A command
 // names characteristics by address and carries typed values; its answer is typed, or a
 // `GatewayFailure` with its HAP status. Topics, payloads and request ids are the front ends'.
 
