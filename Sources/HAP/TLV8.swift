@@ -91,17 +91,18 @@ public struct TLV8: Sendable, Hashable {
 }
 
 /// TLV types used by pairing (HAP spec table 5-6).
-enum TLVType {
-    static let method: UInt8 = 0x00
-    static let identifier: UInt8 = 0x01
-    static let salt: UInt8 = 0x02
-    static let publicKey: UInt8 = 0x03
-    static let proof: UInt8 = 0x04
-    static let encryptedData: UInt8 = 0x05
-    static let state: UInt8 = 0x06
-    static let error: UInt8 = 0x07
-    static let retryDelay: UInt8 = 0x08
-    static let signature: UInt8 = 0x0A
-    static let permissions: UInt8 = 0x0B
-    static let flags: UInt8 = 0x13
+public enum TLVType {
+    public static let method: UInt8 = 0x00
+    public static let identifier: UInt8 = 0x01
+    public static let salt: UInt8 = 0x02
+    public static let publicKey: UInt8 = 0x03
+    public static let proof: UInt8 = 0x04
+    public static let encryptedData: UInt8 = 0x05
+    public static let state: UInt8 = 0x06
+    public static let error: UInt8 = 0x07
+    public static let retryDelay: UInt8 = 0x08
+    public static let signature: UInt8 = 0x0A
+    public static let permissions: UInt8 = 0x0B
+    public static let flags: UInt8 = 0x13
+    public static let separator: UInt8 = 0xFF
 }
