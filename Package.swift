@@ -79,6 +79,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The accessory side of HAP over IP: pair-setup and pair-verify as the accessory, the
+        // encrypted sessions, /accessories, /characteristics, timed writes, /pairings and events,
+        // serving a database the caller supplies. Uses HAP's crypto, TLV8 and session framing.
+        .target(
+            name: "HAPServer",
+            dependencies: [
+                "HAP", "HomeModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "BigInt", package: "BigInt"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "Gateway",
             dependencies: [
