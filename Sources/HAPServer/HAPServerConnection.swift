@@ -208,6 +208,12 @@ final class HAPServerConnection {
             }
             let step = setup.handle(tlv, state: context.state)
             if let paired = step.paired { logger.notice("paired with controller \(paired.id) (admin)") }
+            if let code = step.response[TLVType.error]?.first.flatMap(TLVErrorCode.init) {
+                // Never the code itself: only that, and how often, it was wrong.
+                let failures = context.state.failedSetupAttempts
+                logger.info(
+                    "pair-setup refused (\(code)); \(failures) of \(AccessoryState.maxFailedSetupAttempts) tries used")
+            }
             return (.tlv(step.response.encoded()), .none)
         case ("POST", "/pair-verify"):
             guard cipher == nil else { return (.status(400, .invalidValue), .close) }
