@@ -211,6 +211,24 @@ let package = Package(
         // peer/: HAP-python and aiohomekit scripts, run by the end-to-end tests.
         .testTarget(name: "HAPTests", dependencies: ["HAP", "MDNS", "HomeModel", "TestSupport"], exclude: ["peer"]),
         .testTarget(name: "MDNSTests", dependencies: ["MDNS", "TestSupport"]),
+        // The accessory server's test bridge (a database in memory) and a controller written
+        // byte by byte, shared by HAPServerTests and the aiohomekit tests in EndToEndTests.
+        .target(
+            name: "HAPServerTestSupport",
+            dependencies: [
+                "HAPServer", "HAP", "HomeModel", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/HAPServerTestSupport"
+        ),
+        .testTarget(
+            name: "HAPServerTests",
+            dependencies: [
+                "HAPServer", "HAPServerTestSupport", "HAP", "HomeModel", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

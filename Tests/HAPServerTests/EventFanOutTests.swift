@@ -1,0 +1,75 @@
+import HomeModel
+import XCTest
+
+@testable import HAPServer
+
+/// Who hears of a change: the verified sessions subscribed to it, except the one whose write
+/// made it.
+final class EventFanOutTests: XCTestCase {
+    let on = HAPCharacteristicID(aid: 2, iid: 9)
+    let brightness = HAPCharacteristicID(aid: 2, iid: 10)
+
+    final class Session: Sendable {
+        let stream: AsyncStream<ConnectionInput>
+        let continuation: AsyncStream<ConnectionInput>.Continuation
+        init() { (stream, continuation) = AsyncStream.makeStream(of: ConnectionInput.self) }
+
+        /// What was queued so far (the stream is finished to read it).
+        func drain() async -> [String] {
+            continuation.finish()
+            var out: [String] = []
+            for await item in stream {
+                switch item {
+                case .events(let events):
+                    out.append(events.map { "\($0.id)=\($0.value.encoded())" }.joined(separator: ","))
+                case .close(let reason): out.append("close: \(reason)")
+                default: out.append("other")
+                }
+            }
+            return out
+        }
+    }
+
+    func testEventsGoToSubscribedVerifiedSessionsButNotToTheirCause() async {
+        let registry = SessionRegistry(limit: 8)
+        let sessions = (0..<4).map { _ in Session() }
+        for (n, s) in sessions.enumerated() { XCTAssertTrue(registry.register(UInt64(n), input: s.continuation)) }
+        registry.verified(0, controller: "a")
+        registry.verified(1, controller: "b")
+        registry.verified(2, controller: "a")
+        // Session 3 never verified: subscribed or not, it hears nothing.
+        for n in 0..<4 { registry.subscribe(UInt64(n), to: on, true) }
+        registry.subscribe(2, to: on, false)
+        registry.subscribe(2, to: brightness, true)
+
+        // Session 0 wrote On: session 1 hears of it; 2 is not subscribed to On, 3 not verified.
+        XCTAssertEqual(registry.notify([HAPValueChange(id: on, value: .bool(true))], cause: 0), 1)
+        // A change from the accessory (no cause), of both: each hears what it subscribed to.
+        XCTAssertEqual(
+            registry.notify(
+                [HAPValueChange(id: on, value: .bool(false)), HAPValueChange(id: brightness, value: .int(3))],
+                cause: nil), 3)
+        registry.close(controller: "a", reason: "removed")
+
+        let heard = await withTaskGroup(of: (Int, [String]).self) { group in
+            for (n, s) in sessions.enumerated() { group.addTask { (n, await s.drain()) } }
+            var out: [Int: [String]] = [:]
+            for await (n, h) in group { out[n] = h }
+            return out
+        }
+        XCTAssertEqual(heard[0], ["2.9=false", "close: removed"])
+        XCTAssertEqual(heard[1], ["2.9=true", "2.9=false"])
+        XCTAssertEqual(heard[2], ["2.10=3", "close: removed"])
+        XCTAssertEqual(heard[3], [])
+    }
+
+    func testTheLimitRefusesConnectionsBeyondIt() {
+        let registry = SessionRegistry(limit: 8)
+        let sessions = (0..<9).map { _ in Session() }
+        for n in 0..<8 { XCTAssertTrue(registry.register(UInt64(n), input: sessions[n].continuation)) }
+        XCTAssertFalse(registry.register(8, input: sessions[8].continuation))
+        registry.unregister(3)
+        XCTAssertTrue(registry.register(8, input: sessions[8].continuation))
+        XCTAssertEqual(registry.count, 8)
+    }
+}
