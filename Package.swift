@@ -273,8 +273,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "HomeMQTTApp", "Gateway", "HAP", "HomeModel", "MQTT", "WebView", "TestSupport",
-                "HomeAssistantTestSupport",
+                "HomeMQTTApp", "Gateway", "HAP", "HAPServer", "HomeModel", "MQTT", "WebView", "TestSupport",
+                "HomeAssistantTestSupport", "HAPServerTestSupport",
                 // homemqtt: the binary these tests run.
                 "homemqtt",
                 .product(name: "Crypto", package: "swift-crypto"),
