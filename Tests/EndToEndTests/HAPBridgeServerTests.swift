@@ -145,6 +145,14 @@ final class HAPBridgeServerTests: XCTestCase {
             XCTAssertEqual(paired["accessory"]?.stringValue, server.status.pairingID)
             XCTAssertTrue(server.status.isPaired)
             XCTAssertEqual(server.pairings.map(\.id), [paired["controller"]?.stringValue ?? "?"])
+            // Paired now: another pair-setup is Unavailable.
+            let again = try await aio.send(
+                "pair",
+                [
+                    "host": "127.0.0.1", "port": .int(Int64(port)), "pin": .string(Self.code.revealed),
+                    "file": .string(directory.file("second.json")),
+                ])
+            XCTAssertEqual(again["error"], "UnavailableError")
 
             _ = try await aio.ok("open", ["name": "a", "file": .string(pairingFile)])
             let tree = try await aio.ok("accessories", ["name": "a"])

@@ -257,4 +257,21 @@ final class AccessoryServerTests: XCTestCase {
             XCTAssertEqual(h.server.status.configurationNumber, 2)
         }
     }
+
+    func testTheDefaultListensOnIPv4AndIPv6AtOnePort() async throws {
+        try await ServerHarness.with(configure: { $0.bindAddresses = ["0.0.0.0", "::"] }) { h in
+            let port = h.port
+            let v4 = try await blocking { try RawHAPClient(port: port, host: "127.0.0.1") }
+            let overV4 = try await v4.call("GET", "/accessories")
+            XCTAssertEqual(overV4.status, 470)
+            let v6: RawHAPClient
+            do {
+                v6 = try await blocking { try RawHAPClient(port: port, host: "::1") }
+            } catch {
+                throw XCTSkip("no IPv6 loopback here: \(error)")
+            }
+            let overV6 = try await v6.call("GET", "/accessories")
+            XCTAssertEqual(overV6.status, 470)
+        }
+    }
 }
