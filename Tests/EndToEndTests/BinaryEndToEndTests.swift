@@ -321,6 +321,7 @@ final class BinaryEndToEndTests: XCTestCase {
     /// says so instead of writing beside it.
     func testOfflineCommandRefusesWhileAGatewayHoldsTheStateDirectory() async throws {
         let setup = try E2EConfig(brokerURL: "mqtt://127.0.0.1:\(try freePort())")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(Self.binary, ["run", "--config", setup.configPath])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await waitUntil("the gateway took the lock") {

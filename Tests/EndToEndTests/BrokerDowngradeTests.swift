@@ -21,6 +21,7 @@ final class BrokerDowngradeTests: XCTestCase {
             in: directory, port: broker.port, clientID: "homemqtt-qos0", accessories: shippedHome)
         let watcher = try await MQTTTestSubscriber.start(
             configuration: MQTTConfiguration(host: "127.0.0.1", port: broker.port), filter: "home/#")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await watcher.waitForMessage("online", timeout: 30) {
@@ -55,6 +56,7 @@ final class BrokerDowngradeTests: XCTestCase {
         let directory = try TemporaryDirectory(prefix: "homemqtt-fallback")
         let config = try PacketLimitTests.writeConfig(
             in: directory, port: broker.port, clientID: "homemqtt-fallback", accessories: shippedHome)
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await waitUntil("the gateway online on RabbitMQ", timeout: 30, pollInterval: 0.5) {
@@ -88,6 +90,7 @@ final class BrokerDowngradeTests: XCTestCase {
             in: directory, port: broker.port, clientID: "homemqtt-bye", accessories: shippedHome,
             broker: ["protocol: 3.1.1"])
         let status = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await status.waitForMessage("online", timeout: 30) { $0.string == "online" }

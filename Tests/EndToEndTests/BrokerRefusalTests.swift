@@ -50,6 +50,7 @@ final class BrokerRefusalTests: XCTestCase {
             in: directory, port: broker.port, clientID: clientID, accessories: accessories,
             broker: mqtt311 ? ["protocol: 3.1.1"] : [])
         let everything = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         let hint = "set broker.max-packet-size"
@@ -146,6 +147,7 @@ final class BrokerRefusalTests: XCTestCase {
             in: directory, port: broker.port, clientID: clientID, accessories: Self.defaultHome,
             broker: ["max-topic-levels: 128"])
         let everything = try await MQTTTestSubscriber.start(broker: broker, filter: "#")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await everything.waitForMessage("online", timeout: 30) {

@@ -39,6 +39,7 @@ final class ExamplesTests: XCTestCase {
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let watcher = try await MQTTTestSubscriber.start(
             broker: broker, filter: "home/$gateway/status", clientID: "examples-watch")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         try await watcher.waitForMessage("online", timeout: 20) { $0.string == "online" }
         await watcher.stop()

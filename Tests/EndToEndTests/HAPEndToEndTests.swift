@@ -84,6 +84,7 @@ final class HAPEndToEndTests: XCTestCase {
         let observer = try await MQTTTestSubscriber.start(
             broker: rig.broker, filter: "home/#", clientID: "hap-e2e-observer")
         rig.observer = observer
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(try homemqtt(), ["run", "--config", rig.configPath])
         rig.gateway = gateway
         do {

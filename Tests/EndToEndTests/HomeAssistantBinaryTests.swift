@@ -87,6 +87,7 @@ final class HomeAssistantBinaryTests: XCTestCase {
     static func start(_ path: String, base: String, broker: MosquittoBroker) async throws -> ChildProcess {
         let watcher = try await MQTTTestSubscriber.start(
             broker: broker, filter: "\(base)/$gateway/status", clientID: "status-\(UUID().uuidString.prefix(6))")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(homemqttBinary, ["run", "--config", path])
         try await watcher.waitForMessage("\(base) online", timeout: 30) { message in
             !gateway.isRunning || (!message.retain && message.string == "online")

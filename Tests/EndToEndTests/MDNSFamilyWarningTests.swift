@@ -22,6 +22,7 @@ final class MDNSFamilyWarningTests: XCTestCase {
           enabled: false
         log-level: info
         """.write(toFile: config, atomically: true, encoding: .utf8)
+        TestCensus.record(.binary)
         let gateway = try ChildProcess("ip", ns.exec + [try builtProduct("homemqtt"), "run", "--config", config])
         do {
             try await waitUntil("the gateway to say what mDNS follows", timeout: 20, pollInterval: 0.1) {

@@ -130,6 +130,7 @@ final class MDNSFollowTests: XCTestCase {
         let sub = try ChildProcess(
             "ip", ns.exec + ["stdbuf", "-oL", "mosquitto_sub", "-p", "1883", "-v", "-t", "home/#"])
         rig.processes.append(sub)
+        TestCensus.record(.binary)
         let gateway = try ChildProcess("ip", ns.exec + [homemqtt, "run", "--config", config])
         rig.processes.append(gateway)
         let stateLine: String
@@ -215,6 +216,7 @@ final class MDNSFollowTests: XCTestCase {
         rig.peer = try await HAPPeer.start(port: 40_003, state: peerState, advertise: true, launcher: ns.launcher)
         let beforeStart = sub.outputLines.count
         let started = ContinuousClock.now
+        TestCensus.record(.binary)
         let second = try ChildProcess("ip", ns.exec + [homemqtt, "run", "--config", config])
         rig.processes.append(second)
         do {

@@ -58,6 +58,7 @@ final class ManyHAPAccessoriesTests: XCTestCase {
         let observer = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#", clientID: "many-observer")
         addTeardownBlock { await observer.stop() }
         let started = ContinuousClock.now
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(try builtProduct("homemqtt"), ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 10) }
         let online: @Sendable (MQTTMessage) -> Bool = { $0.topic.hasSuffix("/$availability") && $0.string == "online" }

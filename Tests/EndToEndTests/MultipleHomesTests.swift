@@ -120,6 +120,7 @@ final class MultipleHomesTests: XCTestCase {
 
         let observer = try await MQTTTestSubscriber.start(broker: rig.broker, filter: "#", clientID: "homes-observer")
         rig.observer = observer
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(try homemqtt(), ["run", "--config", rig.config])
         rig.gateway = gateway
         try await observer.waitForMessage("home online", timeout: 30) {

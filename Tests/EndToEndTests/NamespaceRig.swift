@@ -153,6 +153,7 @@ final class NamespaceRig: @unchecked Sendable {
     }
 
     func startGateway() throws -> ChildProcess {
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(
             "ip", gatewaySide.exec + [try builtProduct("homemqtt"), "run", "--config", config])
         processes.append(gateway)

@@ -82,6 +82,7 @@ final class PacketLimitTests: XCTestCase {
             broker: mqtt311 ? ["protocol: 3.1.1", "max-packet-size: \(maxPacketSize)"] : [])
         let tree = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/tree/#")
         let everything = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await everything.waitForMessage("online", timeout: 30) { message in
@@ -173,6 +174,7 @@ final class PacketLimitTests: XCTestCase {
     /// `homemqtt run` on `config`, once it said `online`.
     func startGateway(_ config: String, broker: MosquittoBroker) async throws -> ChildProcess {
         let status = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         try await status.waitForMessage("online", timeout: 30) { !$0.retain && $0.string == "online" }
@@ -290,6 +292,7 @@ final class PacketLimitTests: XCTestCase {
         let config = try Self.writeConfig(
             in: directory, port: broker.port, clientID: "homemqtt-untold", accessories: directory.file("accessories"),
             broker: ["protocol: 3.1.1"])
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
         let hint = "set broker.max-packet-size"

@@ -102,6 +102,7 @@ final class PairingTransferTests: XCTestCase {
         let observer = try await MQTTTestSubscriber.start(
             broker: broker, filter: "home/#", clientID: "transfer-observer")
         addTeardownBlock { await observer.stop() }
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(try builtProduct("homemqtt"), ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 5) }
         let state = try await observer.waitForMessage("the Peer Light's brightness", timeout: 30) {

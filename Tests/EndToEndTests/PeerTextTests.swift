@@ -53,6 +53,7 @@ final class PeerTextTests: XCTestCase {
         assertNoControlBytes(discovered.standardOutput, "discover's output")
         assertNoControlBytes(discovered.standardError, "discover's errors")
 
+        TestCensus.record(.binary)
         let gateway = try ChildProcess("ip", ns.exec + [homemqtt, "run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 5) }
         try await waitUntil("the gateway to log the announced accessory", timeout: 20, pollInterval: 0.1) {
@@ -95,6 +96,7 @@ final class PeerTextTests: XCTestCase {
         addTeardownBlock { await broker.terminate(grace: 2) }
         let announcer = try ChildProcess("ip", ns.exec + ["python3", Self.announcer, "60", "markup"])
         addTeardownBlock { await announcer.terminate(grace: 2) }
+        TestCensus.record(.binary)
         let gateway = try ChildProcess("ip", ns.exec + [try builtProduct("homemqtt"), "run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 5) }
         try await waitUntil("the web view in the namespace", timeout: 20, pollInterval: 0.2) {

@@ -28,6 +28,7 @@ final class SecondBrokerTests: XCTestCase {
           enabled: true
         log-level: info
         """.write(toFile: config, atomically: true, encoding: .utf8)
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 2) }
 

@@ -34,6 +34,7 @@ final class ShutdownTests: XCTestCase {
     private func stop(
         config: String, in phase: String, with signal: Int32 = SIGTERM, unless other: String? = nil, settle: Double = 0
     ) async throws -> (status: Int32, seconds: Double, log: String) {
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 1) }
         try await waitUntil("'\(phase)' in the log", timeout: 30) {
@@ -149,6 +150,7 @@ final class ShutdownTests: XCTestCase {
         let config = try writeConfig(
             dir, port: broker.port, accessories: repositoryRoot.appendingPathComponent("Config/accessories").path)
         // A republication in flight when the signal comes: `offline` still comes after it.
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
         addTeardownBlock { await gateway.terminate(grace: 1) }
         try await everything.waitForMessage("online", timeout: 20) {

@@ -120,6 +120,7 @@ final class SystemdUnitTests: XCTestCase {
             touch "$1/probe" 2>/dev/null && exit 98
             exec "$2" run --config "$3"
             """
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(
             "unshare",
             ["--mount", "sh", "-c", script, "sh", etc, BinaryEndToEndTests.binary, configDirectory + "/gateway.yml"],

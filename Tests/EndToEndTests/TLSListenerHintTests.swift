@@ -30,6 +30,7 @@ final class TLSListenerHintTests: XCTestCase {
         let hint = "the broker at 127.0.0.1:\(tls.port) may be a TLS listener: use mqtts://"
         let setup = try E2EConfig(brokerURL: plainURL)
 
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryGateway.binary, ["run", "--config", setup.configPath])
         addTeardownBlock { await gateway.terminate(grace: 5) }
         try await waitUntil("run to say the broker may be a TLS listener", timeout: 15) {

@@ -91,6 +91,7 @@ final class UpgradeAndBackupTests: XCTestCase {
         let observer = try await MQTTTestSubscriber.start(
             broker: rig.broker, filter: "home/#", clientID: "upgrade-observer")
         addTeardownBlock { await observer.stop() }
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(try builtProduct("homemqtt"), ["run", "--config", rig.config])
         rig.gateway = gateway
         do {

@@ -79,6 +79,7 @@ final class WebGateway: Sendable {
 
     /// Starts `homemqtt run` and waits until `/healthz` says it serves the home, connected.
     func start(timeout: Double = 30) async throws {
+        TestCensus.record(.binary)
         let command = launcher + [homemqttBinary, "run", "--config", configPath]
         let process = try ChildProcess(command[0], Array(command.dropFirst()))
         child.withLock { $0 = process }

@@ -32,6 +32,7 @@ final class GatewayHarness: @unchecked Sendable {
         operations: [any ManagementOperation.Type] = [],
         before: (MosquittoBroker, MQTTClient) async throws -> Void = { _, _ in }
     ) async throws -> GatewayHarness {
+        TestCensus.record(.mosquitto)
         let broker: MosquittoBroker
         if let existing {
             broker = existing

@@ -37,6 +37,7 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
     ) async throws -> RiggedGateway {
         let broker: RiggedGateway.Broker
         let publisher: any MQTTTransport
+        TestCensus.record(self == .memory ? .memory : .mosquitto)
         switch self {
         case .memory:
             let memory = MemoryBroker()

@@ -34,6 +34,7 @@ struct InProcessGateway: Sendable {
         broker: MemoryBroker = MemoryBroker(),
         _ body: (InProcessGateway) async throws -> Void
     ) async throws {
+        TestCensus.record(.memory)
         let state = try TemporaryDirectory(prefix: "homemqtt-inprocess")
         let home = try SimulatedHome.load(
             directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)

@@ -368,6 +368,7 @@ struct SecondGateway {
     let runner: Task<Void, any Error>
 
     static func start(broker: MosquittoBroker, statePath: String) async throws -> SecondGateway {
+        TestCensus.record(.mosquitto)
         let directory = URL(fileURLWithPath: statePath)
         let home = try SimulatedHome.load(
             directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)

@@ -39,6 +39,7 @@ public enum BinaryGateway {
     public static func start(_ setup: E2EConfig, broker: MosquittoBroker) async throws -> ChildProcess {
         let watcher = try await MQTTTestSubscriber.start(
             broker: broker, filter: "home/$gateway/status", clientID: "status-\(UUID().uuidString.prefix(6))")
+        TestCensus.record(.binary)
         let gateway = try ChildProcess(binary, ["run", "--config", setup.configPath])
         do {
             try await watcher.waitForMessage("the gateway online", timeout: 20) { message in
