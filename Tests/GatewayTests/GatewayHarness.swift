@@ -14,7 +14,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent()
 
 /// A gateway running in this process on the shipped simulated home (with a manual clock),
-/// against a real mosquitto, with a subscriber on the whole base topic.
+/// against a real mosquitto, with a subscriber on the whole base topic. Only for what needs a
+/// broker process of its own (`BrokerRestartTests` restarts it, with persistence, under load);
+/// every other suite runs on a `Rig` (`GatewayRig.swift`): the memory broker by default.
 final class GatewayHarness: @unchecked Sendable {
     let broker: MosquittoBroker
     let home: SimulatedHome

@@ -30,9 +30,11 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// Starts a gateway on this rig and returns once it said `online` and turned its
     /// notifications on. `before` publishes (as another client, e.g. retained messages an
-    /// earlier run left) before the gateway starts.
+    /// earlier run left) before the gateway starts. `operations`: the source operations the
+    /// gateway serves, the composition root's (as `homemqtt run` has) by default.
     func start(
         configure: (inout GatewayConfig) -> Void = { _ in },
+        operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
         before: (any MQTTTransport) async throws -> Void = { _ in }
     ) async throws -> RiggedGateway {
         let broker: RiggedGateway.Broker
@@ -65,7 +67,7 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
         do {
             try await before(publisher)
             return try await RiggedGateway.start(
-                rig: self, broker: broker, publisher: publisher, configure: configure)
+                rig: self, broker: broker, publisher: publisher, configure: configure, operations: operations)
         } catch {
             await broker.close(publisher)
             throw error
@@ -125,11 +127,13 @@ final class RiggedGateway: Sendable {
     private let observer: any MQTTTransport
     private let group: ServiceGroup
     private let runner: Task<Void, any Error>
-    private let state: TemporaryDirectory
+    /// The gateway's state directory (its home database, the stored scope).
+    let state: TemporaryDirectory
     private let stopped = Mutex(false)
 
     fileprivate static func start(
-        rig: Rig, broker: Broker, publisher: any MQTTTransport, configure: (inout GatewayConfig) -> Void
+        rig: Rig, broker: Broker, publisher: any MQTTTransport, configure: (inout GatewayConfig) -> Void,
+        operations: [any ManagementOperation.Type]
     ) async throws -> RiggedGateway {
         let state = try TemporaryDirectory(prefix: "homemqtt-rig-\(rig)")
         let home = try SimulatedHome.load(
@@ -160,7 +164,7 @@ final class RiggedGateway: Sendable {
         // through the paced first publication.
         let parts = try HomeMQTTApp.build(
             config: config, source: home, database: database,
-            options: .init(publicationBacklog: 16, transport: connection), logger: logger)
+            options: .init(operations: operations, publicationBacklog: 16, transport: connection), logger: logger)
         let transport = try XCTUnwrap(made.withLock { $0 }, "the gateway made no connection")
 
         let observer = try await broker.client("test-observer")
@@ -343,6 +347,7 @@ class RigTestCase: XCTestCase {
     func onEveryRig(
         _ rigs: [Rig] = Rig.enabled,
         configure: (inout GatewayConfig) -> Void = { _ in },
+        operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
         before: (any MQTTTransport) async throws -> Void = { _ in },
         file: StaticString = #filePath, line: UInt = #line,
         _ body: (RiggedGateway) async throws -> Void
@@ -352,7 +357,7 @@ class RigTestCase: XCTestCase {
             current.withLock { $0 = rig }
             defer { current.withLock { $0 = nil } }
             do {
-                let gw = try await rig.start(configure: configure, before: before)
+                let gw = try await rig.start(configure: configure, operations: operations, before: before)
                 do {
                     try await body(gw)
                 } catch {
