@@ -259,12 +259,20 @@ let package = Package(
             dependencies: ["HomeMQTTApp", "Homie", "Gateway", "HomeModel", "TestSupport"],
             exclude: ["homie"]
         ),
+        // The routes and `/ws` in process (HummingbirdTesting's live server, on a gateway over the
+        // memory broker); EndToEndTests' Web*Tests keep them through the binary.
         .testTarget(
             name: "WebViewTests",
             dependencies: [
                 "HomeMQTTApp", "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The live tier: every test that runs the real `homemqtt` binary, HAP-python or aiohomekit,

@@ -42,6 +42,19 @@ public struct WebView: Service, CustomStringConvertible {
     public var description: String { "WebView(http://\(config.listenDisplay)/)" }
 
     public func run() async throws {
+        let app = await application()
+        let hub = hub
+        try await withThrowingDiscardingTaskGroup { group in
+            // The hub lets every page go as shutdown begins, so the server has no open socket to wait for.
+            group.addTask { await cancelWhenGracefulShutdown { await hub.run() } }
+            try await app.run()
+            group.cancelAll()
+        }
+    }
+
+    /// The HTTP application `run` serves: the routes, behind the connection guard, on
+    /// `web.listen`. `hub` must run beside it. The tests run it with HummingbirdTesting.
+    func application() async -> some ApplicationProtocol {
         let base = await gateway.config.baseTopic
         let limiter = ConnectionLimiter(cap: config.maxConnections)
         let gateway = gateway
@@ -59,7 +72,7 @@ public struct WebView: Service, CustomStringConvertible {
         let config = config
         let logger = logger
         let onListening = onListening
-        let app = Application(
+        return Application(
             router: router,
             server: Self.server(
                 router: router, config: config, limiter: limiter, refusals: RefusalLog(logger: logger),
@@ -89,12 +102,6 @@ public struct WebView: Service, CustomStringConvertible {
                 await onListening(port)
             },
             logger: serverLogger)
-        try await withThrowingDiscardingTaskGroup { group in
-            // The hub lets every page go as shutdown begins, so the server has no open socket to wait for.
-            group.addTask { await cancelWhenGracefulShutdown { await hub.run() } }
-            try await app.run()
-            group.cancelAll()
-        }
     }
 
     /// HTTP/1 with the WebSocket upgrade, every connection behind a `ConnectionGuard`; the HTTP
