@@ -82,16 +82,19 @@ final class RiggedGateway: Sendable {
         case memory(MemoryBroker)
         case mosquitto(MosquittoBroker)
 
-        /// A new client of the broker, connected.
-        func client(_ name: String) async throws -> any MQTTTransport {
+        /// A new client of the broker, connected, speaking `version`.
+        func client(_ name: String, version: MQTTProtocolVersion = .v5) async throws -> any MQTTTransport {
             switch self {
             case .memory(let broker):
-                let transport = broker.transport()
+                var configuration = MQTTConfiguration()
+                configuration.protocolVersion = version
+                let transport = broker.transport(configuration: configuration)
                 transport.connect()
                 return transport
             case .mosquitto(let broker):
-                let client = MQTTClient(
-                    configuration: broker.clientConfiguration(clientID: "\(name)-\(UUID().uuidString.prefix(8))"))
+                var configuration = broker.clientConfiguration(clientID: "\(name)-\(UUID().uuidString.prefix(8))")
+                configuration.protocolVersion = version
+                let client = MQTTClient(configuration: configuration)
                 try await client.connect()
                 return client
             }
@@ -256,9 +259,11 @@ final class RiggedGateway: Sendable {
     }
 
     /// Another client subscribed to `filter` (the subscription confirmed), collecting what it
-    /// receives; `close` disconnects it.
-    func subscriber(_ filter: String) async throws -> (seen: MessageCollector, close: @Sendable () async -> Void) {
-        let client = try await broker.client("test-subscriber")
+    /// receives; `close` disconnects it. `version`: the MQTT it speaks.
+    func subscriber(
+        _ filter: String, version: MQTTProtocolVersion = .v5
+    ) async throws -> (seen: MessageCollector, close: @Sendable () async -> Void) {
+        let client = try await broker.client("test-subscriber", version: version)
         let seen = MessageCollector(client.messages())
         try await client.subscribe(filter, qos: .exactlyOnce)
         let broker = self.broker
