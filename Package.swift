@@ -236,13 +236,15 @@ let package = Package(
                 // (`@testable import`), not its binary.
                 "HomeMQTTApp", "Gateway", "TopicAPI", "HomeAssistant", "HomeModel", "Simulator", "MQTT", "TestSupport",
                 "HAP", "homemqtt",
+                // HomeAssistantMQTTTests sends what Home Assistant sends (its templates, commands).
+                "HomeAssistantTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Home Assistant's template evaluator and the commands Home Assistant sends, shared by
-        // HomeAssistantTests and the end-to-end test that sends them through the binary.
+        // HomeAssistantTests and GatewayTests' HomeAssistantMQTTTests, which sends them to a gateway.
         .target(
             name: "HomeAssistantTestSupport", dependencies: ["HomeModel"], path: "Tests/HomeAssistantTestSupport"),
         // Home Assistant's configs, commands and templates.
@@ -282,7 +284,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "HomeMQTTApp", "Gateway", "HAP", "HAPServer", "HomeModel", "MQTT", "WebView", "TestSupport",
-                "HomeAssistantTestSupport", "HAPServerTestSupport",
+                "HAPServerTestSupport",
                 // homemqtt: the binary these tests run.
                 "homemqtt",
                 .product(name: "Crypto", package: "swift-crypto"),

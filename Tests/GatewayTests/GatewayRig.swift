@@ -28,13 +28,18 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
 
     var description: String { rawValue }
 
+    /// The shipped simulated home's accessory files.
+    static let shippedAccessories = repositoryRoot.appendingPathComponent("Config/accessories")
+
     /// Starts a gateway on this rig and returns once it said `online` and turned its
     /// notifications on. `before` publishes (as another client, e.g. retained messages an
     /// earlier run left) before the gateway starts. `operations`: the source operations the
-    /// gateway serves, the composition root's (as `homemqtt run` has) by default.
+    /// gateway serves, the composition root's (as `homemqtt run` has) by default. `accessories`:
+    /// the simulated home's directory of accessory files, the shipped one by default.
     func start(
         configure: (inout GatewayConfig) -> Void = { _ in },
         operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
+        accessories: URL = Rig.shippedAccessories,
         before: (any MQTTTransport) async throws -> Void = { _ in }
     ) async throws -> RiggedGateway {
         let broker: RiggedGateway.Broker
@@ -67,7 +72,8 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
         do {
             try await before(publisher)
             return try await RiggedGateway.start(
-                rig: self, broker: broker, publisher: publisher, configure: configure, operations: operations)
+                rig: self, broker: broker, publisher: publisher, configure: configure, operations: operations,
+                accessories: accessories)
         } catch {
             await broker.close(publisher)
             throw error
@@ -136,11 +142,10 @@ final class RiggedGateway: Sendable {
 
     fileprivate static func start(
         rig: Rig, broker: Broker, publisher: any MQTTTransport, configure: (inout GatewayConfig) -> Void,
-        operations: [any ManagementOperation.Type]
+        operations: [any ManagementOperation.Type], accessories: URL
     ) async throws -> RiggedGateway {
         let state = try TemporaryDirectory(prefix: "homemqtt-rig-\(rig)")
-        let home = try SimulatedHome.load(
-            directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
+        let home = try SimulatedHome.load(directory: accessories, clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
         if case .mosquitto(let mosquitto) = broker { config.mqtt = mosquitto.clientConfiguration() }
         config.mqtt.clientID = "gateway-under-test"
@@ -339,6 +344,69 @@ final class RiggedGateway: Sendable {
         let accessories = await home.accessories()
         return try XCTUnwrap(accessories.first { $0.name == name }?.id, "no accessory \(name) on the \(rig) rig")
     }
+
+    // MARK: Another gateway
+
+    /// Another gateway of the composition root on this rig's broker, as a second `homemqtt run`
+    /// would be: on the shipped simulated home, with the state directory `state`, client id
+    /// `clientID` and what `configure` sets. Returns once it said `online` (live, not retained) on
+    /// its base's status topic.
+    func another(
+        clientID: String, state: TemporaryDirectory, configure: (inout GatewayConfig) -> Void = { _ in }
+    ) async throws -> OtherGateway {
+        TestCensus.record(rig == .memory ? .memory : .mosquitto)
+        let home = try SimulatedHome.load(directory: Rig.shippedAccessories, clock: .manual)
+        var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
+        if case .mosquitto(let mosquitto) = broker { config.mqtt = mosquitto.clientConfiguration() }
+        config.mqtt.clientID = clientID
+        config.stateDirectory = state.path
+        config.pollInterval = 0
+        config.requestTimeout = 2
+        configure(&config)
+        var logger = Logger(label: "test.rig.\(rig).\(clientID)")
+        logger.logLevel = .warning
+        let broker = broker
+        let connection: @Sendable (MQTTConfiguration, Logger) -> any MQTTTransport = { configuration, logger in
+            switch broker {
+            case .memory(let memory): memory.transport(configuration: configuration)
+            case .mosquitto: MQTTClient(configuration: configuration, logger: logger)
+            }
+        }
+        let parts = try HomeMQTTApp.build(
+            config: config, source: home, database: try HomeDatabase(directory: state.url),
+            options: .init(transport: connection), logger: logger)
+        let watcher = try await broker.client("other-watcher")
+        let statuses = MessageCollector(watcher.messages())
+        try await watcher.subscribe("\(config.baseTopic)/$gateway/status", qos: .exactlyOnce)
+        let group = ServiceGroup(configuration: .init(services: parts.services, logger: logger))
+        let runner = Task { try await group.run() }
+        let other = OtherGateway(group: group, runner: runner)
+        var failure: (any Error)?
+        do {
+            try await statuses.waitFor("\(clientID) online") { !$0.retain && $0.string == "online" }
+        } catch {
+            failure = error
+        }
+        await broker.disconnect(watcher)
+        await statuses.cancel()
+        if let failure {
+            await other.stop()
+            throw failure
+        }
+        return other
+    }
+}
+
+/// A gateway started by `RiggedGateway.another`.
+struct OtherGateway: Sendable {
+    let group: ServiceGroup
+    let runner: Task<Void, any Error>
+
+    /// Stops it as SIGTERM would and returns when it has stopped.
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await runner.result
+    }
 }
 
 /// A test case whose tests run on every enabled rig: `onEveryRig` runs its body once per rig on
@@ -353,6 +421,7 @@ class RigTestCase: XCTestCase {
         _ rigs: [Rig] = Rig.enabled,
         configure: (inout GatewayConfig) -> Void = { _ in },
         operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
+        accessories: URL = Rig.shippedAccessories,
         before: (any MQTTTransport) async throws -> Void = { _ in },
         file: StaticString = #filePath, line: UInt = #line,
         _ body: (RiggedGateway) async throws -> Void
@@ -362,7 +431,8 @@ class RigTestCase: XCTestCase {
             current.withLock { $0 = rig }
             defer { current.withLock { $0 = nil } }
             do {
-                let gw = try await rig.start(configure: configure, operations: operations, before: before)
+                let gw = try await rig.start(
+                    configure: configure, operations: operations, accessories: accessories, before: before)
                 do {
                     try await body(gw)
                 } catch {

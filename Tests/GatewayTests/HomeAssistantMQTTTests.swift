@@ -1,6 +1,7 @@
 import Foundation
 import Gateway
 @testable import HomeAssistant
+@testable import HomeAssistantTestSupport
 import HomeModel
 import MQTT
 import TestSupport
@@ -154,6 +155,159 @@ final class HomeAssistantMQTTTests: RigTestCase {
             XCTAssertNotNil(configs[other], "another gateway's config stays")
             let ours = configs.keys.filter { $0.hasPrefix("homeassistant/device/homemqtt_site_b__") }
             XCTAssertGreaterThan(ours.count, 5, "\(configs.keys.sorted())")
+        }
+    }
+
+    // MARK: Moved from EndToEndTests' HomeAssistantBinaryTests
+
+    /// The devices of issue 26 the shipped home lacks, as simulated accessories: a fan in speed
+    /// steps of 25, a heater-cooler whose thresholds have ranges of their own, a humidifier
+    /// that only humidifies.
+    static let issueDevices: [String: String] = [
+        "hunter-fan.yml": """
+        name: Hunter Fan
+        manufacturer: Hunter
+        room: Bedroom
+        services:
+          - type: fanv2
+            characteristics:
+              active: 0
+              rotation-speed: { value: 0, min: 0, max: 100, step: 25 }
+              rotation-direction: 0
+        """,
+        "heat-pump.yml": """
+        name: Heat Pump
+        manufacturer: Daikin
+        room: Living Room
+        services:
+          - type: heater-cooler
+            characteristics:
+              active: 1
+              target-heater-cooler-state: 2
+              current-temperature: 22
+              heating-threshold: { value: 20, min: 0, max: 25 }
+              cooling-threshold: { value: 24, min: 10, max: 35 }
+        """,
+        "humidifier.yml": """
+        name: VOCOlinc Humidifier
+        manufacturer: VOCOlinc
+        room: Bedroom
+        services:
+          - type: humidifier-dehumidifier
+            characteristics:
+              active: 0
+              target-humidifier-dehumidifier-state: { value: 1, min: 1, max: 1 }
+              humidifier-threshold: 45
+        """,
+    ]
+
+    func testTwoGatewaysOnOneBrokerKeepTheirConfigsApart() async throws {
+        await onEveryRig(configure: { $0.baseTopic = "site-a" }) { gw in
+            let one = try await gw.retained("homeassistant/device/+/config")
+            XCTAssertGreaterThan(one.count, 5)
+            let stateB = try TemporaryDirectory(prefix: "homemqtt-site-b")
+            let second = try await gw.another(clientID: "gw-b", state: stateB) { $0.baseTopic = "site-b" }
+            var both: [String: String] = [:]
+            do {
+                try await waitUntil("the second gateway's configs") {
+                    both = try await gw.retained("homeassistant/device/+/config")
+                    return both.count >= 2 * one.count
+                }
+            } catch {
+                await second.stop()
+                throw error
+            }
+            XCTAssertEqual(both.count, 2 * one.count, "each gateway's configs: \(both.keys.sorted())")
+            var uniqueIDs: [String] = []
+            for payload in both.values {
+                let document = try JSONValue(parsing: payload)
+                for component in document["components"]?.objectValue?.values ?? [:].values {
+                    uniqueIDs += [component["unique_id"]?.stringValue ?? ""]
+                }
+            }
+            XCTAssertEqual(uniqueIDs.count, Set(uniqueIDs).count, "unique ids are unique across the two gateways")
+            // A restart gives the same topics and ids.
+            await second.stop()
+            let again = try await gw.another(clientID: "gw-b", state: stateB) { $0.baseTopic = "site-b" }
+            let afterRestart = try await gw.retained("homeassistant/device/+/config")
+            await again.stop()
+            XCTAssertEqual(Set(afterRestart.keys), Set(both.keys))
+        }
+    }
+
+    /// Every kind of command Home Assistant can send for the simulated home's entities and the
+    /// issue's devices (every mode and payload, a range's ends and points between), sent as Home
+    /// Assistant sends it (template applied): each answered `ok` on its `result` (or `$result`).
+    func testWhatHomeAssistantSendsIsAnsweredOK() async throws {
+        let accessories = try TemporaryDirectory(prefix: "homemqtt-ha-home")
+        let shipped = Rig.shippedAccessories.path
+        for name in try FileManager.default.contentsOfDirectory(atPath: shipped) {
+            try FileManager.default.copyItem(atPath: shipped + "/" + name, toPath: accessories.file(name))
+        }
+        for (file, yaml) in Self.issueDevices {
+            try yaml.write(toFile: accessories.file(file), atomically: true, encoding: .utf8)
+        }
+        await onEveryRig(accessories: accessories.url) { gw in
+            let configs = try await gw.retained("homeassistant/device/+/config")
+            XCTAssertGreaterThan(configs.count, 5)
+            var sent = 0
+            var throughSet = 0
+            for (topic, payload) in configs.sorted(by: { $0.key < $1.key }) {
+                let document = try JSONValue(parsing: payload)
+                for (key, component) in document["components"]?.objectValue ?? [:] {
+                    let config = try XCTUnwrap(component.objectValue)
+                    let platform = try XCTUnwrap(config["platform"]?.stringValue)
+                    for (option, value) in config where option.hasSuffix("_topic") {
+                        guard HACommands.isCommand(option), let command = value.stringValue else { continue }
+                        let all = try HACommands.commands(platform: platform, option: option, config)
+                        // Every mode, option and payload; of a range, its ends and three points between.
+                        let picked =
+                            all.count <= 8 ? Array(all.indices) : Set((0...4).map { (all.count - 1) * $0 / 4 }).sorted()
+                        for index in picked {
+                            let variables = all[index]
+                            var text = variables["value"]?.text ?? ""
+                            if let template = config[option.replacingOccurrences(of: "_topic", with: "_template")]?
+                                .stringValue
+                            {
+                                text = try XCTUnwrap(try HATemplate.render(template, variables: variables))
+                            }
+                            // `…/set` is answered on `…/result`, `<accessory>/$set` on `<accessory>/$result`.
+                            let resultTopic = String(command.dropLast("set".count)) + "result"
+                            gw.seen.clear()
+                            try await gw.publish(command, text)
+                            let answer = try await gw.next(resultTopic)
+                            let json = try JSONValue(parsing: answer.string)
+                            XCTAssertEqual(
+                                json["status"], "ok",
+                                "\(topic) \(key).\(option): '\(text)' on \(command) → \(answer.string)")
+                            sent += 1
+                            if command.hasSuffix("/$set") { throughSet += 1 }
+                        }
+                    }
+                }
+            }
+            print("figure: \(sent) commands (\(throughSet) through $set) of Home Assistant's sent, each answered ok")
+            XCTAssertGreaterThan(sent, 90)
+            // What Home Assistant reads back: the heater-cooler's mode, from its `$state` through the
+            // config's template, is one of the modes it offers.
+            let heater = try XCTUnwrap(
+                configs.values.first { $0.contains("\"Heat Pump\"") }.map { try JSONValue(parsing: $0) })
+            let climate = try XCTUnwrap(
+                heater["components"]?.objectValue?.values.first { $0["platform"] == "climate" }?.objectValue)
+            XCTAssertEqual(climate["modes"], ["off", "heat_cool", "heat", "cool"])
+            let stateTopic = try XCTUnwrap(climate["mode_state_topic"]?.stringValue)
+            let template = try XCTUnwrap(climate["mode_state_template"]?.stringValue)
+            var shown: String?
+            // The last commands' `$state` document is out once their burst is.
+            try? await waitUntil("the heater-cooler's mode shown") {
+                let state = try await gw.retained(stateTopic)
+                shown = try state[stateTopic].flatMap { try HATemplate.render(template, value: $0) }
+                return ["off", "heat_cool", "heat", "cool"].contains(shown ?? "")
+            }
+            XCTAssertTrue(["off", "heat_cool", "heat", "cool"].contains(shown ?? ""), "\(shown ?? "nil")")
+            let humidifier = try XCTUnwrap(configs.values.first { $0.contains("\"VOCOlinc Humidifier\"") })
+            XCTAssertFalse(humidifier.contains("\"modes\""), "one mode is no choice: \(humidifier)")
+            XCTAssertGreaterThan(throughSet, 0, "colours go through the accessory's $set")
         }
     }
 }
