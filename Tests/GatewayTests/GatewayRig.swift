@@ -133,6 +133,8 @@ final class RiggedGateway: Sendable {
     let publisher: any MQTTTransport
     /// What a client subscribed to `<base>/#` since before the gateway started saw, in order.
     let seen: MessageCollector
+    /// What the gateway logged, from `info` up.
+    let log: LogLines
     private let observer: any MQTTTransport
     private let group: ServiceGroup
     private let runner: Task<Void, any Error>
@@ -154,8 +156,8 @@ final class RiggedGateway: Sendable {
         config.requestTimeout = 2
         configure(&config)
         let database = try HomeDatabase(directory: URL(fileURLWithPath: state.path))
-        var logger = Logger(label: "test.rig.\(rig)")
-        logger.logLevel = .warning
+        let log = LogLines()
+        let logger = log.logger("test.rig.\(rig)")
 
         // The composition root's gateway, as `homemqtt run` makes it, on the rig's connection.
         let made = Mutex<(any MQTTTransport)?>(nil)
@@ -182,7 +184,7 @@ final class RiggedGateway: Sendable {
         let runner = Task { try await group.run() }
         let running = RiggedGateway(
             rig: rig, broker: broker, home: home, database: database, gateway: parts.gateway, transport: transport,
-            publisher: publisher, seen: seen, observer: observer, group: group, runner: runner, state: state)
+            publisher: publisher, seen: seen, log: log, observer: observer, group: group, runner: runner, state: state)
         do {
             let statusTopic = "\(config.baseTopic)/$gateway/status"
             try await seen.waitFor("online", timeout: 10) { $0.topic == statusTopic && $0.string == "online" }
@@ -205,19 +207,22 @@ final class RiggedGateway: Sendable {
 
     private init(
         rig: Rig, broker: Broker, home: SimulatedHome, database: HomeDatabase, gateway: Gateway,
-        transport: any MQTTTransport, publisher: any MQTTTransport, seen: MessageCollector,
+        transport: any MQTTTransport, publisher: any MQTTTransport, seen: MessageCollector, log: LogLines,
         observer: any MQTTTransport, group: ServiceGroup, runner: Task<Void, any Error>, state: TemporaryDirectory
     ) {
         (self.rig, self.broker, self.home, self.database, self.gateway) = (rig, broker, home, database, gateway)
         (self.transport, self.publisher, self.seen, self.observer) = (transport, publisher, seen, observer)
-        (self.group, self.runner, self.state) = (group, runner, state)
+        (self.group, self.runner, self.state, self.log) = (group, runner, state, log)
     }
 
     /// Stops the gateway as SIGTERM would (a graceful shutdown of its service group) and returns
     /// when it has stopped; the broker and the test's clients stay, to look at what it left.
-    func stopGateway() async {
+    /// Returns what the gateway's services threw, if anything: nil is a clean stop.
+    @discardableResult
+    func stopGateway() async -> (any Error)? {
         await group.triggerGracefulShutdown()
-        _ = await runner.result
+        if case .failure(let error) = await runner.result { return error }
+        return nil
     }
 
     /// Stops the gateway, the test's clients and the broker. Safe to call again.
@@ -352,10 +357,11 @@ final class RiggedGateway: Sendable {
     /// `clientID` and what `configure` sets. Returns once it said `online` (live, not retained) on
     /// its base's status topic.
     func another(
-        clientID: String, state: TemporaryDirectory, configure: (inout GatewayConfig) -> Void = { _ in }
+        clientID: String, state: TemporaryDirectory, accessories: URL = Rig.shippedAccessories,
+        configure: (inout GatewayConfig) -> Void = { _ in }
     ) async throws -> OtherGateway {
         TestCensus.record(rig == .memory ? .memory : .mosquitto)
-        let home = try SimulatedHome.load(directory: Rig.shippedAccessories, clock: .manual)
+        let home = try SimulatedHome.load(directory: accessories, clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
         if case .mosquitto(let mosquitto) = broker { config.mqtt = mosquitto.clientConfiguration() }
         config.mqtt.clientID = clientID
@@ -363,8 +369,8 @@ final class RiggedGateway: Sendable {
         config.pollInterval = 0
         config.requestTimeout = 2
         configure(&config)
-        var logger = Logger(label: "test.rig.\(rig).\(clientID)")
-        logger.logLevel = .warning
+        let log = LogLines()
+        let logger = log.logger("test.rig.\(rig).\(clientID)")
         let broker = broker
         let connection: @Sendable (MQTTConfiguration, Logger) -> any MQTTTransport = { configuration, logger in
             switch broker {
@@ -380,7 +386,7 @@ final class RiggedGateway: Sendable {
         try await watcher.subscribe("\(config.baseTopic)/$gateway/status", qos: .exactlyOnce)
         let group = ServiceGroup(configuration: .init(services: parts.services, logger: logger))
         let runner = Task { try await group.run() }
-        let other = OtherGateway(group: group, runner: runner)
+        let other = OtherGateway(group: group, runner: runner, log: log)
         var failure: (any Error)?
         do {
             try await statuses.waitFor("\(clientID) online") { !$0.retain && $0.string == "online" }
@@ -401,11 +407,53 @@ final class RiggedGateway: Sendable {
 struct OtherGateway: Sendable {
     let group: ServiceGroup
     let runner: Task<Void, any Error>
+    /// What it logged, from `info` up.
+    let log: LogLines
 
-    /// Stops it as SIGTERM would and returns when it has stopped.
-    func stop() async {
+    /// Stops it as SIGTERM would and returns when it has stopped, with what its services threw
+    /// (nil: a clean stop).
+    @discardableResult
+    func stop() async -> (any Error)? {
         await group.triggerGracefulShutdown()
-        _ = await runner.result
+        if case .failure(let error) = await runner.result { return error }
+        return nil
+    }
+}
+
+/// A rig gateway's log: every line from `info` up kept (`level message key=value…`), as a test
+/// reads the binary's; warnings and errors go to standard error as well.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    /// Everything logged so far, a line each.
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    func logger(_ label: String) -> Logger {
+        let stderr = StreamLogHandler.standardError(label: label)
+        var logger = Logger(label: label) { _ in Handler(lines: self, stderr: stderr) }
+        logger.logLevel = .info
+        return logger
+    }
+
+    fileprivate func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    private struct Handler: LogHandler {
+        let lines: LogLines
+        var stderr: StreamLogHandler
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
+            lines.append(
+                "\(event.level) \(event.message) " + fields.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            if event.level >= .warning { stderr.log(event: event) }
+        }
     }
 }
 
