@@ -30,12 +30,18 @@ struct WebRig: Sendable {
     /// Another client, subscribed to the whole base since before the gateway started.
     let seen: MessageCollector
     let publisher: MemoryTransport
+    /// The gateway's own connection to `broker`.
+    let transport: MemoryTransport
+    /// Everything the gateway and its web view logged (at `logLevel`), a line each.
+    let log: LogLines
     let client: any TestClientProtocol
 
     /// Runs a gateway and its web view until `body` returns, then stops both.
-    /// `token`: `web.token`; `yaml`: more of the config file (`access:`).
+    /// `token`: `web.token`; `yaml`: more of the config file (`access:`); `logLevel`: what the
+    /// log keeps (warnings and errors go to standard error too).
     static func run(
-        token: String? = nil, yaml: String = "", _ body: @Sendable (WebRig) async throws -> Void
+        token: String? = nil, yaml: String = "", logLevel: Logger.Level = .info,
+        _ body: @Sendable (WebRig) async throws -> Void
     ) async throws {
         TestCensus.record(.memory)
         // The exporter before the gateway, as `homemqtt run` makes it with `web.enabled`.
@@ -53,8 +59,8 @@ struct WebRig: Sendable {
         var web = WebConfig()
         web.enabled = true
         web.token = token
-        var logger = Logger(label: "test.web")
-        logger.logLevel = .warning
+        let log = LogLines()
+        let logger = log.logger("test.web", level: logLevel)
 
         let broker = MemoryBroker()
         let transport = broker.transport(configuration: HomeMQTTApp.gatewayConnection(config))
@@ -86,7 +92,7 @@ struct WebRig: Sendable {
                     try await body(
                         WebRig(
                             broker: broker, home: home, gateway: parts.gateway, seen: seen, publisher: publisher,
-                            client: client))
+                            transport: transport, log: log, client: client))
                 }
             } catch {
                 await group.triggerGracefulShutdown()
@@ -123,6 +129,13 @@ struct WebRig: Sendable {
         return Answer(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body))
     }
 
+    /// The value of the metric line that starts with `name ` in `/metrics` now, 0 without one.
+    func metric(_ name: String) async throws -> Double {
+        let text = try await get("/metrics").body
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.dropFirst(name.count + 1)) } ?? 0
+    }
+
     // MARK: MQTT
 
     /// Publishes as another client of the broker would.
@@ -142,15 +155,18 @@ struct WebRig: Sendable {
         try await client.ws("/ws" + query, configuration: configuration) { inbound, outbound, _ in
             let (stream, continuation) = AsyncStream.makeStream(of: JSONValue.self)
             let frames = StreamCollector(stream)
+            let page = Page(frames: frames, outbound: outbound)
             let reader = Task {
-                for try await message in inbound.messages(maxSize: 1 << 24) {
-                    if case .text(let text) = message, let frame = try? JSONValue(parsing: Array(text.utf8)) {
-                        continuation.yield(frame)
+                do {
+                    for try await message in inbound.messages(maxSize: 1 << 24) {
+                        if case .text(let text) = message, let frame = try? JSONValue(parsing: Array(text.utf8)) {
+                            continuation.yield(frame)
+                        }
                     }
-                }
+                } catch {}
+                page.ended.store(true, ordering: .relaxed)
                 continuation.finish()
             }
-            let page = Page(frames: frames, outbound: outbound)
             do {
                 try await body(page)
             } catch {
@@ -166,6 +182,8 @@ struct WebRig: Sendable {
 final class Page: Sendable {
     let frames: StreamCollector<JSONValue>
     let outbound: WebSocketOutboundWriter
+    /// Set when the server closed the socket (or it dropped).
+    let ended = Atomic<Bool>(false)
     private let nextID = Atomic<Int>(1)
 
     init(frames: StreamCollector<JSONValue>, outbound: WebSocketOutboundWriter) {
@@ -213,5 +231,42 @@ final class Page: Sendable {
             }
         }
         return nil
+    }
+}
+
+/// A log kept in memory, a line each (`level message key=value…`), as a test reads the binary's;
+/// warnings and errors go to standard error as well.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    /// Everything logged so far.
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    func logger(_ label: String, level: Logger.Level) -> Logger {
+        let stderr = StreamLogHandler.standardError(label: label)
+        var logger = Logger(label: label) { _ in Handler(lines: self, stderr: stderr) }
+        logger.logLevel = level
+        return logger
+    }
+
+    fileprivate func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    private struct Handler: LogHandler {
+        let lines: LogLines
+        var stderr: StreamLogHandler
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.sorted { $0.key < $1.key }
+            lines.append(
+                "\(event.level) \(event.message) " + fields.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            if event.level >= .warning { stderr.log(event: event) }
+        }
     }
 }

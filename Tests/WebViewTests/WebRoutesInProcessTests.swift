@@ -5,9 +5,10 @@ import TestSupport
 import XCTest
 
 /// The web view's routes in process (`WebRig`: HummingbirdTesting's live server, a gateway on
-/// the memory broker): the pages, the JSON API's answers, the token's and the roles' refusals.
-/// EndToEndTests' `WebRoutesTests`, `AccessRolesTests` and `WebRefusalTests` keep them through
-/// the binary (with what only it shows: the log, the exit, the broker's ACL, `Host` names).
+/// the memory broker): the pages, the JSON API's answers, `/metrics` and `/healthz`, the
+/// token's and the roles' refusals. Moved from EndToEndTests' `WebRoutesTests`, which keeps
+/// what needs the binary (a `Host` name of another site, the stop with SIGTERM); the roles'
+/// refusals are in `AccessRolesTests` there too, beside the broker's ACL.
 final class WebRoutesInProcessTests: XCTestCase {
     static let light = "home/garage/garage-door-opener/garage-light"
 
@@ -69,6 +70,12 @@ final class WebRoutesInProcessTests: XCTestCase {
             XCTAssertEqual(pairings.json?["hap"], false, "no hap source: no pairings to list")
             XCTAssertEqual(pairings.json?["pairings"], [])
 
+            // The exporter is the process's, shared by every test here: its counters are read as
+            // differences across this test.
+            let okBefore = try await web.metric(#"homemqtt_answers_total{op="set",code="ok"}"#)
+            let refusedBefore = try await web.metric(#"homemqtt_answers_total{op="set",code="out-of-range"}"#)
+            let reconnectsBefore = try await web.metric("homemqtt_broker_reconnects_total")
+
             // A write through the HTTP API: the same answer as on MQTT, and the value on MQTT.
             web.seen.clear()
             let set = try await web.request(
@@ -87,8 +94,6 @@ final class WebRoutesInProcessTests: XCTestCase {
             XCTAssertEqual(garbage.status, 200)
             XCTAssertEqual(garbage.json?["answer"]?["code"], "invalid-json")
 
-            // /metrics: the exporter is the process's, shared by every test here, so its
-            // counters are checked through the binary (WebRoutesTests); the gauges are this home's.
             let metrics = try await web.get("/metrics")
             XCTAssertEqual(metrics.status, 200)
             XCTAssertTrue(metrics.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") ?? false)
@@ -97,7 +102,16 @@ final class WebRoutesInProcessTests: XCTestCase {
             ] {
                 XCTAssertTrue(metrics.body.contains(line), "/metrics lacks \(line):\n\(metrics.body)")
             }
-            for family in [#"homemqtt_answers_total{op="set",code="out-of-range"}"#, "homemqtt_request_duration"] {
+            let ok = try await web.metric(#"homemqtt_answers_total{op="set",code="ok"}"#)
+            XCTAssertEqual(ok - okBefore, 1, "sets answered ok")
+            let outOfRange = try await web.metric(#"homemqtt_answers_total{op="set",code="out-of-range"}"#)
+            XCTAssertEqual(outOfRange - refusedBefore, 1, "sets refused out of range")
+            let reconnects = try await web.metric("homemqtt_broker_reconnects_total")
+            XCTAssertEqual(reconnects - reconnectsBefore, 0, "reconnects")
+            for family in [
+                "homemqtt_mqtt_messages_received_total", "homemqtt_mqtt_messages_published_total",
+                #"homemqtt_source_events_total{kind="value"}"#, "homemqtt_request_duration_seconds_bucket",
+            ] {
                 XCTAssertTrue(metrics.body.contains(family), "/metrics lacks \(family)")
             }
         }
@@ -119,10 +133,10 @@ final class WebRoutesInProcessTests: XCTestCase {
     }
 
     /// With a token: every route but the page and /healthz wants it, from the header, the query
-    /// or the cookie the page gets; a wrong one is refused.
-    func testTheTokenGuardsEveryRoute() async throws {
+    /// or the cookie the page gets; a wrong one is refused; and it is never logged.
+    func testTheTokenGuardsEveryRouteAndIsNeverLogged() async throws {
         let token = "tok-\(UUID().uuidString)"
-        try await WebRig.run(token: token) { web in
+        try await WebRig.run(token: token, logLevel: .trace) { web in
             let pageStatus = try await web.get("/").status
             XCTAssertEqual(pageStatus, 200, "the page itself asks for the token")
             let healthStatus = try await web.get("/healthz").status
@@ -157,6 +171,27 @@ final class WebRoutesInProcessTests: XCTestCase {
             let wrong = try await web.get("/?token=nope")
             XCTAssertEqual(wrong.header("Location"), "/#token-refused")
             XCTAssertNil(wrong.header("Set-Cookie"))
+
+            // Used through every way above, at log level trace: not once in the log.
+            let log = web.log.text
+            XCTAssertFalse(log.contains(token), "the token is in the log:\n\(log)")
+            XCTAssertTrue(log.contains("web view listening"), log)
+        }
+    }
+
+    /// `/healthz` tells a supervisor the truth: 503 while the broker is away, 200 once back.
+    func testHealthFollowsTheBroker() async throws {
+        try await WebRig.run { web in
+            let reconnectsBefore = try await web.metric("homemqtt_broker_reconnects_total")
+            web.transport.loseConnection()
+            try await waitUntil("/healthz to say 503") { try await web.get("/healthz").status == 503 }
+            let health = try await web.get("/healthz")
+            XCTAssertEqual(health.status, 503, health.body)
+            XCTAssertEqual(health.json?["broker"], "disconnected", health.body)
+            web.transport.connect()
+            try await waitUntil("/healthz to say 200 again") { try await web.get("/healthz").status == 200 }
+            let reconnects = try await web.metric("homemqtt_broker_reconnects_total")
+            XCTAssertEqual(reconnects - reconnectsBefore, 1, "reconnects")
         }
     }
 

@@ -5,9 +5,10 @@ import TestSupport
 import XCTest
 
 /// The live feed, `/ws`, in process (`WebRig`): the home first, a change made on MQTT on the
-/// page, a write from the page reaching the gateway and its state coming back on MQTT and on
-/// the page, bad input answered, the token refused. EndToEndTests' `WebSocketTests` keep the
-/// same through the binary, with what needs it (an oversized frame, the server's timing).
+/// page within a second, a write from the page reaching the gateway and its state coming back
+/// on MQTT and on the page, bad input answered (never a closed socket), an oversized message
+/// closing only its socket, the token refused. Moved from EndToEndTests' `WebSocketTests`; the
+/// binary's `/ws` stays tested there by BrowserTests, WebSocketLimitTests and WebRoutesTests.
 final class WebSocketInProcessTests: XCTestCase {
     let light = "home/garage/garage-door-opener/garage-light"
 
@@ -20,9 +21,11 @@ final class WebSocketInProcessTests: XCTestCase {
                 XCTAssertEqual(first["connected"], true)
                 try await page.frames.waitFor("the history") { $0["type"] == "history" }
 
-                // A value set on MQTT reaches the page, batched in an update.
+                // A value set on MQTT reaches the page within a second, batched in an update.
+                let start = ContinuousClock.now
                 try await web.publish(light + "/brightness/set", "42")
-                try await page.update(of: light + "/brightness") { $0 == 42 }
+                try await page.update(of: light + "/brightness", timeout: 1) { $0 == 42 }
+                print("figure: a set on MQTT → update on the page in \(ContinuousClock.now - start) (in process)")
 
                 // A write from the page: the gateway's answer, the value on MQTT and on the page.
                 let before = try XCTUnwrap(
@@ -115,6 +118,21 @@ final class WebSocketInProcessTests: XCTestCase {
             }
             let health = try await web.get("/healthz").status
             XCTAssertEqual(health, 200)
+        }
+    }
+
+    /// A message above the limit closes that socket (WebSocket code 1009); the server goes on.
+    func testOversizedMessageClosesOnlyThatSocket() async throws {
+        let light = light
+        try await WebRig.run { web in
+            try await web.page { big in
+                try? await big.send(String(repeating: "x", count: 2 << 20))
+                try await waitUntil("the oversized socket to close", timeout: 10) { big.ended.load(ordering: .relaxed) }
+            }
+            try await web.page { page in
+                let answer = try await page.request(light + "/brightness/set", "20")
+                XCTAssertEqual(answer["status"], "ok", "\(answer)")
+            }
         }
     }
 
