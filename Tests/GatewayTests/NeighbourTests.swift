@@ -173,7 +173,10 @@ final class NeighbourTests: RigTestCase {
             let lost = try TemporaryDirectory(prefix: "homemqtt-lost-state")
             let next = try await gw.another(
                 clientID: "gateway-under-test", state: lost, configure: Self.session(clean: false))
-            // `online` is out: the look at the broker, and any warning of it, came before.
+            // `online` is out, and the line saying so follows it (in memory the status reaches a
+            // subscriber before the gateway logs it): the look at the broker, and any warning of
+            // it, came before.
+            try? await waitUntil("the gateway's online line") { next.log.text.contains("gateway online") }
             let log = next.log.text
             await next.stop()
             XCTAssertTrue(log.contains("gateway online"), log)
