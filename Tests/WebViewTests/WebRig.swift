@@ -79,30 +79,36 @@ struct WebRig: Sendable {
         let view = WebView(gateway: parts.gateway, config: web, access: config[AccessConfig.self], logger: logger)
         let app = await view.application()
 
-        let group = ServiceGroup(configuration: .init(services: parts.services, logger: logger))
-        try await withThrowingDiscardingTaskGroup { tasks in
-            tasks.addTask { try await group.run() }
-            tasks.addTask { await cancelWhenGracefulShutdown { await view.hub.run() } }
-            do {
-                let status = "\(config.baseTopic)/$gateway/status"
-                try await seen.waitFor("online", timeout: 5) { $0.topic == status && $0.string == "online" }
-                try await waitUntil("notifications on", timeout: 5) { await !home.notificationsEnabled().isEmpty }
-                try await waitUntil("the web view's hub observing", timeout: 5) { await view.hub.isObserving }
-                try await app.test(.live) { client in
-                    try await body(
-                        WebRig(
-                            broker: broker, home: home, gateway: parts.gateway, seen: seen, publisher: publisher,
-                            transport: transport, log: log, client: client))
-                }
-            } catch {
-                await group.triggerGracefulShutdown()
-                throw error
+        // The hub beside the gateway, as `WebView.run` runs it, stopped first (the group stops
+        // services in reverse).
+        let services = parts.services + [.init(service: HubService(hub: view.hub))]
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        // Unstructured, as `RiggedGateway`'s: a failure of the gateway is reported as its own,
+        // and never cancels the test's task in its middle.
+        let runner = Task { try await group.run() }
+        var failure: (any Error)?
+        do {
+            let status = "\(config.baseTopic)/$gateway/status"
+            try await seen.waitFor("online", timeout: 5) { $0.topic == status && $0.string == "online" }
+            try await waitUntil("notifications on", timeout: 5) { await !home.notificationsEnabled().isEmpty }
+            try await waitUntil("the web view's hub observing", timeout: 5) { await view.hub.isObserving }
+            try await app.test(.live) { client in
+                try await body(
+                    WebRig(
+                        broker: broker, home: home, gateway: parts.gateway, seen: seen, publisher: publisher,
+                        transport: transport, log: log, client: client))
             }
-            await group.triggerGracefulShutdown()
+        } catch {
+            failure = error
+        }
+        await group.triggerGracefulShutdown()
+        if case .failure(let error) = await runner.result {
+            XCTFail("the gateway's services failed: \(error)")
         }
         observer.disconnect()
         await seen.cancel()
         publisher.disconnect()
+        if let failure { throw failure }
     }
 
     // MARK: HTTP
@@ -156,7 +162,20 @@ struct WebRig: Sendable {
             let (stream, continuation) = AsyncStream.makeStream(of: JSONValue.self)
             let frames = StreamCollector(stream)
             let page = Page(frames: frames, outbound: outbound)
-            let reader = Task {
+            // The handler's own task reads the socket (its one reader: the close handshake after
+            // the handler reads it too, and a second reader cancelled meanwhile made that throw
+            // CancellationError about 1 run in 20); `body` runs beside it and closes the socket
+            // when done, which ends the reading once the server answers the close.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        try await body(page)
+                    } catch {
+                        try? await outbound.close(.normalClosure, reason: nil)
+                        throw error
+                    }
+                    try? await outbound.close(.normalClosure, reason: nil)
+                }
                 do {
                     for try await message in inbound.messages(maxSize: 1 << 24) {
                         if case .text(let text) = message, let frame = try? JSONValue(parsing: Array(text.utf8)) {
@@ -166,16 +185,16 @@ struct WebRig: Sendable {
                 } catch {}
                 page.ended.store(true, ordering: .relaxed)
                 continuation.finish()
+                try await group.waitForAll()
             }
-            do {
-                try await body(page)
-            } catch {
-                reader.cancel()
-                throw error
-            }
-            reader.cancel()
         }
     }
+}
+
+/// `LiveHub.run` as a service of the gateway's group, as `WebView.run` runs it.
+private struct HubService: Service {
+    let hub: LiveHub
+    func run() async throws { await cancelWhenGracefulShutdown { await hub.run() } }
 }
 
 /// A page's side of `/ws`: the frames received (JSON), and requests as the page sends them.
