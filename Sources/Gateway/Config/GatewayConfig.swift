@@ -333,7 +333,9 @@ extension ConfigError {
 }
 
 extension ScopeConfig {
-    static func read(_ scope: ConfigReader) throws(ConfigError) -> ScopeConfig {
+    /// Reads a scope mapping (`scope:`, or a front end's own, such as `homekit.scope`); the
+    /// caller finishes the reader.
+    public static func read(_ scope: ConfigReader) throws(ConfigError) -> ScopeConfig {
         var config = ScopeConfig()
         func list(_ key: String, _ scope: ConfigReader) throws(ConfigError) -> ScopeList {
             try ScopeList.read(key, in: scope, single: true) ?? ScopeList()

@@ -28,8 +28,9 @@ public struct ScopeFilter: Sendable {
     private let readOnlyPatterns: [String]
 
     /// Resolves type names (catalog name, HAP name or UUID); an unknown one is an error
-    /// naming its key (`scope.service-types.allow`).
-    public init(_ config: ScopeConfig, file: String = "scope") throws(ConfigError) {
+    /// naming its key (`scope.service-types.allow`; `key` is the mapping's own, such as
+    /// `homekit.scope` for a front end's scope).
+    public init(_ config: ScopeConfig, file: String = "scope", key scopeKey: String = "scope") throws(ConfigError) {
         self.config = config
         func plain(_ list: ScopeList) -> ResolvedList {
             ResolvedList(allow: list.allow.map { Set($0.map(Self.fold)) }, deny: Set(list.deny.map(Self.fold)))
@@ -39,7 +40,8 @@ public struct ScopeFilter: Sendable {
                 var out = Set<String>()
                 for name in names {
                     guard let uuid = lookup(name) else {
-                        throw ConfigError(file: file, key: "scope.\(key).\(which)", message: "unknown type '\(name)'")
+                        throw ConfigError(
+                            file: file, key: "\(scopeKey).\(key).\(which)", message: "unknown type '\(name)'")
                     }
                     out.insert(uuid)
                 }
