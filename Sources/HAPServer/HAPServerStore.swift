@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+public import Foundation
 import HAP
 public import HomeModel
 
@@ -138,5 +138,40 @@ extension ErrorCode {
 enum HAPServerDigest {
     static func sha256Hex(_ bytes: [UInt8]) -> String {
         SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// The accessory's stored identity, for its owner while no server runs on it: who it is (an
+/// owner refuses to pair with itself by this id) and its factory reset.
+public enum HAPAccessoryIdentity {
+    /// The pairing id kept in `directory`, nil when there is none (or it cannot be read).
+    public static func pairingID(in directory: URL) -> String? {
+        let file = HAPServerStore(directory: directory).file
+        guard let data = try? Data(contentsOf: file),
+            let state = try? JSONDecoder().decode(HAPServerState.self, from: data)
+        else { return nil }
+        return state.pairingID
+    }
+
+    /// The pairings kept in `directory` (none when there is no state).
+    public static func pairings(in directory: URL) -> [HAPControllerPairing] {
+        let file = HAPServerStore(directory: directory).file
+        guard let data = try? Data(contentsOf: file),
+            let state = try? JSONDecoder().decode(HAPServerState.self, from: data)
+        else { return [] }
+        return state.pairings
+    }
+
+    /// Forgets the identity, its pairings, `c#` and the failed tries: the next server on
+    /// `directory` starts as a new accessory (HAP asks for a new pairing id after a reset, so
+    /// that controllers do not take it for the one they knew). Only while no server runs on it.
+    public static func reset(in directory: URL) throws(HAPServerError) {
+        let file = HAPServerStore(directory: directory).file
+        guard FileManager.default.fileExists(atPath: file.path) else { return }
+        do {
+            try FileManager.default.removeItem(at: file)
+        } catch {
+            throw HAPServerError(.io, "cannot remove \(file.path): \(error.localizedDescription)")
+        }
     }
 }
