@@ -113,7 +113,8 @@ extension HomeMQTTApp {
             mqtt: options.transport(config.mqtt, logger), scopeStore: ScopeStore(directory: state),
             pairings: options.pairings, operations: options.operations, publicationBacklog: options.publicationBacklog,
             ownedTopics: OwnedTopicsStore(config: config), outputs: outputs, clock: options.clock, logger: logger)
-        let home = HomeContext(gateway: gateway, config: config, logger: logger, webListening: options.webListening)
+        let home = HomeContext(
+            gateway: gateway, database: database, config: config, logger: logger, webListening: options.webListening)
         return (gateway, gateway.services + features.flatMap { $0.services(in: home) })
     }
 

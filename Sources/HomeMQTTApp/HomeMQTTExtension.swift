@@ -32,6 +32,9 @@ public protocol HomeMQTTExtension: Sendable {
     /// A home's settings other than the first, from the file's (Homie's device id names the
     /// home, so that two homes' devices do not meet).
     static func settings(_ settings: Settings, forHome home: Home) -> Settings
+    /// Its management operations (`<base>/$gateway/request/<op>`), answered after the core's
+    /// and the sources', whether it is enabled or not (then they say so).
+    static var operations: [any ManagementOperation.Type] { get }
 }
 
 extension HomeMQTTExtension {
@@ -43,6 +46,7 @@ extension HomeMQTTExtension {
     }
     public static var perHome: Bool { true }
     public static func settings(_ settings: Settings, forHome home: Home) -> Settings { settings }
+    public static var operations: [any ManagementOperation.Type] { [] }
 
     // Through an existential metatype (`any HomeMQTTExtension.Type`) the settings are reached
     // by these, which name no `Settings` in their signatures.
@@ -79,6 +83,8 @@ public struct NoSettings: ConfigSection {
 /// What a feature's services are made from: one home's running gateway and config.
 public struct HomeContext: Sendable {
     public let gateway: Gateway
+    /// The home's view of the home database, as the gateway (and its editor) holds it.
+    public let database: HomeDatabase
     /// The home's config (`GatewayConfig.forHome`, with each feature's `settings(forHome:)`),
     /// its `mqtt` the gateway's connection.
     public let config: GatewayConfig
