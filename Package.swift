@@ -141,13 +141,23 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Each home as a HomeKit bridge: the accessory server (HAPServer) serving the gateway's
+        // published home through its public views (`observe()`, `perform`).
+        .target(
+            name: "HomeKitBridge",
+            dependencies: [
+                "Gateway", "HAPServer", "HomeModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The composition root: the sections, outputs and sources that make the gateway, listed
         // once for the binary, the bench and the tests.
         .target(
             name: "HomeMQTTApp",
             dependencies: [
                 "Gateway", "TopicAPI", "HomeAssistant", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP",
-                "MDNS",
+                "MDNS", "HomeKitBridge",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

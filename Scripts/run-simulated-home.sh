@@ -22,6 +22,9 @@ fi
 swift build -c release --product homemqtt
 # The web view on for the demo, at http://127.0.0.1:8080/ (HOMEMQTT_WEB_ENABLED=false turns it off).
 export HOMEMQTT_WEB_ENABLED="${HOMEMQTT_WEB_ENABLED:-true}"
+# The home as a HomeKit bridge on port 51826 (its setup code in the log at the first start, and by
+# `homemqtt homekit code`); HOMEMQTT_HOMEKIT_ENABLED=false turns it off.
+export HOMEMQTT_HOMEKIT_ENABLED="${HOMEMQTT_HOMEKIT_ENABLED:-true}"
 exec_status=0
 .build/release/homemqtt run --config Config/gateway.yml "$@" || exec_status=$?
 exit "$exec_status"

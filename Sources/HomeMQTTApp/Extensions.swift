@@ -1,5 +1,6 @@
 import Gateway
 import HomeAssistant
+import HomeKitBridge
 import HomeModel
 import Homie
 import MQTT
@@ -79,6 +80,25 @@ enum WebFeature: HomeMQTTExtension {
                 service: WebView(
                     gateway: home.gateway, config: settings, access: home.config[AccessConfig.self],
                     logger: home.logger, onListening: home.webListening))
+        ]
+    }
+}
+
+/// Each home as a HomeKit bridge (`homekit:`): the Home app pairs with it and controls the
+/// accessories in its scope. The first home's listens on `homekit.port`, every other home's on
+/// a free port.
+enum HomeKitFeature: HomeMQTTExtension {
+    static var operations: [any ManagementOperation.Type] { HomeKitOperations.all }
+
+    static func services(_ settings: HomeKitConfig, _ home: HomeContext) -> [HomeMQTTApp.ServiceConfiguration] {
+        guard settings.enabled else { return [] }
+        let firstHome = home.config.gatewayBaseTopic == nil
+        return [
+            .init(
+                service: HomeKitBridgeService(
+                    gateway: home.gateway, database: home.database, settings: settings,
+                    port: firstHome ? settings.port : 0, stateDirectory: home.config.stateDirectory,
+                    logger: home.logger))
         ]
     }
 }

@@ -15,6 +15,7 @@ public enum HomeMQTTApp {
         HomeAssistantFeature.self,
         HomieFeature.self,
         WebFeature.self,
+        HomeKitFeature.self,
         AccessFeature.self,
         // Last: the topic dialect takes every request that no output before it took.
         TopicRequestsFeature.self,
@@ -85,15 +86,17 @@ extension HomeMQTTApp {
     }
 
     /// The sources' own management operations (HAP's `pair`, `pairings`, `unpair`, `discover`),
-    /// answered after the core ones, live and offline alike: every kind's, whether the config
-    /// has a source of that kind or not (then they answer that it has none).
-    public static func operations(of sources: [any SourceFactory.Type] = HomeMQTTApp.sources)
-        -> [any ManagementOperation.Type]
-    {
-        sources.flatMap { factory in factory.operations }
+    /// then the features' (the HomeKit bridge's `homekit-status`, `homekit-reset`), answered
+    /// after the core ones, live and offline alike: every kind's, whether the config has a
+    /// source of that kind or the feature on or not (then they answer so).
+    public static func operations(
+        of sources: [any SourceFactory.Type] = HomeMQTTApp.sources,
+        extensions: [any HomeMQTTExtension.Type] = HomeMQTTApp.extensions
+    ) -> [any ManagementOperation.Type] {
+        sources.flatMap { factory in factory.operations } + extensions.flatMap { feature in feature.operations }
     }
 
-    /// `operations()` of the shipped sources.
+    /// `operations()` of the shipped sources and features.
     public static let sourceOperations = operations()
 
     /// Without a running gateway: each kind's pairing over the state directory, for its

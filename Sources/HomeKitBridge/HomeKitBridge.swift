@@ -1,0 +1,255 @@
+import Foundation
+public import Gateway
+public import HAPServer
+public import HomeModel
+import Logging
+
+// One home as the accessory server's database: the tree from the gateway's view
+// (`Gateway.observe()`), reads, writes and identify through the gateway's typed core
+// (`Gateway.perform`), and every change the gateway observes sent to the subscribed
+// controllers, the writer's session named as its cause when the change came from its write.
+
+/// A home's HAP bridge: what the accessory server serves (`HAPAccessoryDatabase`).
+public actor HomeKitBridge: HAPAccessoryDatabase {
+    let gateway: Gateway
+    let files: BridgeFiles
+    let filter: ScopeFilter
+    let identity: BridgeTree.Identity
+    let stateDirectory: String
+    let logger: Logger
+
+    /// The server that hears of changes; it changes when a reset starts a new one.
+    var server: HAPAccessoryServer?
+    var ids: BridgeIDs
+    var tree = BridgeTree()
+    var values: [CharacteristicAddress: CharacteristicValue] = [:]
+    /// Whether the gateway's view has given its first snapshot.
+    var hasSnapshot = false
+    /// Who waits for the first snapshot (the server starts after it, so that its first `c#`
+    /// digest is the home's, not an empty bridge's).
+    var snapshotWaiters: [CheckedContinuation<Bool, Never>] = []
+    /// The accessories left out beyond HAP's limit, last logged.
+    var loggedLeftOut: [String] = []
+    /// Writes under way or just answered, by address: the change they cause is not sent back
+    /// to the session that wrote.
+    var writers: [CharacteristicAddress: Expected] = [:]
+
+    /// A write's value and session; once answered, the change it causes is expected until
+    /// `until` (a change may reach the view before or after the write's answer).
+    struct Expected {
+        var value: CharacteristicValue
+        var session: HAPSessionID
+        var until: ContinuousClock.Instant?
+    }
+
+    /// How long after its answer a write's change is still taken as its own.
+    static let echoWindow: Duration = .seconds(2)
+
+    init(
+        gateway: Gateway, files: BridgeFiles, filter: ScopeFilter, identity: BridgeTree.Identity,
+        stateDirectory: String, logger: Logger
+    ) throws(ModelError) {
+        self.gateway = gateway
+        self.files = files
+        self.filter = filter
+        self.identity = identity
+        self.stateDirectory = stateDirectory
+        self.logger = logger
+        ids = try files.loadIDs()
+    }
+
+    func attach(_ server: HAPAccessoryServer?) { self.server = server }
+
+    /// How many accessories the bridge serves now (itself included), and those left out.
+    var counts: (served: Int, leftOut: [String]) { (tree.accessories.count, tree.leftOut) }
+
+    // MARK: The gateway's view
+
+    func apply(_ change: GatewayChange) async {
+        switch change {
+        case .snapshot(let snapshot):
+            values = snapshot.values
+            rebuild(snapshot.tree)
+            hasSnapshot = true
+            for waiter in snapshotWaiters { waiter.resume(returning: true) }
+            snapshotWaiters = []
+            await shapeChanged()
+        case .value(let node, let value):
+            if !node.isEvent { values[node.address] = value }
+            guard let id = tree.addresses[node.address], let server else { return }
+            let cause = takeWriter(of: node.address, value)
+            let format = node.characteristic.metadata.format
+            server.notify([HAPValueChange(id: id, value: BridgeTree.json(value, format))], cause: cause)
+        case .event, .connection:
+            break
+        }
+    }
+
+    /// Whether the gateway's first snapshot came; false when the view ended first.
+    func firstSnapshot() async -> Bool {
+        if hasSnapshot { return true }
+        return await withCheckedContinuation { snapshotWaiters.append($0) }
+    }
+
+    /// The view ended (the gateway stops, or the bridge does): nobody waits for it any more.
+    func viewEnded() {
+        for waiter in snapshotWaiters { waiter.resume(returning: hasSnapshot) }
+        snapshotWaiters = []
+    }
+
+    /// The tree again from the gateway's; the ids it handed out are saved before it is served.
+    func rebuild(_ published: TopicTree) {
+        let own = BridgeFiles.ownPairingIDs(stateDirectory: stateDirectory).map { "hap:\($0):" }
+        let before = ids
+        tree = BridgeTree(tree: published, filter: filter, ownPrefixes: own, identity: identity, ids: &ids)
+        if ids != before {
+            do throws(ModelError) {
+                try files.save(ids)
+            } catch {
+                // Served all the same; the ids are saved with the next change that can be.
+                logger.error("HomeKit bridge: cannot save its ids", metadata: ["error": "\(error.message)"])
+            }
+        }
+        if tree.leftOut != loggedLeftOut {
+            loggedLeftOut = tree.leftOut
+            if !tree.leftOut.isEmpty {
+                logger.error(
+                    "HomeKit bridge: more accessories in scope than a bridge may serve; narrow homekit.scope",
+                    metadata: [
+                        "limit": "\(HomeKitConfig.maxAccessories) (the bridge included)",
+                        "left-out": "\(tree.leftOut.joined(separator: ", "))",
+                    ])
+            }
+        }
+    }
+
+    /// Tells the server that the tree may have a new shape (`c#` rises when it has).
+    func shapeChanged() async {
+        guard let server else { return }
+        do {
+            try await server.databaseChanged()
+        } catch {
+            logger.error("HomeKit bridge: cannot save its configuration number", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The session whose write this change is, if any: taken once.
+    private func takeWriter(of address: CharacteristicAddress, _ value: CharacteristicValue) -> HAPSessionID? {
+        guard let expected = writers.removeValue(forKey: address) else { return nil }
+        if let until = expected.until, ContinuousClock.now > until { return nil }
+        return expected.value == value ? expected.session : nil
+    }
+
+    // MARK: HAPAccessoryDatabase
+
+    public func accessories() async -> [HAPAccessory] {
+        var served = tree.accessories
+        for a in served.indices {
+            for s in served[a].services.indices {
+                for c in served[a].services[s].characteristics.indices {
+                    let id = HAPCharacteristicID(aid: served[a].aid, iid: served[a].services[s].characteristics[c].iid)
+                    if case .characteristic(let address, let format)? = tree.targets[id] {
+                        served[a].services[s].characteristics[c].value = BridgeTree.json(values[address], format)
+                    }
+                }
+            }
+        }
+        return served
+    }
+
+    public func read(_ ids: [HAPCharacteristicID], context: HAPRequestContext) async
+        -> [HAPCharacteristicID: Result<JSONValue, HAPStatus>]
+    {
+        var answers: [HAPCharacteristicID: Result<JSONValue, HAPStatus>] = [:]
+        var reads: [(HAPCharacteristicID, CharacteristicAddress, CharacteristicFormat)] = []
+        for id in ids {
+            switch tree.targets[id] {
+            case .fixed(let value)?: answers[id] = .success(value)
+            case .characteristic(let address, let format)?: reads.append((id, address, format))
+            case .identify?, .identifyBridge?: answers[id] = .failure(.writeOnly)
+            case nil: answers[id] = .failure(.doesNotExist)
+            }
+        }
+        let gateway = gateway
+        // Each from its accessory, side by side: one slow accessory holds up no other's answer.
+        await withTaskGroup(of: (HAPCharacteristicID, Result<JSONValue, HAPStatus>).self) { group in
+            for (id, address, format) in reads {
+                group.addTask {
+                    let outcome = await gateway.perform(.read(address))
+                    return (id, outcome.map { BridgeTree.json($0.value, format) }.mapError(Self.status))
+                }
+            }
+            for await (id, answer) in group { answers[id] = answer }
+        }
+        return answers
+    }
+
+    public func write(_ writes: [HAPWrite], context: HAPRequestContext) async
+        -> [HAPCharacteristicID: Result<JSONValue?, HAPStatus>]
+    {
+        var answers: [HAPCharacteristicID: Result<JSONValue?, HAPStatus>] = [:]
+        var commands: [(HAPWrite, GatewayCommand, CharacteristicAddress?, CharacteristicFormat?)] = []
+        for write in writes {
+            switch tree.targets[write.id] {
+            case .characteristic(let address, let format)?:
+                guard let value = try? HAPAccessoryJSON.convert(write.value, format: format) else {
+                    answers[write.id] = .failure(.invalidValue)
+                    continue
+                }
+                // Before it is performed: its change may reach the view before its answer.
+                writers[address] = Expected(value: value, session: context.session, until: nil)
+                commands.append((write, .write(address, value), address, format))
+            case .identify(let accessoryID)?:
+                commands.append((write, .identify(accessoryID: accessoryID), nil, nil))
+            case .identifyBridge?:
+                logger.notice("HomeKit bridge: identify", metadata: ["controller": "\(context.controller)"])
+                answers[write.id] = .success(nil)
+            case .fixed?: answers[write.id] = .failure(.readOnly)
+            case nil: answers[write.id] = .failure(.doesNotExist)
+            }
+        }
+        let gateway = gateway
+        let outcomes = await withTaskGroup(of: (HAPWrite, GatewayOutcome).self) { group in
+            for (write, command, _, _) in commands {
+                group.addTask { (write, await gateway.perform(command)) }
+            }
+            var outcomes: [HAPCharacteristicID: GatewayOutcome] = [:]
+            for await (write, outcome) in group { outcomes[write.id] = outcome }
+            return outcomes
+        }
+        let answered = ContinuousClock.now.advanced(by: Self.echoWindow)
+        for (write, _, address, format) in commands {
+            let outcome = outcomes[write.id] ?? .failure(GatewayFailure(code: .internal, message: "no outcome"))
+            if let address, writers[address]?.session == context.session {
+                if outcome.failure == nil { writers[address]?.until = answered } else { writers[address] = nil }
+            }
+            answers[write.id] = outcome.map { answer in
+                guard write.wantsResponse, let format else { return nil }
+                return BridgeTree.json(answer.value, format)
+            }.mapError(Self.status)
+        }
+        return answers
+    }
+
+    /// `/identify` of the unpaired bridge.
+    public func identify() async {
+        logger.notice("HomeKit bridge: identify (unpaired)")
+    }
+
+    /// A failure as HAP's status: the accessory's own when it gave one, else by its code.
+    static func status(_ failure: GatewayFailure) -> HAPStatus {
+        if let status = failure.hapStatus { return HAPStatus(status) }
+        switch failure.code {
+        case .unreachable, .unavailable, .closed: return .communicationFailure
+        case .readOnly, .readOnlyScope: return .readOnly
+        case .writeOnly: return .writeOnly
+        case .timeout: return .timedOut
+        case .busy: return .busy
+        case .unknownTopic, .doesNotExist: return .doesNotExist
+        case .insufficientPrivileges: return .insufficientPrivileges
+        case .invalidValue, .invalidType, .outOfRange, .notAStep, .notAValidValue, .tooLong, .invalidPayload:
+            return .invalidValue
+        default: return .communicationFailure
+        }
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+public import Gateway
+public import HAPServer
+public import HomeModel
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// A home's HomeKit bridge as a `Service` beside its gateway: its setup (the code shown in the
+/// log once, at the first start), the accessory server on the home's port serving a
+/// `HomeKitBridge`, and the gateway's view feeding it. A reset (`homekit-reset`) stops the
+/// server, forgets its identity and pairings, and starts a new one in its place.
+///
+/// A bridge that cannot start (its port taken, its state unreadable) logs why and says so in
+/// its status; the gateway keeps serving MQTT.
+public final class HomeKitBridgeService: Service, Sendable {
+    public let homeID: String
+    let gateway: Gateway
+    let database: HomeDatabase
+    let settings: HomeKitConfig
+    let port: Int
+    let files: BridgeFiles
+    public let stateDirectory: String
+    let logger: Logger
+
+    private struct Running {
+        var bridge: HomeKitBridge?
+        var server: HAPAccessoryServer?
+        var setupID: String?
+        var port: Int?
+        var error: String?
+        /// Where a reset is asked of the server running now.
+        var resets: AsyncStream<CheckedContinuation<Void, Never>>.Continuation?
+        /// The caller of a reset under way, resumed once the new server listens.
+        var waiter: CheckedContinuation<Void, Never>?
+
+        mutating func takeWaiter() -> CheckedContinuation<Void, Never>? {
+            defer { waiter = nil }
+            return waiter
+        }
+    }
+
+    private let running = Mutex(Running())
+
+    /// - Parameter port: the home's (`settings.port` for the first home, 0 for the others).
+    public init(
+        gateway: Gateway, database: HomeDatabase, settings: HomeKitConfig, port: Int, stateDirectory: String,
+        logger: Logger
+    ) {
+        self.homeID = database.homeID ?? database.baseHomeID
+        self.gateway = gateway
+        self.database = database
+        self.settings = settings
+        self.port = port
+        self.stateDirectory = stateDirectory
+        self.files = BridgeFiles(stateDirectory: stateDirectory, homeID: homeID)
+        self.logger = logger
+    }
+
+    /// The port its server listens on now; nil while none does.
+    public var listeningPort: Int? { running.withLock { $0.port } }
+
+    public var homeName: String { database.homesNow.first { $0.id == homeID }?.name ?? Home.defaultName }
+
+    public func run() async throws {
+        let setup: (code: HAPSetupCode, setupID: String, created: Bool)
+        let bridge: HomeKitBridge
+        do throws(ModelError) {
+            setup = try files.loadSetup(configured: settings.setupCode)
+            bridge = try HomeKitBridge(
+                gateway: gateway, files: files, filter: settings.filter,
+                identity: .init(
+                    name: "HomeMQTT \(homeName)", serialNumber: String(homeID.prefix(8)),
+                    firmware: HomeMQTTVersion.current),
+                stateDirectory: stateDirectory, logger: logger)
+        } catch {
+            return await failed("cannot read its state: \(error.message)")
+        }
+        if setup.created {
+            // Once, at the first start: later starts never log it (`homemqtt homekit code`).
+            logger.notice(
+                "HomeKit bridge: pair it in the Home app with setup code \(setup.code.revealed) (shown once; `homemqtt homekit code` shows it again)",
+                metadata: ["home": "\(homeName)"])
+        }
+        running.withLock {
+            $0.bridge = bridge
+            $0.setupID = setup.setupID
+        }
+        HomeKitBridges.register(self)
+        defer { HomeKitBridges.unregister(self) }
+        let changes = await gateway.observe()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await change in changes.cancelOnGracefulShutdown() { await bridge.apply(change) }
+                await bridge.viewEnded()
+            }
+            group.addTask {
+                guard await bridge.firstSnapshot() else { return }
+                await self.serve(bridge, code: setup.code)
+            }
+        }
+    }
+
+    /// Logs why the bridge does not serve, keeps it for the status, and waits for the end.
+    private func failed(_ message: String) async {
+        logger.error("HomeKit bridge: \(message)", metadata: ["home": "\(homeName)"])
+        running.withLock { $0.error = message }
+        try? await gracefulShutdown()
+    }
+
+    private enum End {
+        case stopped
+        case reset
+        case failed(String)
+    }
+
+    /// Runs the accessory server until the end, a new one after each reset.
+    private func serve(_ bridge: HomeKitBridge, code: HAPSetupCode) async {
+        // A reset's caller, however the server it waits for ends.
+        defer { running.withLock { $0.takeWaiter() }?.resume() }
+        while true {
+            var configuration = HAPAccessoryServer.Configuration(
+                stateDirectory: files.directory, setupCode: code, port: port)
+            configuration.bindAddresses = settings.bindAddresses
+            let server: HAPAccessoryServer
+            do {
+                try AtomicFileWriter.createDirectory(files.directory)
+                server = try HAPAccessoryServer(configuration: configuration, database: bridge, logger: logger)
+            } catch {
+                running.withLock { $0.takeWaiter() }?.resume()
+                return await failed("cannot start: \(error)")
+            }
+            let (resets, reset) = AsyncStream<CheckedContinuation<Void, Never>>.makeStream()
+            running.withLock {
+                $0.server = server
+                $0.resets = reset
+                $0.error = nil
+                $0.port = nil
+            }
+            await bridge.attach(server)
+            let end = await withTaskGroup(of: End?.self) { group in
+                group.addTask {
+                    do {
+                        try await server.run()
+                        return .stopped
+                    } catch {
+                        return .failed("\(error)")
+                    }
+                }
+                group.addTask {
+                    guard let port = try? await server.listeningPort() else { return nil }
+                    await bridge.shapeChanged()
+                    // A reset that waited for this server has it now.
+                    self.running.withLock { r in
+                        r.port = port
+                        return r.takeWaiter()
+                    }?.resume()
+                    return nil
+                }
+                group.addTask {
+                    for await request in resets.cancelOnGracefulShutdown() {
+                        self.running.withLock { $0.waiter = request }
+                        return .reset
+                    }
+                    return nil
+                }
+                var end: End = .stopped
+                for await next in group {
+                    guard let next else { continue }
+                    end = next
+                    break
+                }
+                group.cancelAll()
+                return end
+            }
+            await bridge.attach(nil)
+            running.withLock {
+                $0.server = nil
+                $0.resets = nil
+                $0.port = nil
+            }
+            reset.finish()
+            switch end {
+            case .stopped:
+                return
+            case .failed(let message):
+                running.withLock { $0.takeWaiter() }?.resume()
+                return await failed(message)
+            case .reset:
+                do throws(HAPServerError) {
+                    try HAPAccessoryIdentity.reset(in: files.directory)
+                    logger.notice(
+                        "HomeKit bridge reset: a new identity, no pairings", metadata: ["home": "\(homeName)"])
+                } catch {
+                    logger.error("HomeKit bridge: cannot reset", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    // MARK: Status and reset
+
+    /// What the bridge is now: for `homekit-status`, and the seam of the mDNS announcement and
+    /// the QR code (a later slice): id, `c#`, `sf`, category, setup id, port.
+    public func status() async -> HomeKitBridgeStatus {
+        let (bridge, server, setupID, port, error) = running.withLock {
+            ($0.bridge, $0.server, $0.setupID, $0.port, $0.error)
+        }
+        let counts = await bridge?.counts
+        let serverStatus = server?.status
+        return HomeKitBridgeStatus(
+            homeID: homeID, homeName: homeName, pairingID: serverStatus?.pairingID,
+            configurationNumber: serverStatus?.configurationNumber, isPaired: serverStatus?.isPaired,
+            setupID: setupID, port: port,
+            pairings: server?.pairings.map { .init(id: $0.id, isAdmin: $0.isAdmin) } ?? [],
+            accessories: counts?.served ?? 0, leftOut: counts?.leftOut ?? [], error: error)
+    }
+
+    /// Forgets the bridge's identity and pairings and starts it anew; returns once the new
+    /// server listens (or could not start). Every controller loses it: it pairs again as a new
+    /// bridge, with the same setup code.
+    public func reset() async -> HomeKitBridgeStatus {
+        let reset = running.withLock { $0.resets }
+        if let reset {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                if case .terminated = reset.yield(continuation) { continuation.resume() }
+            }
+        } else {
+            // Not serving (it could not start): its files alone.
+            try? HAPAccessoryIdentity.reset(in: files.directory)
+        }
+        return await status()
+    }
+}
+
+/// A bridge's state for its owner and the announcement (a later slice): `id`, `c#`, `sf`,
+/// category 2 (bridge) and the setup id are what `_hap._tcp`'s TXT record and the QR code carry.
+public struct HomeKitBridgeStatus: Sendable, Hashable {
+    public struct Pairing: Sendable, Hashable {
+        public var id: String
+        public var isAdmin: Bool
+    }
+
+    public var homeID: String
+    public var homeName: String
+    /// Nil while no server runs.
+    public var pairingID: String?
+    public var configurationNumber: Int?
+    public var isPaired: Bool?
+    public var category = 2
+    public var setupID: String?
+    public var port: Int?
+    public var pairings: [Pairing]
+    /// Accessory objects served, the bridge included.
+    public var accessories: Int
+    /// Accessories in scope left out beyond HAP's limit.
+    public var leftOut: [String]
+    /// Why it does not serve, if it does not.
+    public var error: String?
+
+    /// `sf`: 1 while unpaired.
+    public var statusFlags: Int? { isPaired.map { $0 ? 0 : 1 } }
+
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "home": .string(homeID), "home-name": .string(homeName), "category": .int(Int64(category)),
+            "accessories": .int(Int64(accessories)),
+            "pairings": .array(pairings.map { .object(["id": .string($0.id), "admin": .bool($0.isAdmin)]) }),
+        ]
+        if let pairingID { o["id"] = .string(pairingID) }
+        if let configurationNumber { o["c#"] = .int(Int64(configurationNumber)) }
+        if let statusFlags { o["sf"] = .int(Int64(statusFlags)) }
+        if let isPaired { o["paired"] = .bool(isPaired) }
+        if let setupID { o["setup-id"] = .string(setupID) }
+        if let port { o["port"] = .int(Int64(port)) }
+        if !leftOut.isEmpty { o["left-out"] = .array(leftOut.map(JSONValue.string)) }
+        if let error { o["error"] = .string(error) }
+        return .object(o)
+    }
+}
