@@ -1,6 +1,7 @@
 import Foundation
 public import Gateway
 import HAP
+import HomeKitBridge
 import HomeModel
 import Logging
 import MDNS
@@ -32,11 +33,23 @@ public struct HAPPairingManager: PairingManager {
     }
 
     func pair(host: String, port: Int, setupCode: String, name: String?) async throws(GatewayFailure) -> JSONValue {
+        // The gateway's own HomeKit bridge would serve its own accessories back to it, again and
+        // again: refused before pairing when the address is one of its bridges'…
+        if let bridge = HomeKitBridges.reached(host: host, port: port) {
+            throw Self.ownBridge(bridge.homeName)
+        }
         let pairing: HAPPairing
         do {
             pairing = try await controller.pair(host: host, port: port, setupCode: setupCode, name: name)
         } catch {
             throw Self.failure(error)
+        }
+        // … and after it by the accessory's pairing id, whatever address reached it: the pairing
+        // is taken back at once, before any source serves it.
+        let stateDirectory = store.directory.deletingLastPathComponent().path
+        if BridgeFiles.ownPairingIDs(stateDirectory: stateDirectory).contains(pairing.accessoryPairingID) {
+            try? await controller.unpair(id: pairing.accessoryPairingID, force: true)
+            throw Self.ownBridge(nil)
         }
         var data = Self.describe(pairing)
         let accessories: [Accessory]?
@@ -96,6 +109,15 @@ public struct HAPPairingManager: PairingManager {
 
     public func pairingID(forAccessory accessoryID: String) -> String? {
         HAPSource.pairingID(forAccessoryID: accessoryID)
+    }
+
+    /// The refusal to pair with the gateway's own bridge.
+    static func ownBridge(_ home: String?) -> GatewayFailure {
+        GatewayFailure(
+            code: .invalidField,
+            message:
+                "that is this gateway's own HomeKit bridge\(home.map { " (home '\($0)')" } ?? ""): a gateway does not pair with its own bridge, which serves its own accessories"
+        )
     }
 
     static func failure(_ error: HAPError) -> GatewayFailure {
