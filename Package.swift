@@ -165,7 +165,8 @@ let package = Package(
         .executableTarget(
             name: "homemqtt",
             dependencies: [
-                "HomeMQTTApp", "Gateway", "Homie", "HomeModel", "Simulator", "HAP", "MQTT", "WebView",
+                "HomeMQTTApp", "Gateway", "Homie", "HomeModel", "Simulator", "HAP", "MQTT", "WebView", "HAPServer",
+                "HomeKitBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

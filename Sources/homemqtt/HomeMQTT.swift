@@ -12,6 +12,7 @@ struct HomeMQTT: AsyncParsableCommand {
         version: HomeMQTTVersion.current,
         subcommands: [
             RunCommand.self, TreeCommand.self, TopicsCommand.self, CheckConfigCommand.self, HAPCommand.self,
+            HomeKitCommand.self,
             HomesCommand.self, HomeCommand.self, AccessCommand.self, RoomCommand.self, AccessoryCommand.self,
             ServiceCommand.self, ScopeCommand.self, HealthCommand.self, RepublishCommand.self, BackupCommand.self,
             RestoreCommand.self,
