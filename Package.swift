@@ -240,6 +240,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The gateway with its HomeKit bridge on the memory broker, for the fast tier and the
+        // aiohomekit tests.
+        .target(
+            name: "HomeKitBridgeTestSupport",
+            dependencies: [
+                "HomeKitBridge", "HomeMQTTApp", "Gateway", "HAPServer", "HomeModel", "MQTT", "Simulator", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/HomeKitBridgeTestSupport"
+        ),
+        .testTarget(
+            name: "HomeKitBridgeTests",
+            dependencies: [
+                "HomeKitBridge", "HomeKitBridgeTestSupport", "HomeMQTTApp", "Gateway", "HAP", "HomeModel",
+                "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
@@ -295,7 +314,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "HomeMQTTApp", "Gateway", "HAP", "HAPServer", "HomeModel", "MQTT", "WebView", "TestSupport",
-                "HAPServerTestSupport",
+                "HAPServerTestSupport", "HomeKitBridge", "HomeKitBridgeTestSupport",
                 // homemqtt: the binary these tests run.
                 "homemqtt",
                 .product(name: "Crypto", package: "swift-crypto"),
