@@ -19,7 +19,8 @@ final class ManagementOperationsTests: RigTestCase {
                     "tree", "republish", "health", "room/add", "room/rename", "room/remove", "accessory/rename",
                     "accessory/move", "accessory/remove", "accessory/identify", "service/rename", "scope/get",
                     "scope/set", "homes", "home/add", "home/rename", "home/remove", "home/primary", "home/base-topic",
-                    "accessory/home", "source/home", "pair", "pairings", "unpair", "discover",
+                    "accessory/home", "source/home", "pair", "pairings", "unpair", "discover", "homekit-status",
+                    "homekit-reset",
                 ])
             XCTAssertEqual(Set(names).count, names.count, "a name listed twice")
 
