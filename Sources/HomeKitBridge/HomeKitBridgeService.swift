@@ -150,6 +150,13 @@ public final class HomeKitBridgeService: Service, Sendable {
                 group.addTask {
                     guard let port = try? await server.listeningPort() else { return nil }
                     await bridge.shapeChanged()
+                    let counts = await bridge.counts
+                    self.logger.info(
+                        "HomeKit bridge serving",
+                        metadata: [
+                            "home": "\(self.homeName)", "port": "\(port)", "id": "\(server.status.pairingID)",
+                            "accessories": "\(counts.served - 1)", "paired": "\(server.status.isPaired)",
+                        ])
                     // A reset that waited for this server has it now.
                     self.running.withLock { r in
                         r.port = port
