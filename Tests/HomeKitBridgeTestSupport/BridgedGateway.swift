@@ -60,7 +60,11 @@ public struct BridgedGateway: Sendable {
         let broker = MemoryBroker()
         let transport = broker.transport(configuration: HomeMQTTApp.gatewayConnection(config))
         var options = options
-        options.transport = { _, _ in transport }
+        // Another home's gateway (a home added by a test) gets a connection of its own.
+        let firstClientID = config.mqtt.clientID
+        options.transport = { configuration, _ in
+            configuration.clientID == firstClientID ? transport : broker.transport(configuration: configuration)
+        }
         let parts = try HomeMQTTApp.build(
             config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
             options: options, logger: logger)

@@ -180,3 +180,50 @@ final class BridgeStateTests: XCTestCase {
         }
     }
 }
+
+/// A bridge per home: a home added gets a bridge of its own (its own identity, a free port),
+/// and an accessory moved to it leaves the first home's bridge for the new one's.
+final class BridgePerHomeTests: XCTestCase {
+    func testEachHomeIsABridgeOfItsOwn() async throws {
+        let state = try TemporaryDirectory(prefix: "homekit-homes")
+        try await BridgedGateway.run(state: state) { gw in
+            _ = try await gw.gateway.perform(.manage(HomeAdd(name: "Cabin"))).get()
+            var cabin: HomeKitBridgeService?
+            try await waitUntil("the cabin's bridge to listen", timeout: 10) {
+                cabin = HomeKitBridges.running.first {
+                    $0.stateDirectory == state.path && $0.homeID != gw.bridge.homeID && $0.listeningPort != nil
+                }
+                return cabin != nil
+            }
+            let second = try XCTUnwrap(cabin)
+            let first = await gw.bridge.status()
+            var status = await second.status()
+            XCTAssertNotEqual(status.pairingID, first.pairingID)
+            XCTAssertNotEqual(status.port, first.port)
+            XCTAssertEqual(status.homeName, "Cabin")
+            XCTAssertEqual(status.accessories, 1, "the bridge alone")
+
+            _ = try await gw.gateway.perform(.manage(AccessoryHome(accessory: "sim:garage", home: "Cabin"))).get()
+            try await waitUntil("the garage on the cabin's bridge", timeout: 10) {
+                await second.status().accessories == 2
+            }
+            try await waitUntil("the garage off the first bridge", timeout: 10) {
+                await gw.bridge.status().accessories == first.accessories - 1
+            }
+            // Paired with the cabin's bridge, a controller sees the garage there.
+            let cabinPort = try XCTUnwrap(second.listeningPort)
+            let controller = HAPController(
+                store: HAPPairingStore(directory: state.url.appendingPathComponent("cabin-controller")),
+                logger: Controller.logger)
+            let pairing = try await controller.pair(host: "127.0.0.1", port: cabinPort, setupCode: BridgedGateway.code)
+            let connection = try await controller.connect(pairing)
+            let listed = try await connection.accessoriesJSON()["accessories"]?.arrayValue ?? []
+            XCTAssertEqual(listed.count, 2)
+            status = await second.status()
+            XCTAssertEqual(status.isPaired, true)
+            let firstNow = await gw.bridge.status()
+            XCTAssertEqual(firstNow.isPaired, false)
+            await connection.close()
+        }
+    }
+}
