@@ -26,6 +26,8 @@ public struct StateFormat: Sendable {
     public static let backupDirectory = "backups"
     static let topLevelFiles: Set<String> = [HomeDatabase.fileName, "scope.json", fileName]
     static let fileDirectories: Set<String> = ["pairings", "published"]
+    /// Folders of folders of state files: `homekit/<home id>/*.json`, a HomeKit bridge's each.
+    static let nestedFileDirectories: Set<String> = ["homekit"]
     static let migratingMarker = ".migrating"
 
     /// One step, from `from` to `from + 1`. `apply` must leave a file it already changed as it is.
@@ -206,8 +208,9 @@ public struct StateFormat: Sendable {
         }
     }
 
-    /// Whether `relative` names a state file: one of the top-level files, or a `*.json` file
-    /// directly in `pairings/` or `published/`, without hidden or temporary names.
+    /// Whether `relative` names a state file: one of the top-level files, a `*.json` file
+    /// directly in `pairings/` or `published/`, or in a folder of `homekit/`, without hidden or
+    /// temporary names.
     public static func isStateFile(_ relative: String) -> Bool {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         func plain(_ name: String) -> Bool {
@@ -216,6 +219,9 @@ public struct StateFormat: Sendable {
         switch parts.count {
         case 1: return topLevelFiles.contains(parts[0])
         case 2: return fileDirectories.contains(parts[0]) && plain(parts[1]) && parts[1].hasSuffix(".json")
+        case 3:
+            return nestedFileDirectories.contains(parts[0]) && plain(parts[1]) && plain(parts[2])
+                && parts[2].hasSuffix(".json")
         default: return false
         }
     }
@@ -231,6 +237,22 @@ public struct StateFormat: Sendable {
             guard info.st_mode & S_IFMT == S_IFDIR else { throw notRegular(folder, "a directory") }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
                 candidates.append("\(folder)/\(name)")
+            }
+        }
+        for folder in Self.nestedFileDirectories.sorted() {
+            let path = directory.appendingPathComponent(folder).path
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            guard info.st_mode & S_IFMT == S_IFDIR else { throw notRegular(folder, "a directory") }
+            for inner in ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted() {
+                let relative = "\(folder)/\(inner)"
+                guard lstat(directory.appendingPathComponent(relative).path, &info) == 0 else { continue }
+                // A file of someone else's beside the folders is not state; a link in a folder's place is refused.
+                if info.st_mode & S_IFMT == S_IFLNK { throw notRegular(relative, "a directory") }
+                guard info.st_mode & S_IFMT == S_IFDIR else { continue }
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: path + "/" + inner)) ?? [] {
+                    candidates.append("\(relative)/\(name)")
+                }
             }
         }
         var files: [String] = []

@@ -13,10 +13,15 @@ import TestSupport
         let source = try TemporaryDirectory()
         try formatOne(source)
         try AtomicFileWriter().write(Array(#"{"format": 2}"#.utf8), to: source.url.appendingPathComponent("state.json"))
+        try AtomicFileWriter().write(Array("{}".utf8), to: source.url.appendingPathComponent("homekit/h1/ids.json"))
         let bytes = try StateArchive.make(of: format(source.url)).encoded
         let target = try TemporaryDirectory()
         let archive = try StateArchive(reading: bytes, file: "b.json")
-        #expect(Set(archive.files.keys) == ["home.json", "scope.json", "pairings/p.json", "state.json"])
+        #expect(
+            Set(archive.files.keys) == [
+                "home.json", "scope.json", "pairings/p.json", "state.json", "homekit/h1/ids.json",
+            ]
+        )
         #expect(try archive.restore(into: format(target.url), replacing: false) == nil)
         for file in archive.files.keys {
             let restored = target.url.appendingPathComponent(file)

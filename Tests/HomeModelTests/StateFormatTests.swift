@@ -141,6 +141,12 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         try AtomicFileWriter().write(Array("{}".utf8), to: dir.url.appendingPathComponent("backup.json"))
         let format = StateFormat(directory: dir.url, version: "9.9", migrations: [])
         #expect(try format.stateFiles() == ["home.json", "pairings/p.json", "scope.json"])
+        // A HomeKit bridge's files, one folder per home.
+        try AtomicFileWriter().write(Array("{}".utf8), to: dir.url.appendingPathComponent("homekit/h1/ids.json"))
+        try AtomicFileWriter().write(Array("{}".utf8), to: dir.url.appendingPathComponent("homekit/h1/.x.json"))
+        try AtomicFileWriter().write(Array("{}".utf8), to: dir.url.appendingPathComponent("homekit/top.json"))
+        #expect(try format.stateFiles() == ["home.json", "homekit/h1/ids.json", "pairings/p.json", "scope.json"])
+        #expect(!StateFormat.isStateFile("homekit/h1/deeper/ids.json"))
         let elsewhere = try TemporaryDirectory()
         try FileManager.default.moveItem(
             at: dir.url.appendingPathComponent("pairings"), to: elsewhere.url.appendingPathComponent("pairings"))
