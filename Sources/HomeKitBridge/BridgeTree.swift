@@ -105,6 +105,11 @@ struct BridgeTree: Sendable {
                     linked: service.service.linkedServices.compactMap { serviceIIDs[$0] },
                     characteristics: characteristics))
         }
+        // Nothing in scope beside its information: nothing to show in the Home app (it keeps its aid).
+        guard services.count > 1 else {
+            targets = targets.filter { $0.key.aid != aid }
+            return
+        }
         accessories.append(HAPAccessory(aid: aid, services: services))
     }
 

@@ -67,6 +67,18 @@ final class BridgeTreeTests: XCTestCase {
         XCTAssertEqual(served.services[1].characteristics.first?.permissions, [.read, .write, .events])
     }
 
+    func testAnAccessoryWithNothingInScopeIsNotServed() throws {
+        var scope = ScopeConfig()
+        scope.serviceTypes = ScopeList(deny: ["lightbulb"])
+        var ids = BridgeIDs()
+        let bridge = BridgeTree(
+            tree: try Self.tree(Self.lamps(2)), filter: try ScopeFilter(scope), ownPrefixes: [],
+            identity: Self.identity, ids: &ids)
+        XCTAssertEqual(bridge.accessories.map(\.aid), [1])
+        XCTAssertTrue(bridge.targets.keys.allSatisfy { $0.aid == 1 })
+        XCTAssertEqual(ids.accessories.count, 2, "their aids are kept all the same")
+    }
+
     func testTheHomeKitSection() throws {
         func parse(_ text: String) throws -> GatewayConfig {
             try HomeMQTTApp.parseConfig(text, file: "test.yml")
