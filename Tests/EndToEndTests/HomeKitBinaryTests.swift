@@ -8,6 +8,7 @@ import XCTest
 /// running gateway and on the state directory without it.
 final class HomeKitBinaryTests: XCTestCase {
     func testTheCodeIsLoggedOnceAndTheCommandsShowTheBridge() async throws {
+        TestCensus.record(.binary)
         let broker = try await MosquittoBroker.start()
         addTeardownBlock { await broker.stop() }
         let directory = try TemporaryDirectory(prefix: "homekit-binary")

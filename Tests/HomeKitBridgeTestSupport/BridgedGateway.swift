@@ -38,6 +38,7 @@ public struct BridgedGateway: Sendable {
         options: HomeMQTTApp.Options = HomeMQTTApp.Options(),
         _ body: (BridgedGateway) async throws -> Void
     ) async throws {
+        TestCensus.record(.memory)
         let home =
             try home
             ?? SimulatedHome.load(
