@@ -9,6 +9,7 @@
 # appends `<test> <kind>` to the file when the test ends, kind one of
 #   memory     the in-process gateway on the memory broker (Rig.memory, InProcessGateway)
 #   mosquitto  the in-process gateway on a real mosquitto (Rig.mosquitto, GatewayHarness)
+#   mqttools   the in-process gateway on mqttools' broker, QoS 0 only (Rig.mqttools)
 #   binary     the real `homemqtt run`
 # Options after the script's name go to both `swift test` runs (e.g. --skip-build
 # --scratch-path DIR). Under CI=true or HOMEMQTT_LIVE=1 the rig suites run on mosquitto too.

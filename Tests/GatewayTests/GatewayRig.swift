@@ -18,15 +18,55 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
     case memory
     /// A `MosquittoBroker` of its own, reached over TCP by `MQTTClient`s.
     case mosquitto
+    /// mqttools' broker (`MQTToolsBroker`): MQTT 5 granting QoS 0 only, a broker of other limits
+    /// than mosquitto's. Not among `enabled`: only a test of those limits asks for it
+    /// (`Rig.qos0Only`).
+    case mqttools
 
     /// The memory rig only, by default; both when `CI=true` or `HOMEMQTT_LIVE=1`.
     static var enabled: [Rig] {
         let environment = ProcessInfo.processInfo.environment
         let live = environment["CI"] == "true" || environment["HOMEMQTT_LIVE"] == "1"
-        return live ? allCases : [.memory]
+        return live ? [.memory, .mosquitto] : [.memory]
     }
 
+    /// The rigs for a broker that grants QoS 0 only: the memory broker so limited, and, when
+    /// live, mqttools (mosquitto grants QoS 2).
+    static var qos0Only: [Rig] { enabled.count > 1 ? [.memory, .mqttools] : [.memory] }
+
     var description: String { rawValue }
+
+    /// The kind the census counts a test on this rig as.
+    var census: TestCensus.Kind {
+        switch self {
+        case .memory: .memory
+        case .mosquitto: .mosquitto
+        case .mqttools: .mqttools
+        }
+    }
+
+    /// How a test's broker is set up, the same on every rig: mosquitto is configured so, and the
+    /// memory broker given the limits mosquitto's CONNACK then announces.
+    struct BrokerSetup: Sendable {
+        /// mosquitto's `max_packet_size`: an MQTT 5 client is told it in the CONNACK, and a
+        /// client that sends a larger packet is disconnected (the gateway never sends one).
+        var maximumPacketSize: Int? = nil
+
+        /// The broker's Maximum QoS. Only the memory broker is set so: mqttools grants 0 of itself,
+        /// and a mosquitto rig is never asked for less than 2.
+        var maximumQoS: MQTTQoS = .exactlyOnce
+
+        /// mosquitto's configuration lines for this setup.
+        var mosquittoConfiguration: [String] { maximumPacketSize.map { ["max_packet_size \($0)"] } ?? [] }
+
+        /// What mosquitto so configured announces to an MQTT 5 client, as the memory broker's limits.
+        var memoryLimits: MQTTBrokerLimits {
+            var limits = MQTTBrokerLimits()
+            limits.brokerMaximumPacketSize = maximumPacketSize
+            limits.maximumQoS = maximumQoS
+            return limits
+        }
+    }
 
     /// The shipped simulated home's accessory files.
     static let shippedAccessories = repositoryRoot.appendingPathComponent("Config/accessories")
@@ -35,8 +75,11 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
     /// notifications on. `before` publishes (as another client, e.g. retained messages an
     /// earlier run left) before the gateway starts. `operations`: the source operations the
     /// gateway serves, the composition root's (as `homemqtt run` has) by default. `accessories`:
-    /// the simulated home's directory of accessory files, the shipped one by default.
+    /// the simulated home's directory of accessory files, the shipped one by default. `broker`:
+    /// how the broker is set up. `timeout`: how long the gateway may take to say `online`.
     func start(
+        broker setup: BrokerSetup = BrokerSetup(),
+        timeout: Double = 10,
         configure: (inout GatewayConfig) -> Void = { _ in },
         operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
         accessories: URL = Rig.shippedAccessories,
@@ -44,10 +87,10 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
     ) async throws -> RiggedGateway {
         let broker: RiggedGateway.Broker
         let publisher: any MQTTTransport
-        TestCensus.record(self == .memory ? .memory : .mosquitto)
+        TestCensus.record(census)
         switch self {
         case .memory:
-            let memory = MemoryBroker()
+            let memory = MemoryBroker(limits: setup.memoryLimits)
             broker = .memory(memory)
             let transport = memory.transport()
             transport.connect()
@@ -58,7 +101,8 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
             // test's subscriber, or the gateway, on a loaded machine). The burst test lost requests
             // so, about 1 run in 3 under load ("Outgoing messages are being dropped for client
             // gateway-under-test"): never seen by the gateway, never answered.
-            let mosquitto = try await MosquittoBroker.start(.init(extraConfiguration: ["max_queued_messages 0"]))
+            let mosquitto = try await MosquittoBroker.start(
+                .init(extraConfiguration: ["max_queued_messages 0"] + setup.mosquittoConfiguration))
             broker = .mosquitto(mosquitto)
             let client = MQTTClient(configuration: mosquitto.clientConfiguration(clientID: "test-publisher"))
             do {
@@ -68,12 +112,25 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
                 throw error
             }
             publisher = client
+        case .mqttools:
+            precondition(setup.maximumPacketSize == nil && setup.maximumQoS == .atMostOnce, "mqttools grants QoS 0")
+            let mqttools = try await MQTToolsBroker.start()
+            broker = .mqttools(mqttools)
+            let client = MQTTClient(
+                configuration: RiggedGateway.Broker.mqttools(mqttools).configuration("test-publisher"))
+            do {
+                try await client.connect()
+            } catch {
+                await mqttools.stop()
+                throw error
+            }
+            publisher = client
         }
         do {
             try await before(publisher)
             return try await RiggedGateway.start(
-                rig: self, broker: broker, publisher: publisher, configure: configure, operations: operations,
-                accessories: accessories)
+                rig: self, broker: broker, publisher: publisher, timeout: timeout, configure: configure,
+                operations: operations, accessories: accessories)
         } catch {
             await broker.close(publisher)
             throw error
@@ -87,6 +144,23 @@ final class RiggedGateway: Sendable {
     enum Broker: Sendable {
         case memory(MemoryBroker)
         case mosquitto(MosquittoBroker)
+        case mqttools(MQTToolsBroker)
+
+        /// A client configuration for the broker over TCP (the default one for the memory
+        /// broker), with mosquitto's test timeouts.
+        func configuration(_ clientID: String?) -> MQTTConfiguration {
+            switch self {
+            case .memory: return MQTTConfiguration()
+            case .mosquitto(let broker): return broker.clientConfiguration(clientID: clientID)
+            case .mqttools(let broker):
+                var configuration = MQTTConfiguration(host: "127.0.0.1", port: broker.port)
+                if let clientID { configuration.clientID = clientID }
+                configuration.connectTimeout = 5
+                configuration.reconnectDelayMin = 0.2
+                configuration.reconnectDelayMax = 2
+                return configuration
+            }
+        }
 
         /// A new client of the broker, connected, speaking `version`.
         func client(_ name: String, version: MQTTProtocolVersion = .v5) async throws -> any MQTTTransport {
@@ -97,8 +171,8 @@ final class RiggedGateway: Sendable {
                 let transport = broker.transport(configuration: configuration)
                 transport.connect()
                 return transport
-            case .mosquitto(let broker):
-                var configuration = broker.clientConfiguration(clientID: "\(name)-\(UUID().uuidString.prefix(8))")
+            case .mosquitto, .mqttools:
+                var configuration = configuration("\(name)-\(UUID().uuidString.prefix(8))")
                 configuration.protocolVersion = version
                 let client = MQTTClient(configuration: configuration)
                 try await client.connect()
@@ -118,7 +192,11 @@ final class RiggedGateway: Sendable {
         /// Disconnects `client` and stops the broker.
         func close(_ client: any MQTTTransport) async {
             await disconnect(client)
-            if case .mosquitto(let broker) = self { await broker.stop() }
+            switch self {
+            case .memory: break
+            case .mosquitto(let broker): await broker.stop()
+            case .mqttools(let broker): await broker.stop()
+            }
         }
     }
 
@@ -143,13 +221,14 @@ final class RiggedGateway: Sendable {
     private let stopped = Mutex(false)
 
     fileprivate static func start(
-        rig: Rig, broker: Broker, publisher: any MQTTTransport, configure: (inout GatewayConfig) -> Void,
+        rig: Rig, broker: Broker, publisher: any MQTTTransport, timeout: Double,
+        configure: (inout GatewayConfig) -> Void,
         operations: [any ManagementOperation.Type], accessories: URL
     ) async throws -> RiggedGateway {
         let state = try TemporaryDirectory(prefix: "homemqtt-rig-\(rig)")
         let home = try SimulatedHome.load(directory: accessories, clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
-        if case .mosquitto(let mosquitto) = broker { config.mqtt = mosquitto.clientConfiguration() }
+        if case .memory = broker {} else { config.mqtt = broker.configuration(nil) }
         config.mqtt.clientID = "gateway-under-test"
         config.stateDirectory = state.path
         config.pollInterval = 0
@@ -165,7 +244,7 @@ final class RiggedGateway: Sendable {
             let transport: any MQTTTransport =
                 switch broker {
                 case .memory(let memory): memory.transport(configuration: configuration)
-                case .mosquitto: MQTTClient(configuration: configuration, logger: logger)
+                case .mosquitto, .mqttools: MQTTClient(configuration: configuration, logger: logger)
                 }
             made.withLock { $0 = $0 ?? transport }
             return transport
@@ -187,7 +266,7 @@ final class RiggedGateway: Sendable {
             publisher: publisher, seen: seen, log: log, observer: observer, group: group, runner: runner, state: state)
         do {
             let statusTopic = "\(config.baseTopic)/$gateway/status"
-            try await seen.waitFor("online", timeout: 10) { $0.topic == statusTopic && $0.string == "online" }
+            try await seen.waitFor("online", timeout: timeout) { $0.topic == statusTopic && $0.string == "online" }
             // Notifications are turned on just after `online`: a test's change made before
             // would be reported by the subscription, not as the change itself.
             let notifies = await parts.gateway.tree.accessories.contains { accessory in
@@ -294,7 +373,7 @@ final class RiggedGateway: Sendable {
         switch broker {
         case .memory(let memory):
             return memory.retained.filter { MemoryBroker.topic($0.key, matches: filter) }
-        case .mosquitto:
+        case .mosquitto, .mqttools:
             let marker = "homemqtt-test/snapshot/\(UUID().uuidString)"
             let reader = try await broker.client("snapshot")
             let received = MessageCollector(reader.messages())
@@ -329,6 +408,29 @@ final class RiggedGateway: Sendable {
         return mosquitto.log.split(separator: "\n").filter { $0.contains("dropped") }.map(String.init)
     }
 
+    /// How many times the client `clientID` (the rig's gateway by default) connected to the
+    /// broker: from mosquitto's log, or as the memory broker counted.
+    func connections(of clientID: String = "gateway-under-test") -> Int {
+        switch broker {
+        case .memory(let memory): return memory.connections(of: clientID)
+        case .mosquitto(let mosquitto): return mosquitto.log.components(separatedBy: " as \(clientID) ").count - 1
+        case .mqttools:
+            XCTFail("mqttools logs no connections")
+            return 0
+        }
+    }
+
+    /// Connections the broker closed itself (mosquitto logs "disconnected due to" a protocol
+    /// error, a packet too large, …); the memory broker's are the ones a test made it lose.
+    var connectionsDropped: [String] {
+        switch broker {
+        case .memory(let memory): memory.dropped
+        case .mosquitto(let mosquitto):
+            mosquitto.log.split(separator: "\n").filter { $0.contains("disconnected due to") }.map(String.init)
+        case .mqttools: []
+        }
+    }
+
     /// The broker goes away and comes back without its retained messages, as a mosquitto without
     /// persistence restarts. In memory: every client's connection is lost (the gateway's will
     /// goes out), the retained messages are forgotten, and the clients connect again.
@@ -336,6 +438,8 @@ final class RiggedGateway: Sendable {
         switch broker {
         case .mosquitto(let mosquitto):
             try await mosquitto.restart()
+        case .mqttools:
+            XCTFail("the mqttools rig cannot restart its broker")
         case .memory(let memory):
             let clients = [transport, observer, publisher].compactMap { $0 as? MemoryTransport }
             for client in clients { client.loseConnection() }
@@ -360,10 +464,10 @@ final class RiggedGateway: Sendable {
         clientID: String, state: TemporaryDirectory, accessories: URL = Rig.shippedAccessories,
         configure: (inout GatewayConfig) -> Void = { _ in }
     ) async throws -> OtherGateway {
-        TestCensus.record(rig == .memory ? .memory : .mosquitto)
+        TestCensus.record(rig.census)
         let home = try SimulatedHome.load(directory: accessories, clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
-        if case .mosquitto(let mosquitto) = broker { config.mqtt = mosquitto.clientConfiguration() }
+        if case .memory = broker {} else { config.mqtt = broker.configuration(nil) }
         config.mqtt.clientID = clientID
         config.stateDirectory = state.path
         config.pollInterval = 0
@@ -375,7 +479,7 @@ final class RiggedGateway: Sendable {
         let connection: @Sendable (MQTTConfiguration, Logger) -> any MQTTTransport = { configuration, logger in
             switch broker {
             case .memory(let memory): memory.transport(configuration: configuration)
-            case .mosquitto: MQTTClient(configuration: configuration, logger: logger)
+            case .mosquitto, .mqttools: MQTTClient(configuration: configuration, logger: logger)
             }
         }
         let parts = try HomeMQTTApp.build(
@@ -467,6 +571,8 @@ class RigTestCase: XCTestCase {
     /// the next rig still runs.
     func onEveryRig(
         _ rigs: [Rig] = Rig.enabled,
+        broker setup: Rig.BrokerSetup = Rig.BrokerSetup(),
+        timeout: Double = 10,
         configure: (inout GatewayConfig) -> Void = { _ in },
         operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
         accessories: URL = Rig.shippedAccessories,
@@ -480,7 +586,8 @@ class RigTestCase: XCTestCase {
             defer { current.withLock { $0 = nil } }
             do {
                 let gw = try await rig.start(
-                    configure: configure, operations: operations, accessories: accessories, before: before)
+                    broker: setup, timeout: timeout, configure: configure, operations: operations,
+                    accessories: accessories, before: before)
                 do {
                     try await body(gw)
                 } catch {

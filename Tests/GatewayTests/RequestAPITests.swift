@@ -383,7 +383,7 @@ struct SecondGateway {
         let home = try SimulatedHome.load(
             directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
         var config = GatewayConfig(file: "test.yml", directory: repositoryRoot.appendingPathComponent("Config").path)
-        if case .mosquitto(let mosquitto) = broker { config.mqtt = mosquitto.clientConfiguration() }
+        if case .memory = broker {} else { config.mqtt = broker.configuration(nil) }
         config.mqtt.clientID = "second-gateway"
         GatewayConfig.applyGatewayOptions(&config.mqtt)
         config.stateDirectory = statePath
@@ -393,7 +393,7 @@ struct SecondGateway {
         let mqtt: any MQTTTransport =
             switch broker {
             case .memory(let memory): memory.transport(configuration: config.mqtt)
-            case .mosquitto: MQTTClient(configuration: config.mqtt, logger: logger)
+            case .mosquitto, .mqttools: MQTTClient(configuration: config.mqtt, logger: logger)
             }
         let gateway = try Gateway(
             config: config, source: home, database: try HomeDatabase(directory: directory), mqtt: mqtt,

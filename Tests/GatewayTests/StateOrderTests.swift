@@ -22,7 +22,7 @@ final class StateOrderTests: RigTestCase {
             child.closeInput()
             let status = try await child.waitForExit(timeout: 30)
             XCTAssertEqual(status, 0, child.standardError)
-        case .memory:
+        case .memory, .mqttools:
             let client = try await gw.broker.client("order-publisher")
             for line in lines { try await client.publish(topic, payload: Array(line.utf8), qos: .atLeastOnce) }
             await gw.broker.disconnect(client)

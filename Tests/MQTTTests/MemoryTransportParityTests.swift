@@ -145,6 +145,123 @@ struct MemoryTransportParityTests {
         await mosquitto.stop()
     }
 
+    /// What a client saw of a broker's limits: the limits it publishes under, what became of a
+    /// publish that fits the maximum packet size exactly and of one a byte larger, and whether
+    /// it stayed connected.
+    struct LimitsSeen: Equatable {
+        var maximumPacketSize: Int?
+        var brokerMaximumPacketSize: Int?
+        var maximumQoS: MQTTQoS
+        /// The payload sizes and QoS another client received on `limits/#`.
+        var received: [String]
+        var refusal: MQTTError.Code?
+        var connected: Bool
+    }
+
+    /// `client` publishes the largest packet `limit` allows, one a byte larger, and a marker at
+    /// QoS 1; `subscriber` (on `limits/#` at QoS 2) reports what came.
+    static func limitsScript(
+        _ client: any MQTTTransport, _ subscriber: any MQTTTransport, limit: Int
+    ) async throws -> LimitsSeen {
+        let seen = MessageCollector(subscriber.messages())
+        try await subscriber.subscribe("limits/#", qos: .exactlyOnce)
+        var fits = 0
+        while MQTTBrokerLimits.publishPacketSize(
+            topic: "limits/a", payloadCount: fits + 1, qos: .atLeastOnce, properties: .init(),
+            protocolVersion: client.protocolVersion) <= limit
+        {
+            fits += 1
+        }
+        try await client.publish("limits/a", payload: Array(repeating: 0x61, count: fits), qos: .atLeastOnce)
+        var refusal: MQTTError.Code?
+        do {
+            try await client.publish("limits/a", payload: Array(repeating: 0x62, count: fits + 1), qos: .atLeastOnce)
+        } catch {
+            refusal = error.code
+        }
+        try await client.publish("limits/end", payload: Array("end".utf8), qos: .atLeastOnce)
+        try await seen.waitFor("the marker", timeout: 10) { $0.topic == "limits/end" }
+        await seen.cancel()
+        let limits = client.brokerLimits
+        return LimitsSeen(
+            maximumPacketSize: limits.maximumPacketSize, brokerMaximumPacketSize: limits.brokerMaximumPacketSize,
+            maximumQoS: limits.maximumQoS,
+            received: seen.elements.map { "\($0.topic) \($0.payload.count) bytes qos \($0.qos.rawValue)" },
+            refusal: refusal, connected: client.connectionState == .connected)
+    }
+
+    /// mosquitto's `max_packet_size`, told to an MQTT 5 client in its CONNACK and configured for
+    /// a 3.1.1 one (`broker.max-packet-size`), and the memory broker's `limits`: the same limits
+    /// read, a packet that fits delivered, one a byte larger refused unsent, the connection kept.
+    @Test(arguments: [MQTTProtocolVersion.v311, .v5])
+    func bothHoldAMaximumPacketSize(version: MQTTProtocolVersion) async throws {
+        let limit = 4096
+        func configure(_ configuration: inout MQTTConfiguration) {
+            configuration.protocolVersion = version
+            if version == .v311 { configuration.maximumPacketSize = limit }
+        }
+        let mosquitto = try await MosquittoBroker.start(.init(extraConfiguration: ["max_packet_size \(limit)"]))
+        var configuration = mosquitto.clientConfiguration(clientID: "parity-limits")
+        configure(&configuration)
+        let client = MQTTClient(configuration: configuration)
+        let subscriber = MQTTClient(configuration: mosquitto.clientConfiguration(clientID: "parity-limits-sub"))
+        try await client.connect()
+        try await subscriber.connect()
+        let live = try await Self.limitsScript(client, subscriber, limit: limit)
+        #expect(!mosquitto.log.contains("disconnected due to"), "\(mosquitto.log)")
+        await client.disconnect()
+        await subscriber.disconnect()
+        await mosquitto.stop()
+
+        var limits = MQTTBrokerLimits()
+        limits.brokerMaximumPacketSize = limit
+        let broker = MemoryBroker(limits: limits)
+        var memoryConfiguration = MQTTConfiguration()
+        configure(&memoryConfiguration)
+        let transport = broker.transport(configuration: memoryConfiguration)
+        let memorySubscriber = broker.transport()
+        transport.connect()
+        memorySubscriber.connect()
+        let memory = try await Self.limitsScript(transport, memorySubscriber, limit: limit)
+
+        #expect(memory == live)
+        #expect(live.maximumPacketSize == limit)
+        #expect(live.brokerMaximumPacketSize == (version == .v5 ? limit : nil))
+        #expect(live.refusal == .packetTooLarge)
+        #expect(live.received.count == 2, "\(live.received)")
+        #expect(live.connected)
+    }
+
+    /// mqttools (an MQTT 5 broker whose CONNACK grants Maximum QoS 0) and the memory broker with
+    /// `maximumQoS` 0: a publish asked at QoS 1 goes at QoS 0, and reaches a QoS 2 subscriber
+    /// so; nothing refused. mosquitto grants QoS 2, so mqttools holds the model here.
+    @Test func bothGrantQoS0Only() async throws {
+        let mqttools = try await MQTToolsBroker.start()
+        let client = MQTTClient(configuration: MQTTConfiguration(host: "127.0.0.1", port: mqttools.port))
+        let subscriber = MQTTClient(configuration: MQTTConfiguration(host: "127.0.0.1", port: mqttools.port))
+        try await client.connect()
+        try await subscriber.connect()
+        let live = try await Self.limitsScript(client, subscriber, limit: 1000)
+        await client.disconnect()
+        await subscriber.disconnect()
+        await mqttools.stop()
+
+        var limits = MQTTBrokerLimits()
+        limits.maximumQoS = .atMostOnce
+        let broker = MemoryBroker(limits: limits)
+        let transport = broker.transport()
+        let memorySubscriber = broker.transport()
+        transport.connect()
+        memorySubscriber.connect()
+        let memory = try await Self.limitsScript(transport, memorySubscriber, limit: 1000)
+
+        #expect(memory.maximumQoS == live.maximumQoS)
+        #expect(memory.received == live.received)
+        #expect(live.maximumQoS == .atMostOnce)
+        #expect(live.received.allSatisfy { $0.hasSuffix("qos 0") }, "\(live.received)")
+        #expect(live.connected && memory.connected)
+    }
+
     /// The script's MQTT clients, to disconnect at the end.
     final class Clients: Sendable {
         private let list = Mutex<[MQTTClient]>([])

@@ -15,7 +15,10 @@ import Synchronization
 /// - MQTT 3.1.1 clients neither send nor receive properties, and No Local and Retain As
 ///   Published do not apply to them;
 /// - `limits` as a CONNACK would say them: QoS is capped at `maximumQoS`, the retain flag
-///   dropped without `retainAvailable`, and a publish beyond the maximum packet size refused.
+///   dropped without `retainAvailable`, and a publish beyond the maximum packet size refused
+///   (unsent, by the transport, as `MQTTClient` refuses it when mosquitto's `max_packet_size`
+///   is announced; `MemoryTransportParityTests` holds both to the same);
+/// - the connections made, by client id, as mosquitto's log lists them.
 ///
 /// QoS decides nothing else: every message is delivered, in order, at once.
 public final class MemoryBroker: Sendable {
@@ -50,6 +53,10 @@ public final class MemoryBroker: Sendable {
         var nextID: UInt64 = 0
         /// Keys of the streams, unique across clients.
         var nextStream: UInt64 = 0
+        /// Connects by client id, as mosquitto logs "New client connected … as <id>".
+        var connections: [String: Int] = [:]
+        /// The clients whose connections were lost, by id, in order.
+        var dropped: [String] = []
     }
 
     /// What the broker's CONNACK would say to an MQTT 5 client.
@@ -64,6 +71,12 @@ public final class MemoryBroker: Sendable {
     public func transport(configuration: MQTTConfiguration = MQTTConfiguration()) -> MemoryTransport {
         MemoryTransport(broker: self, configuration: configuration)
     }
+
+    /// How many times a client with `clientID` connected.
+    public func connections(of clientID: String) -> Int { state.withLock { $0.connections[clientID, default: 0] } }
+
+    /// A line for each connection lost without a DISCONNECT (`MemoryTransport.loseConnection`).
+    public var dropped: [String] { state.withLock { $0.dropped.map { "client \($0) lost its connection" } } }
 
     /// Every retained message the broker holds now, by topic.
     public var retained: [String: MQTTMessage] { state.withLock { $0.retained } }
@@ -194,6 +207,7 @@ public final class MemoryBroker: Sendable {
             var client = state.clients[id]!
             guard !client.connectionState.isConnected else { return }
             client.set(.connected)
+            state.connections[client.configuration.clientID, default: 0] += 1
             let (unconfirmed, pending) = (client.unconfirmed, client.pending)
             (client.unconfirmed, client.pending) = ([], [])
             state.clients[id] = client
@@ -207,6 +221,7 @@ public final class MemoryBroker: Sendable {
         state.withLock { state in
             guard state.clients[id]!.connectionState.isConnected else { return }
             state.clients[id]!.set(.reconnecting(error))
+            state.dropped.append(state.clients[id]!.configuration.clientID)
             // A clean session ends with the connection: the client subscribes again at the
             // reconnect (and gets the retained messages again); a persistent one keeps them.
             if state.clients[id]!.configuration.cleanStart {

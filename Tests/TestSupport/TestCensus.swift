@@ -12,6 +12,8 @@ public enum TestCensus {
         case memory
         /// The in-process gateway on a real mosquitto: `Rig.mosquitto`, `GatewayHarness`.
         case mosquitto
+        /// The in-process gateway on mqttools' broker (QoS 0 only): `Rig.mqttools`.
+        case mqttools
         /// The real `homemqtt run`, as a child process.
         case binary
     }
