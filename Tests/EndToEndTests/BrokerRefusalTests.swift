@@ -5,9 +5,12 @@ import TestSupport
 import XCTest
 
 /// The real gateway against brokers that refuse what it publishes without having said so: a
-/// packet limit it learns (no `broker.max-packet-size` set), and a request whose answer topic
-/// the broker would refuse. At most 3 connections in all, the whole tree readable, a set
-/// answered.
+/// packet limit it learns (no `broker.max-packet-size` set). At most 3 connections in all, the
+/// whole tree readable, a set answered. These stay on the binary and mosquitto: the limit is
+/// learned by the MQTT client from mosquitto's refusal (MQTT 5: a PUBACK with "packet too large"
+/// for `message_size_limit`; 3.1.1: the connection closed at the packet), which the memory
+/// broker does not model. The deep request, under a level limit the gateway is told, moved to
+/// `BrokerRefusalTests` in GatewayTests, on the rigs.
 final class BrokerRefusalTests: XCTestCase {
     static let defaultHome = HAPPeer.repositoryRoot.appendingPathComponent("Config/accessories").path
 
@@ -132,60 +135,5 @@ final class BrokerRefusalTests: XCTestCase {
         let log = gateway.standardError
         XCTAssertEqual(log.components(separatedBy: hint).count - 1, refuses ? 1 : 0, log)
         XCTAssertFalse(log.contains("closed the connection 3 times"), log)
-    }
-
-    /// A request on MQTT whose answer topic would be deeper than the broker takes
-    /// (`broker.max-topic-levels: 128`, as EMQX): mosquitto takes the 150-level request itself,
-    /// so the gateway must not answer on a topic made from it. The requester gets the error on
-    /// `$gateway/error` and on its MQTT 5 Response Topic; one connection; a later set answered.
-    func testADeepRequestUnderALevelLimitIsAnsweredWithoutLosingTheBroker() async throws {
-        let broker = try await MosquittoBroker.start()
-        addTeardownBlock { await broker.stop() }
-        let directory = try TemporaryDirectory(prefix: "homemqtt-levels")
-        let clientID = "homemqtt-levels"
-        let config = try PacketLimitTests.writeConfig(
-            in: directory, port: broker.port, clientID: clientID, accessories: Self.defaultHome,
-            broker: ["max-topic-levels: 128"])
-        let everything = try await MQTTTestSubscriber.start(broker: broker, filter: "#")
-        TestCensus.record(.binary)
-        let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
-        addTeardownBlock { await gateway.terminate(grace: 2) }
-        try await everything.waitForMessage("online", timeout: 30) {
-            $0.topic == "home/$gateway/status" && $0.string == "online"
-        }
-
-        let op = Array(repeating: "a", count: 147).joined(separator: "/")
-        let request = "home/$gateway/request/" + op
-        XCTAssertEqual(MQTTTopicShape.levels(request), 150)
-        let client = MQTTClient(configuration: broker.clientConfiguration())
-        try await client.connect()
-        var properties = MQTTPublishProperties()
-        properties.responseTopic = "client/replies/deep"
-        properties.correlationData = Array("c-1".utf8)
-        try await client.publish(
-            request, payload: Array(#"{"id": 9}"#.utf8), qos: .atLeastOnce, retain: false, properties: properties)
-        let error = try await everything.waitForMessage("the error report") { $0.topic == "home/$gateway/error" }
-        let report = try JSONValue(parsing: error.payload)
-        XCTAssertEqual(report["code"], .string("unknown-topic"), error.string)
-        XCTAssertEqual(report["topic"], .string(request))
-        let reply = try await everything.waitForMessage("the answer on the response topic") {
-            $0.topic == "client/replies/deep"
-        }
-        let answer = try JSONValue(parsing: reply.payload)
-        XCTAssertEqual(answer["status"], .string("error"), reply.string)
-        XCTAssertEqual(answer["id"], .int(9))
-        XCTAssertEqual(reply.properties.correlationData, Array("c-1".utf8))
-        XCTAssertFalse(everything.messages.contains { $0.topic.hasPrefix("home/$gateway/response/a/") })
-
-        let light = "home/garage/garage-door-opener/garage-light/brightness"
-        try await client.publish(light + "/set", "44", qos: .atLeastOnce)
-        let set = try await everything.waitForMessage("the set's answer") { $0.topic == light + "/result" }
-        XCTAssertEqual(try JSONValue(parsing: set.payload)["status"], .string("ok"), set.string)
-        await client.disconnect()
-        await everything.stop()
-        XCTAssertEqual(Self.connections(broker, clientID), 1, broker.log)
-        XCTAssertFalse(broker.log.contains("disconnected due to"), broker.log)
-        let status = await gateway.terminate(grace: 5)
-        XCTAssertEqual(status, 0)
     }
 }
