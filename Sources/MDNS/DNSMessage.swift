@@ -46,9 +46,12 @@ public struct DNSMessage: Sendable, Hashable {
     public struct Question: Sendable, Hashable {
         public var name: String
         public var type: UInt16
-        public init(name: String, type: UInt16) {
+        /// The QU bit (RFC 6762 §5.4): the asker wants a unicast answer (a prober does).
+        public var unicastResponse: Bool
+        public init(name: String, type: UInt16, unicastResponse: Bool = false) {
             self.name = name
             self.type = type
+            self.unicastResponse = unicastResponse
         }
     }
 
@@ -58,17 +61,25 @@ public struct DNSMessage: Sendable, Hashable {
         public static let txt: UInt16 = 16
         public static let aaaa: UInt16 = 28
         public static let srv: UInt16 = 33
+        /// A question for every type of a name (a probe asks it).
+        public static let any: UInt16 = 255
     }
 
     /// A response (QR bit set) rather than a query.
     public var isResponse: Bool
     public var questions: [Question]
     public var records: [Record]
+    /// The authority section: a prober's proposed records (RFC 6762 §8.2). Parsed, they are in
+    /// `records` too, so that a reader of answers sees every record as before.
+    public var authority: [Record] = []
+    /// Zero in mDNS, except a legacy unicast query's (RFC 6762 §6.7), which its answer repeats.
+    public var id: UInt16 = 0
 
-    public init(isResponse: Bool, questions: [Question] = [], records: [Record] = []) {
+    public init(isResponse: Bool, questions: [Question] = [], records: [Record] = [], authority: [Record] = []) {
         self.isResponse = isResponse
         self.questions = questions
         self.records = records
+        self.authority = authority
     }
 
     /// The largest mDNS packet (RFC 6762 §17); anything bigger is not read at all.
@@ -137,18 +148,22 @@ public struct DNSMessage: Sendable, Hashable {
             UInt32(try u16(i)) << 16 | UInt32(try u16(i + 2))
         }
         var message = DNSMessage(isResponse: p[2] & 0x80 != 0)
+        message.id = UInt16(try u16(0))
         let questionCount = try u16(4)
-        let recordCount = try u16(6) + u16(8) + u16(10)
+        let answerCount = try u16(6)
+        let authorityCount = try u16(8)
+        let recordCount = try answerCount + authorityCount + u16(10)
         var pos = 12
         // Each question and record moves `pos` forward by at least 5 bytes or throws, so the
         // counts (up to 65535 each, whatever the packet says) cannot make this loop long.
         for _ in 0..<questionCount {
             let (name, after) = try readName(p, pos)
-            message.questions.append(Question(name: name, type: UInt16(try u16(after))))
-            _ = try u16(after + 2)
+            let qclass = try u16(after + 2)
+            message.questions.append(
+                Question(name: name, type: UInt16(try u16(after)), unicastResponse: qclass & 0x8000 != 0))
             pos = after + 4
         }
-        for _ in 0..<recordCount {
+        for index in 0..<recordCount {
             let (name, afterName) = try readName(p, pos)
             let type = UInt16(try u16(afterName))
             let rrClass = try u16(afterName + 2)
@@ -157,7 +172,9 @@ public struct DNSMessage: Sendable, Hashable {
             let rd = afterName + 10
             guard rd + rdlen <= p.count else { throw bad("record data runs past the end") }
             let data = try recordData(p, type: type, at: rd, length: rdlen)
-            message.records.append(Record(name: name, data: data, ttl: ttl, cacheFlush: rrClass & 0x8000 != 0))
+            let record = Record(name: name, data: data, ttl: ttl, cacheFlush: rrClass & 0x8000 != 0)
+            message.records.append(record)
+            if index >= answerCount, index < answerCount + authorityCount { message.authority.append(record) }
             pos = rd + rdlen
         }
         return message
@@ -225,13 +242,16 @@ public struct DNSMessage: Sendable, Hashable {
     /// The message on the wire, names uncompressed. Records whose data cannot be written
     /// (`other`) are left out, as are records past `limit` bytes (a known-answer list may be
     /// long; RFC 6762 §7.2 allows sending it in parts, and the rest is answered again anyway).
+    /// `authority` follows `records` (a probe has no answers, its proposals only).
     public func encoded(limit: Int = 1400) -> [UInt8] {
         var body: [UInt8] = []
         for q in questions {
-            body += Self.encodeName(q.name) + [UInt8(q.type >> 8), UInt8(q.type & 0xFF), 0, 1]
+            body +=
+                Self.encodeName(q.name) + [UInt8(q.type >> 8), UInt8(q.type & 0xFF), q.unicastResponse ? 0x80 : 0, 1]
         }
         var written = 0
-        for r in records {
+        var writtenAuthority = 0
+        for (n, r) in (records + authority).enumerated() {
             guard let rdata = Self.encodeData(r.data) else { continue }
             let classField: UInt16 = r.cacheFlush ? 0x8001 : 1
             let bytes =
@@ -241,12 +261,14 @@ public struct DNSMessage: Sendable, Hashable {
                 + [UInt8(rdata.count >> 8), UInt8(rdata.count & 0xFF)] + rdata
             guard 12 + body.count + bytes.count <= limit else { break }
             body += bytes
-            written += 1
+            if n < records.count { written += 1 } else { writtenAuthority += 1 }
         }
         let flags: UInt8 = isResponse ? 0x84 : 0
         let qd = min(questions.count, 0xFFFF)
+        let ns = writtenAuthority
         return [
-            0, 0, flags, 0, UInt8(qd >> 8), UInt8(qd & 0xFF), UInt8(written >> 8), UInt8(written & 0xFF), 0, 0, 0, 0,
+            UInt8(id >> 8), UInt8(id & 0xFF), flags, 0, UInt8(qd >> 8), UInt8(qd & 0xFF),
+            UInt8(written >> 8), UInt8(written & 0xFF), UInt8(ns >> 8), UInt8(ns & 0xFF), 0, 0,
         ]
             + body
     }
