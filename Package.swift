@@ -146,7 +146,8 @@ let package = Package(
         .target(
             name: "HomeKitBridge",
             dependencies: [
-                "Gateway", "HAPServer", "HomeModel",
+                "Gateway", "HAPServer", "HomeModel", "MDNS",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

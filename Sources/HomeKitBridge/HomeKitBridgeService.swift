@@ -3,6 +3,7 @@ public import Gateway
 public import HAPServer
 public import HomeModel
 public import Logging
+import MDNS
 public import ServiceLifecycle
 import Synchronization
 
@@ -80,7 +81,11 @@ public final class HomeKitBridgeService: Service, Sendable {
             // Once, at the first start: later starts never log it (`homemqtt homekit code`).
             logger.notice(
                 "HomeKit bridge: pair it in the Home app with setup code \(setup.code.revealed) (shown once; `homemqtt homekit code` shows it again)",
-                metadata: ["home": "\(homeName)"])
+                metadata: [
+                    "home": "\(homeName)",
+                    // What a QR code of the bridge carries: an app that takes a setup URI pairs with it.
+                    "setup-uri": "\(BridgeAdvertisement.setupURI(code: setup.code, setupID: setup.setupID))",
+                ])
         }
         running.withLock {
             $0.bridge = bridge
@@ -123,9 +128,17 @@ public final class HomeKitBridgeService: Service, Sendable {
                 stateDirectory: files.directory, setupCode: code, port: port)
             configuration.bindAddresses = settings.bindAddresses
             let server: HAPAccessoryServer
+            // The announcement of this server, once it listens; its status changes (paired,
+            // unpaired, `c#`) reach it from the server's callback.
+            let responder = ResponderSlot()
             do {
                 try AtomicFileWriter.createDirectory(files.directory)
-                server = try HAPAccessoryServer(configuration: configuration, database: bridge, logger: logger)
+                server = try HAPAccessoryServer(
+                    configuration: configuration, database: bridge, logger: logger,
+                    onStatusChange: { [weak self] status in
+                        guard let self, let responder = responder.value.withLock({ $0 }) else { return }
+                        if let txt = self.txt(status) { responder.update(txt: txt) }
+                    })
             } catch {
                 running.withLock { $0.takeWaiter() }?.resume()
                 return await failed("cannot start: \(error)")
@@ -162,6 +175,12 @@ public final class HomeKitBridgeService: Service, Sendable {
                         r.port = port
                         return r.takeWaiter()
                     }?.resume()
+                    // Announced until the server stops: the goodbye when this task is cancelled.
+                    guard let announcement = await self.announcement(server.status, port: port) else { return nil }
+                    responder.value.withLock { $0 = announcement }
+                    // A change between the status read above and now reached no responder.
+                    if let txt = self.txt(server.status) { announcement.update(txt: txt) }
+                    try? await announcement.run()
                     return nil
                 }
                 group.addTask {
@@ -205,10 +224,50 @@ public final class HomeKitBridgeService: Service, Sendable {
         }
     }
 
+    // MARK: The announcement
+
+    /// The bridge's name: the announcement's label and `md`.
+    var bridgeName: String { "HomeMQTT \(homeName)" }
+
+    /// The TXT record for the server's status now.
+    func txt(_ server: HAPServerStatus) -> [String: String]? {
+        let setupID = running.withLock { $0.setupID }
+        let status = HomeKitBridgeStatus(
+            homeID: homeID, homeName: homeName, pairingID: server.pairingID,
+            configurationNumber: server.configurationNumber, isPaired: server.isPaired, setupID: setupID,
+            pairings: [], accessories: 0, leftOut: [])
+        return BridgeAdvertisement.txt(status, model: bridgeName)
+    }
+
+    /// The responder for a server listening on `port`, on the interfaces `mdns-interfaces`
+    /// admits, announcing the addresses it listens on: the admitted interfaces' for `0.0.0.0`
+    /// and `::`, and those `listen` names. Nil for a bridge that listens on loopback only:
+    /// nothing on the network could reach it (the in-process tests' bridges).
+    func announcement(_ server: HAPServerStatus, port: Int) async -> MDNSResponder? {
+        guard let txt = txt(server) else { return nil }
+        let listen = settings.bindAddresses
+        let named = listen.filter { !["0.0.0.0", "::"].contains($0) }
+        guard named.count < listen.count || named.contains(where: { !Self.isLoopback($0) }) else {
+            logger.info("HomeKit bridge: not announced over mDNS, it listens on loopback only")
+            return nil
+        }
+        let admitted = MDNSResponder.addresses(admitting: settings.mdnsInterfaces)
+        let addresses =
+            named + admitted.filter { $0.contains(":") ? listen.contains("::") : listen.contains("0.0.0.0") }
+        let hex = server.pairingID.replacingOccurrences(of: ":", with: "").lowercased()
+        let instance = MDNSServiceInstance(
+            name: bridgeName, type: BridgeAdvertisement.serviceType, host: "homemqtt-\(hex).local", port: port,
+            txt: txt)
+        return MDNSResponder(
+            instance: instance, addresses: addresses, interfaces: settings.mdnsInterfaces, logger: logger)
+    }
+
+    static func isLoopback(_ address: String) -> Bool { address.hasPrefix("127.") || address == "::1" }
+
     // MARK: Status and reset
 
-    /// What the bridge is now: for `homekit-status`, and the seam of the mDNS announcement and
-    /// the QR code (a later slice): id, `c#`, `sf`, category, setup id, port.
+    /// What the bridge is now: for `homekit-status`, and what the mDNS announcement carries:
+    /// id, `c#`, `sf`, category, setup id, port.
     public func status() async -> HomeKitBridgeStatus {
         let (bridge, server, setupID, port, error) = running.withLock {
             ($0.bridge, $0.server, $0.setupID, $0.port, $0.error)
@@ -240,7 +299,12 @@ public final class HomeKitBridgeService: Service, Sendable {
     }
 }
 
-/// A bridge's state for its owner and the announcement (a later slice): `id`, `c#`, `sf`,
+/// Where a server's status callback finds the responder started after it.
+final class ResponderSlot: Sendable {
+    let value = Mutex<MDNSResponder?>(nil)
+}
+
+/// A bridge's state for its owner and the announcement: `id`, `c#`, `sf`,
 /// category 2 (bridge) and the setup id are what `_hap._tcp`'s TXT record and the QR code carry.
 public struct HomeKitBridgeStatus: Sendable, Hashable {
     public struct Pairing: Sendable, Hashable {
@@ -264,6 +328,24 @@ public struct HomeKitBridgeStatus: Sendable, Hashable {
     public var leftOut: [String]
     /// Why it does not serve, if it does not.
     public var error: String?
+
+    public init(
+        homeID: String, homeName: String, pairingID: String?, configurationNumber: Int?, isPaired: Bool?,
+        setupID: String?, port: Int? = nil, pairings: [Pairing], accessories: Int, leftOut: [String],
+        error: String? = nil
+    ) {
+        self.homeID = homeID
+        self.homeName = homeName
+        self.pairingID = pairingID
+        self.configurationNumber = configurationNumber
+        self.isPaired = isPaired
+        self.setupID = setupID
+        self.port = port
+        self.pairings = pairings
+        self.accessories = accessories
+        self.leftOut = leftOut
+        self.error = error
+    }
 
     /// `sf`: 1 while unpaired.
     public var statusFlags: Int? { isPaired.map { $0 ? 0 : 1 } }

@@ -1,6 +1,7 @@
 public import Gateway
 public import HAPServer
 public import HomeModel
+public import MDNS
 
 // The config file's `homekit:` section: whether each home is served to HomeKit controllers (the
 // Home app) as a bridge, on which port, with which setup code, and what of the home it shows.
@@ -10,7 +11,7 @@ public import HomeModel
 public struct HomeKitConfig: ConfigSection, Hashable, CustomStringConvertible {
     public var enabled = false
     /// The first home's bridge listens here; every other home's on a free port (0), which the
-    /// mDNS announcement (a later slice) will carry.
+    /// mDNS announcement carries.
     public var port = 51826
     /// The code a controller pairs with; nil: a random one, kept in the state directory.
     public var setupCode: HAPSetupCode?
@@ -18,6 +19,9 @@ public struct HomeKitConfig: ConfigSection, Hashable, CustomStringConvertible {
     public var scope = ScopeConfig()
     /// Where the server listens (the server's default: every IPv4 and IPv6 address).
     public var bindAddresses = ["0.0.0.0", "::"]
+    /// `mdns-interfaces: {allow: [eth0], deny: [docker0]}`: where the bridge is announced (the
+    /// `hap` source's key, the same meaning).
+    public var mdnsInterfaces = MDNSInterfaces.all
 
     /// HAP's limit: a bridge exposes at most 150 accessory objects, itself included.
     public static let maxAccessories = 150
@@ -59,6 +63,12 @@ public struct HomeKitConfig: ConfigSection, Hashable, CustomStringConvertible {
             if let addresses = try reader.strings("listen", single: true) {
                 guard !addresses.isEmpty else { throw reader.error("listen", "names no address") }
                 config.bindAddresses = addresses
+            }
+            if let lists = try reader.reader("mdns-interfaces") {
+                config.mdnsInterfaces = MDNSInterfaces(
+                    allow: try lists.strings("allow", single: true),
+                    deny: try lists.strings("deny", single: true) ?? [])
+                try lists.finish()
             }
             if let scope = try reader.reader("scope") {
                 config.scope = try ScopeConfig.read(scope)

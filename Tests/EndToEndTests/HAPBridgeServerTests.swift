@@ -24,8 +24,10 @@ final class HAPBridgeServerTests: XCTestCase {
         /// How many output lines were taken as events already.
         private let eventsSeen = Mutex(0)
 
-        init() async throws {
-            child = try ChildProcess(HAPPeer.python.path, ["-u", Self.script], standardInput: true)
+        /// - Parameter launcher: a command prefix (`ip netns exec NAME`) to run it under.
+        init(launcher: [String] = []) async throws {
+            let command = launcher + [HAPPeer.python.path, "-u", Self.script]
+            child = try ChildProcess(command[0], Array(command.dropFirst()), standardInput: true)
             try await child.waitForOutput(containing: "\"ready\"", timeout: 30)
         }
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""An independent mDNS browser for the HomeKit bridge's announcement: python-zeroconf (as
+aiohomekit and Home Assistant use it) browses `_hap._tcp.local.` and prints each instance seen,
+changed or gone as a JSON line:
+
+    {"event": "added"|"updated"|"removed", "name": "HomeMQTT My Home._hap._tcp.local.",
+     "port": 51826, "addresses": ["127.0.0.1"], "txt": {"sf": "1", ...}}
+
+    hap_mdns_watch.py [--interface 127.0.0.1] [--hold "NAME" --hold-port PORT]
+
+`--hold` first registers a service of that instance name itself (another responder holding the
+name), and prints {"event": "held", ...} once zeroconf has probed and announced it.
+"""
+import argparse
+import json
+import socket
+import sys
+import threading
+
+from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
+
+TYPE = "_hap._tcp.local."
+
+
+def say(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--interface", default="127.0.0.1")
+    parser.add_argument("--hold")
+    parser.add_argument("--hold-port", type=int, default=9)
+    args = parser.parse_args()
+    zc = Zeroconf(interfaces=[args.interface], ip_version=IPVersion.V4Only)
+    if args.hold:
+        held = ServiceInfo(
+            TYPE, f"{args.hold}.{TYPE}", addresses=[socket.inet_aton(args.interface)], port=args.hold_port,
+            properties={"id": "11:22:33:44:55:66", "c#": "1", "sf": "0", "ci": "5", "md": "Holder"},
+            server="holder.local.")
+        zc.register_service(held)
+        say(event="held", name=held.name)
+    lock = threading.Lock()
+
+    def changed(zeroconf, service_type, name, state_change):
+        if state_change is ServiceStateChange.Removed:
+            with lock:
+                say(event="removed", name=name)
+            return
+        info = zeroconf.get_service_info(service_type, name, timeout=3000)
+        if info is None:
+            return
+        txt = {k.decode(): (v.decode() if v is not None else None) for k, v in info.properties.items()}
+        with lock:
+            say(event="added" if state_change is ServiceStateChange.Added else "updated", name=name,
+                port=info.port, server=info.server, addresses=info.parsed_addresses(), txt=txt)
+
+    ServiceBrowser(zc, TYPE, handlers=[changed])
+    say(event="ready")
+    try:
+        sys.stdin.read()
+    finally:
+        zc.close()
+
+
+if __name__ == "__main__":
+    main()
