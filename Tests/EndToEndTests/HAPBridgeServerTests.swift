@@ -10,7 +10,7 @@ import XCTest
 
 /// HomeMQTT's HAP accessory server against an independent controller: aiohomekit 4.0.1 (PyPI,
 /// as Home Assistant uses it), driven line by line (`aiohomekit_bridge_controller.py`), pairing
-/// with the setup code at 127.0.0.1 and a port (mDNS is a later slice).
+/// with the setup code at 127.0.0.1 and a port (found over mDNS: `HomeKitAnnouncementTests`).
 final class HAPBridgeServerTests: XCTestCase {
     static let code = HAPSetupCode("314-15-926")!
 
@@ -24,10 +24,8 @@ final class HAPBridgeServerTests: XCTestCase {
         /// How many output lines were taken as events already.
         private let eventsSeen = Mutex(0)
 
-        /// - Parameter launcher: a command prefix (`ip netns exec NAME`) to run it under.
-        init(launcher: [String] = []) async throws {
-            let command = launcher + [HAPPeer.python.path, "-u", Self.script]
-            child = try ChildProcess(command[0], Array(command.dropFirst()), standardInput: true)
+        init() async throws {
+            child = try ChildProcess(HAPPeer.python.path, ["-u", Self.script], standardInput: true)
             try await child.waitForOutput(containing: "\"ready\"", timeout: 30)
         }
 

@@ -6,13 +6,17 @@ import XCTest
 
 /// The bridge's mDNS announcement against an independent browser: python-zeroconf
 /// (`hap_mdns_watch.py`, as aiohomekit and Home Assistant browse) and the `homemqtt` binary in a
-/// network namespace of their own, so nothing else's mDNS is heard. The TXT record's keys, `sf`
-/// falling to 0 when aiohomekit pairs, the goodbye on stop, `c#` risen after an accessory was
-/// added, and the rename when another responder holds the name.
+/// network namespace of their own, so nothing else's mDNS is heard. The TXT record's keys,
+/// aiohomekit finding the bridge by its pairing id and pairing (`sf` falls to 0), the goodbye on
+/// stop, `c#` risen after an accessory was added, and the rename when another responder holds
+/// the name.
 final class HomeKitAnnouncementTests: XCTestCase {
     static let code = "314-15-926"
     static let name = "HomeMQTT My Home._hap._tcp.local."
     static let watcher = HAPPeer.repositoryRoot.appendingPathComponent("Tests/HAPTests/peer/hap_mdns_watch.py").path
+    static let aiohomekitPair = HAPPeer.repositoryRoot.appendingPathComponent(
+        "Tests/HAPTests/peer/aiohomekit_mdns_pair.py"
+    ).path
 
     /// The namespace, its broker, the watcher, the gateway: stopped in reverse order.
     final class Rig: @unchecked Sendable {
@@ -144,17 +148,20 @@ final class HomeKitAnnouncementTests: XCTestCase {
             ])
         XCTAssertEqual(txt["sh"]?.stringValue, hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
 
-        // aiohomekit pairs at the announced address and port: `sf` falls to 0, announced at once.
-        let aio = try await HAPBridgeServerTests.AioHomeKit(launcher: ["ip"] + rig.ns.exec)
-        addTeardownBlock { await aio.stop() }
+        // aiohomekit finds the bridge by its pairing id over mDNS alone and pairs with it: `sf`
+        // falls to 0, announced at once.
         let seen = rig.events.count
-        let paired = try await aio.ok(
-            "pair",
-            [
-                "host": "127.0.0.1", "port": .int(Int64(port)), "pin": .string(Self.code),
-                "file": .string(rig.directory.file("aio.json")),
-            ])
-        XCTAssertEqual(paired["accessory"]?.stringValue, id)
+        let pair = try await runChecked(
+            "ip",
+            rig.ns.exec + [
+                HAPPeer.python.path, Self.aiohomekitPair, "--id", id, "--pin", Self.code,
+            ], timeout: 60)
+        let paired = try JSONValue(parsing: Array(pair.standardOutput.utf8))
+        XCTAssertEqual(paired["id"]?.stringValue?.uppercased(), id)
+        XCTAssertEqual(paired["address"], "127.0.0.1")
+        XCTAssertEqual(paired["port"]?.intValue, port)
+        XCTAssertEqual(paired["status-flags"], 1, "found unpaired")
+        XCTAssertEqual(paired["paired"], true)
         try await rig.event("sf 0 after pairing", from: seen) {
             $0["event"] == "updated" && $0["name"]?.stringValue == Self.name && $0["txt"]?["sf"] == "0"
         }
