@@ -57,6 +57,7 @@ struct HomeKitCommand: AsyncParsableCommand {
             }
             if let code = settings.setupCode {
                 print("\(code.revealed)  (homekit.setup-code in \(config.file))")
+                try printURI(code, files)
                 return
             }
             guard let code = try files.storedSetupCode() else {
@@ -65,6 +66,14 @@ struct HomeKitCommand: AsyncParsableCommand {
                 )
             }
             print(code.revealed)
+            try printURI(code, files)
+        }
+
+        /// The setup URI a QR code carries, on a line of its own once the bridge has a setup id
+        /// (made at its first start, with the code).
+        func printURI(_ code: HAPSetupCode, _ files: BridgeFiles) throws {
+            guard let setupID = try files.readSetup()?.setupID else { return }
+            print(BridgeAdvertisement.setupURI(code: code, setupID: setupID))
         }
     }
 

@@ -41,7 +41,11 @@ final class HomeKitBinaryTests: XCTestCase {
         let code = try XCTUnwrap(line.firstMatch(of: /[0-9]{3}-[0-9]{2}-[0-9]{3}/)).output
 
         let shown = try await runChecked(binary, ["homekit", "code", "--config", config])
-        XCTAssertEqual(shown.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines), String(code))
+        let shownLines = shown.standardOutput.split(separator: "\n")
+        XCTAssertEqual(shownLines.first.map(String.init), String(code))
+        // The setup URI on the next line, as the log line gives it.
+        let uri = try XCTUnwrap(line.firstMatch(of: /setup-uri=(X-HM:\/\/[0-9A-Z]{13})/)).output.1
+        XCTAssertEqual(shownLines.dropFirst().first.map(String.init), String(uri))
         let online = try await runChecked(binary, ["homekit", "status", "--config", config], timeout: 30)
         let status = try JSONValue(parsing: Array(online.standardOutput.utf8))
         XCTAssertGreaterThan(status["port"]?.intValue ?? 0, 0, online.standardOutput)
