@@ -76,13 +76,15 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
     /// earlier run left) before the gateway starts. `operations`: the source operations the
     /// gateway serves, the composition root's (as `homemqtt run` has) by default. `accessories`:
     /// the simulated home's directory of accessory files, the shipped one by default. `broker`:
-    /// how the broker is set up. `timeout`: how long the gateway may take to say `online`.
+    /// how the broker is set up. `timeout`: how long the gateway may take to say `online`. `clock`: what
+    /// the gateway's timers read.
     func start(
         broker setup: BrokerSetup = BrokerSetup(),
         timeout: Double = 10,
         configure: (inout GatewayConfig) -> Void = { _ in },
         operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
         accessories: URL = Rig.shippedAccessories,
+        clock: GatewayClock = .continuous,
         before: (any MQTTTransport) async throws -> Void = { _ in }
     ) async throws -> RiggedGateway {
         let broker: RiggedGateway.Broker
@@ -130,7 +132,7 @@ enum Rig: String, CaseIterable, Sendable, CustomStringConvertible {
             try await before(publisher)
             return try await RiggedGateway.start(
                 rig: self, broker: broker, publisher: publisher, timeout: timeout, configure: configure,
-                operations: operations, accessories: accessories)
+                operations: operations, accessories: accessories, clock: clock)
         } catch {
             await broker.close(publisher)
             throw error
@@ -223,7 +225,7 @@ final class RiggedGateway: Sendable {
     fileprivate static func start(
         rig: Rig, broker: Broker, publisher: any MQTTTransport, timeout: Double,
         configure: (inout GatewayConfig) -> Void,
-        operations: [any ManagementOperation.Type], accessories: URL
+        operations: [any ManagementOperation.Type], accessories: URL, clock: GatewayClock
     ) async throws -> RiggedGateway {
         let state = try TemporaryDirectory(prefix: "homemqtt-rig-\(rig)")
         let home = try SimulatedHome.load(directory: accessories, clock: .manual)
@@ -253,7 +255,8 @@ final class RiggedGateway: Sendable {
         // through the paced first publication.
         let parts = try HomeMQTTApp.build(
             config: config, source: home, database: database,
-            options: .init(operations: operations, publicationBacklog: 16, transport: connection), logger: logger)
+            options: .init(operations: operations, publicationBacklog: 16, transport: connection, clock: clock),
+            logger: logger)
         let transport = try XCTUnwrap(made.withLock { $0 }, "the gateway made no connection")
 
         let observer = try await broker.client("test-observer")
@@ -576,6 +579,7 @@ class RigTestCase: XCTestCase {
         configure: (inout GatewayConfig) -> Void = { _ in },
         operations: [any ManagementOperation.Type] = HomeMQTTApp.sourceOperations,
         accessories: URL = Rig.shippedAccessories,
+        clock: GatewayClock = .continuous,
         before: (any MQTTTransport) async throws -> Void = { _ in },
         file: StaticString = #filePath, line: UInt = #line,
         _ body: (RiggedGateway) async throws -> Void
@@ -587,7 +591,7 @@ class RigTestCase: XCTestCase {
             do {
                 let gw = try await rig.start(
                     broker: setup, timeout: timeout, configure: configure, operations: operations,
-                    accessories: accessories, before: before)
+                    accessories: accessories, clock: clock, before: before)
                 do {
                     try await body(gw)
                 } catch {

@@ -51,6 +51,7 @@ extension Gateway {
         let old = publishedTree
         enqueue(publication.characteristicChanges(from: old, to: tree, value: currentValue))
         publication.published(tree)
+        assignRateLimits()
         publishedTreeChanged()
         ownership.settleRequests.yield()
     }
@@ -79,6 +80,7 @@ extension Gateway {
         }
         applyTree()
         publication.published(tree)
+        assignRateLimits()
         publishedTreeChanged()
         work.notificationTargets.yield(tree.notifyingAddresses())
     }

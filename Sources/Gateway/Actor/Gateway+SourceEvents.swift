@@ -96,8 +96,16 @@ extension Gateway {
         let metadata = node.characteristic.metadata
         let text = ValueCodec.text(value, metadata: metadata)
         if let previous, ValueCodec.text(previous, metadata: metadata) == text { return }
+        // `scope.rate-limits`: without any, one emptiness check and nothing else.
+        if !rateLimiter.isEmpty, !passesRateLimit(node, value, text: text, previous: previous) { return }
+        publishState(node, value, text: text)
+    }
+
+    /// A characteristic's new value out to the broker (`state`), the outputs (`$state`) and the
+    /// observers (Homie, the web view).
+    func publishState(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, text: String) {
         enqueue(node.topic + "/state", Array(text.utf8), retain: true)
-        outputs.valueChanged(address.accessoryID, self)
+        outputs.valueChanged(node.address.accessoryID, self)
         notifyObservers(.value(node, value))
     }
 

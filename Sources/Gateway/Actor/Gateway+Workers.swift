@@ -98,6 +98,8 @@ extension Gateway {
     /// Hands a job's outcome to whoever waits, once: a second (a late worker after the
     /// watchdog, anything after `stop`) finds no one.
     func complete(_ job: Job, _ outcome: GatewayOutcome) {
+        // A value read or written on request is never held back by `scope.rate-limits`.
+        if let node = job.node, case .success(.value(let value?)) = outcome { rateLimitedAnswer(node, value) }
         guard let then = awaiting.take(job.ticket) else { return }
         guard job.isPart else { return answered(job.kind, job.label, outcome, then) }
         activity.answered(job.label, op: job.kind, outcome)

@@ -55,6 +55,8 @@ public actor Gateway: Service {
     var phase = Phase.loading
     /// The broker connection as the last states said (a reconnect republishes).
     var connection = ConnectionWatch()
+    /// `scope.rate-limits` applied: each limited characteristic's window and held value.
+    var rateLimiter = RateLimiter()
 
     /// What a gateway works with, fixed when it is made.
     struct Parts: Sendable {

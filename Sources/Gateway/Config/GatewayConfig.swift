@@ -42,6 +42,10 @@ public struct ScopeConfig: Sendable, Hashable, Codable {
     public var accessories = ScopeList()
     /// Accessory names or ids, or topic patterns with `+`/`#`, whose `set` is refused.
     public var readOnly: [String] = []
+    /// How often, and by how much, characteristics' `state` may change (`RateLimits.swift`).
+    /// Nil, not empty, when none are set: `scope/get` and the stored scope then say nothing of
+    /// them, as before they existed.
+    public var rateLimits: [RateLimit]?
 
     public init() {}
 
@@ -52,6 +56,7 @@ public struct ScopeConfig: Sendable, Hashable, Codable {
         case characteristicTypes = "characteristic-types"
         case rooms, accessories
         case readOnly = "read-only"
+        case rateLimits = "rate-limits"
     }
 }
 
@@ -365,6 +370,7 @@ extension ScopeConfig {
             }
         }
         config.readOnly = try scope.strings("read-only", single: true) ?? []
+        config.rateLimits = try RateLimit.readList("rate-limits", in: scope)
         return config
     }
 }

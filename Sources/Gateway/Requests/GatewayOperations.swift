@@ -133,6 +133,7 @@ extension ScopeConfig {
         if let v = try list("rooms") { rooms = v }
         if let v = try list("accessories") { accessories = v }
         if let v = try fields.strings("read-only") { readOnly = v }
+        rateLimits = try RateLimit.readList("rate-limits", in: fields)
         if fields.has("services") {
             throw fields.error(
                 "services", .unknownKey,

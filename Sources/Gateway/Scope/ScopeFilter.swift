@@ -26,6 +26,8 @@ public struct ScopeFilter: Sendable {
     private let accessories: ResolvedList
     private let readOnlyNames: Set<String>
     private let readOnlyPatterns: [String]
+    /// `scope.rate-limits`, in order: the first entry that selects a characteristic applies.
+    let rateLimits: [ResolvedRateLimit]
 
     /// Resolves type names (catalog name, HAP name or UUID); an unknown one is an error
     /// naming its key (`scope.service-types.allow`; `key` is the mapping's own, such as
@@ -58,9 +60,9 @@ public struct ScopeFilter: Sendable {
             Catalog.serviceType(named: name)?.uuid ?? Catalog.serviceType(uuid: name)?.uuid ?? Self.customUUID(name)
         }
         characteristicTypes = try types(config.characteristicTypes, key: "characteristic-types") { name in
-            Catalog.characteristicType(named: name)?.uuid ?? Catalog.characteristicType(uuid: name)?.uuid
-                ?? Self.customUUID(name)
+            Self.characteristicUUID(name)
         }
+        rateLimits = try ResolvedRateLimit.resolve(config.rateLimits ?? [], file: file)
         readOnlyNames = Set(config.readOnly.filter { !$0.contains("/") }.map(Self.fold))
         readOnlyPatterns = config.readOnly.filter { $0.contains("/") }
     }
@@ -74,6 +76,12 @@ public struct ScopeFilter: Sendable {
     }
 
     static func fold(_ text: String) -> String { text.lowercased() }
+
+    /// A characteristic type by catalog name, HAP name or UUID; nil when unknown.
+    static func characteristicUUID(_ name: String) -> String? {
+        Catalog.characteristicType(named: name)?.uuid ?? Catalog.characteristicType(uuid: name)?.uuid
+            ?? customUUID(name)
+    }
 
     public func admits(accessory: Accessory, displayName: String, room: Room) -> Bool {
         manufacturers.admits([Self.fold(accessory.manufacturer)])
