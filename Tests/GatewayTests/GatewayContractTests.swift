@@ -423,10 +423,14 @@ final class GatewayContractTests: RigTestCase {
                     && retained["home/$gateway/status"] == "online" && retained["home/$gateway/tree"] != nil
             }
             // Every topic, each with the payload it had: the republication is made again from the
-            // tree (the gateway keeps only digests of what it published).
+            // tree (the gateway keeps only digests of what it published). The health document is
+            // there too, a reading of now (uptime, counts, the loss just seen), not a copy.
             let after = try await gw.retained()
             XCTAssertEqual(Set(after.keys), Set(before.keys))
-            for (topic, payload) in before where after[topic] != payload {
+            let health = try XCTUnwrap(after["home/$gateway/health"].map { try JSONValue(parsing: Array($0.utf8)) })
+            XCTAssertEqual(health["broker"]?["connected"], true)
+            XCTAssertNotNil(health["broker"]?["last-error"], "the loss is the last error")
+            for (topic, payload) in before where after[topic] != payload && topic != "home/$gateway/health" {
                 XCTFail("\(topic) was republished as \(after[topic] ?? "nothing"), not \(payload)")
             }
             // And serves requests again.

@@ -2,8 +2,7 @@ import Foundation
 import HomeModel
 import MQTT
 
-/// The broker connection as the gateway sees it (a reconnect republishes everything), and the
-/// health report.
+/// The broker connection as the gateway sees it (a reconnect republishes everything).
 extension Gateway {
     /// The first connection of the run: nothing to republish yet.
     func connectedFirst() { _ = connection.connected() }
@@ -24,6 +23,7 @@ extension Gateway {
             if connection.lost() {
                 logger.warning("lost the broker", metadata: ["error": "\(error.map { "\($0)" } ?? "none")"])
                 notifyObservers(.connection(false))
+                connection.failed(error.map { "\($0)" } ?? "the connection ended")
                 noteLoss(error)
             }
         default:
@@ -41,31 +41,5 @@ extension Gateway {
         else { return }
         guard connection.countLoss() == 3 else { return }
         BrokerReports.repeatedLosses(config: config, logger: logger)
-    }
-
-    func health() async -> JSONValue {
-        let uptime = ContinuousClock.now - parts.startedAt
-        let requests = activity.requestCounts
-        return .object([
-            "uptime": .double(Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18),
-            "broker": .object([
-                "url": .string(config.brokerDisplay),
-                "state": .string("\(mqtt.connectionState)"),
-            ]),
-            "sources": .array([.object(["name": .string(source.sourceName)])]),
-            "counts": .object([
-                "rooms": .int(Int64(tree.rooms.count)),
-                "accessories": .int(Int64(tree.accessories.count)),
-                "characteristics": .int(Int64(tree.characteristicCount)),
-                "retained-topics": .int(Int64(retainedCount)),
-                "sets": .int(Int64(requests.sets)),
-                "gets": .int(Int64(requests.gets)),
-                "errors": .int(Int64(requests.errors)),
-                // Never sent (a topic or packet the broker would not take, or a failure), and
-                // refused by the broker after sending.
-                "publishes-not-sent": .int(Int64(outbox.failedPublishes)),
-                "publishes-refused": .int(Int64(mqtt.refusedPublishCount)),
-            ]),
-        ])
     }
 }

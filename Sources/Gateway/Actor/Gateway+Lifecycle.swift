@@ -144,6 +144,7 @@ extension Gateway {
             }
             group.addTask { await self.settleRecords() }
             group.addTask { await self.runRateLimits() }
+            group.addTask { await self.runHealth() }
             for index in outputs.indices { group.addTask { await self.runOutput(index) } }
             group.addTask {
                 for await request in self.work.requestStream { await self.run(request) }
@@ -177,6 +178,7 @@ extension Gateway {
             try? await Task.sleep(for: .milliseconds(10))
         }
         if connectedOnce {
+            publishHealth(sample: true, status: "offline")
             enqueue(statusTopic, Array("offline".utf8), retain: true)
         }
         phase = .stopped

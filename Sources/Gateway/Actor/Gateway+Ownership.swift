@@ -39,7 +39,10 @@ extension Gateway {
     /// other ledger topic join the record when it settles (one that a crash leaves unrecorded is
     /// still recognised by its output at the next start, `isOwnEarlierTopic`).
     func ownership(of tree: TopicTree) -> OwnedTopics {
-        OwnedTopics(publishing: tree, gatewayTopics: [statusTopic, treeTopic], documents: accessoryDocuments)
+        OwnedTopics(
+            publishing: tree,
+            gatewayTopics: publishesHealth ? [statusTopic, treeTopic, healthTopic] : [statusTopic, treeTopic],
+            documents: accessoryDocuments)
     }
 
     /// Makes the record hold what `tree` is about to publish. A record that cannot be written is
@@ -98,7 +101,8 @@ extension Gateway {
         }
         let marker = Array("\(UInt64.random(in: 0...UInt64.max))".utf8)
         let topics = RetainedSnapshot.Topics(
-            base: base, marker: markerTopic, status: statusTopic, tree: treeTopic, documents: accessoryDocuments,
+            base: base, marker: markerTopic, status: statusTopic, health: healthTopic, tree: treeTopic,
+            documents: accessoryDocuments,
             earlierDocuments: ["$info", "$availability"] + outputs.flatMap(\.earlierDocuments))
         ownership.snapshot = RetainedSnapshot(
             marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), readsTree: loaded == nil,

@@ -52,6 +52,7 @@ extension Gateway {
         for (topic, payload) in await treeMessages() {
             await outbox.send(topic, payload, retain: true, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
         }
+        if publishesHealth, let health = await healthPayload() { await outbox.send(healthTopic, health, retain: true) }
         await outbox.send(statusTopic, Array("online".utf8), retain: true)
     }
 

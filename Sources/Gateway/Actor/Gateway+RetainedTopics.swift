@@ -34,6 +34,7 @@ extension Gateway {
         guard isStarted else { return }
         applyRetained()
         work.notificationTargets.yield(tree.notifyingAddresses())
+        healthMayHaveChanged()
     }
 
     func applyRetained() {
@@ -57,8 +58,8 @@ extension Gateway {
     }
 
     /// Every retained topic this gateway holds on the broker: the ledger's, characteristics'
-    /// `state` and `meta`, and the status (`online`, or `offline` as the will).
-    var retainedCount: Int { retained.count + publishedCharacteristicTopics.count + 1 }
+    /// `state` and `meta`, the status (`online`, or `offline` as the will) and the health document.
+    var retainedCount: Int { retained.count + publishedCharacteristicTopics.count + (publishesHealth ? 2 : 1) }
 
     /// The `meta` and `state` topics of the published tree's characteristics.
     var publishedCharacteristicTopics: [String] { publication.characteristicTopics(value: currentValue) }
@@ -85,5 +86,7 @@ extension Gateway {
         work.notificationTargets.yield(tree.notifyingAddresses())
     }
 
-    public var retainedTopicList: [String] { (Array(retained.topics) + publishedCharacteristicTopics).sorted() }
+    public var retainedTopicList: [String] {
+        (Array(retained.topics) + publishedCharacteristicTopics + (publishesHealth ? [healthTopic] : [])).sorted()
+    }
 }

@@ -57,6 +57,8 @@ public actor Gateway: Service {
     var connection = ConnectionWatch()
     /// `scope.rate-limits` applied: each limited characteristic's window and held value.
     var rateLimiter = RateLimiter()
+    /// The health document's last sample and rates, and what it last said (`Gateway+Health`).
+    var healthState = GatewayHealth()
 
     /// What a gateway works with, fixed when it is made.
     struct Parts: Sendable {

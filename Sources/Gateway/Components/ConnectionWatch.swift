@@ -4,6 +4,8 @@ import Foundation
 struct ConnectionWatch {
     private(set) var isConnected = false
     private var recentLosses: [ContinuousClock.Instant] = []
+    /// Why it was last lost, and when (the health document says so).
+    private(set) var lastError: (message: String, at: Date)?
 
     /// Whether it was down before.
     mutating func connected() -> Bool {
@@ -16,6 +18,8 @@ struct ConnectionWatch {
         defer { isConnected = false }
         return isConnected
     }
+
+    mutating func failed(_ message: String, at date: Date = Date()) { lastError = (message, date) }
 
     /// How many times it was lost within the last minute, this one counted.
     mutating func countLoss(at now: ContinuousClock.Instant = .now) -> Int {

@@ -43,6 +43,11 @@ public final class GatewayActivity: Sendable {
     private let sets = Atomic<Int>(0)
     private let gets = Atomic<Int>(0)
     private let failures = Atomic<Int>(0)
+    /// The same messages and reconnects `/metrics` counts, for the health document (whose rates
+    /// need the totals, which a swift-metrics counter does not give back).
+    private let receivedCount = Atomic<Int>(0)
+    private let publishedCount = Atomic<Int>(0)
+    private let reconnectCount = Atomic<Int>(0)
 
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
@@ -57,7 +62,10 @@ public final class GatewayActivity: Sendable {
         sourceEvents = events
     }
 
-    func received() { messagesIn.increment() }
+    func received() {
+        messagesIn.increment()
+        receivedCount.add(1, ordering: .relaxed)
+    }
 
     /// A write (`set`, `$toggle`) or a read (`get`) handed to an accessory.
     func requested(write: Bool) {
@@ -72,9 +80,23 @@ public final class GatewayActivity: Sendable {
         (sets.load(ordering: .relaxed), gets.load(ordering: .relaxed), failures.load(ordering: .relaxed))
     }
 
-    func published(_ count: Int = 1) { messagesOut.increment(by: count) }
+    func published(_ count: Int = 1) {
+        messagesOut.increment(by: count)
+        publishedCount.add(count, ordering: .relaxed)
+    }
 
-    func reconnected() { reconnects.increment() }
+    func reconnected() {
+        reconnects.increment()
+        reconnectCount.add(1, ordering: .relaxed)
+    }
+
+    /// Messages received and published, and reconnects, since the start.
+    var totals: (received: Int, published: Int, reconnects: Int) {
+        (
+            receivedCount.load(ordering: .relaxed), publishedCount.load(ordering: .relaxed),
+            reconnectCount.load(ordering: .relaxed)
+        )
+    }
 
     func sourceEvent(_ event: SourceEvent) {
         let kind: String

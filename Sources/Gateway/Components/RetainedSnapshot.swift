@@ -31,6 +31,8 @@ struct RetainedSnapshot {
         var base: String
         var marker: String
         var status: String
+        /// `$gateway/health`: like the status, the gateway's own whatever the record says.
+        var health: String
         var tree: String
         /// The documents every accessory has now (the core's and the outputs').
         var documents: [String]
@@ -57,8 +59,9 @@ struct RetainedSnapshot {
         }
         if message.payload.isEmpty { return true }
         retainedSeen += 1
-        // The status is this gateway's own, with or without a record (one gateway per base).
-        if message.topic == topics.status {
+        // The status and health are this gateway's own, with or without a record (one gateway per
+        // base).
+        if message.topic == topics.status || message.topic == topics.health {
             fromTree.topics.insert(message.topic)
             return true
         }

@@ -101,6 +101,8 @@ public struct GatewayConfig: Sendable {
     public var stateDirectorySource = StateDirectorySource.default
     public var pollInterval: Double = 60
     public var requestTimeout: Double = 10
+    /// Seconds between refreshes of the retained `<base>/$gateway/health`; 0: none published.
+    public var healthInterval: Double = 60
     public var scope = ScopeConfig()
     /// `sources:`, each entry read by its kind's factory (`SourceFactory`).
     public var sources: [SourceConfig] = []
@@ -197,6 +199,14 @@ public struct GatewayConfig: Sendable {
         if let timeout = try top.double("request-timeout") {
             guard timeout > 0 else { throw top.error("request-timeout", "must be a positive number of seconds") }
             config.requestTimeout = timeout
+        }
+        if let interval = try top.double("health-interval") {
+            guard interval == 0 || (1...86_400).contains(interval) else {
+                throw top.error(
+                    "health-interval",
+                    "must be 0 (no health document) or 1…86400 seconds between refreshes, got \(interval)")
+            }
+            config.healthInterval = interval
         }
         if let scope = try top.reader("scope") {
             config.scope = try ScopeConfig.read(scope)
