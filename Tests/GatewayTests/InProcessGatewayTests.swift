@@ -103,9 +103,13 @@ final class InProcessGatewayTests: XCTestCase {
     /// test moves time itself, and sleeps for no timer.
     func testATimeoutIsAnsweredAfterTheWatchdogWentIdle() async throws {
         let clock = ManualGatewayClock()
-        // No health document: its refresh is the one other timer of an idle gateway.
-        try await InProcessGateway.run(configure: { $0.healthInterval = 0 }, options: .init(clock: .manual(clock))) {
-            gw in
+        // No health document nor `$last-seen`: their refreshes are an idle gateway's other timers.
+        try await InProcessGateway.run(
+            configure: {
+                $0.healthInterval = 0
+                $0.lastSeenInterval = 0
+            }, options: .init(clock: .manual(clock))
+        ) { gw in
             let deadlines = await gw.gateway.work.deadlines
             // A second with nothing to watch: the watchdog stops waking on the clock.
             try await waitUntil("the watchdog asleep on the clock") { clock.sleepers >= 1 }

@@ -145,6 +145,7 @@ extension Gateway {
             group.addTask { await self.settleRecords() }
             group.addTask { await self.runRateLimits() }
             group.addTask { await self.runHealth() }
+            group.addTask { await self.runLastSeen() }
             for index in outputs.indices { group.addTask { await self.runOutput(index) } }
             group.addTask {
                 for await request in self.work.requestStream { await self.run(request) }

@@ -103,7 +103,7 @@ extension Gateway {
         let topics = RetainedSnapshot.Topics(
             base: base, marker: markerTopic, status: statusTopic, health: healthTopic, tree: treeTopic,
             documents: accessoryDocuments,
-            earlierDocuments: ["$info", "$availability"] + outputs.flatMap(\.earlierDocuments))
+            earlierDocuments: ["$info", "$availability", Self.lastSeenLevel] + outputs.flatMap(\.earlierDocuments))
         ownership.snapshot = RetainedSnapshot(
             marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), readsTree: loaded == nil,
             topics: topics)
@@ -138,7 +138,9 @@ extension Gateway {
     }
 
     /// The documents every accessory has: the core's and the outputs'.
-    var accessoryDocuments: [String] { outputs.accessoryDocuments }
+    var accessoryDocuments: [String] {
+        outputs.accessoryDocuments + (publishesLastSeen ? [Self.lastSeenLevel] : [])
+    }
 
     nonisolated var markerTopic: String { "\(base)/$gateway/sync" }
 

@@ -68,6 +68,7 @@ extension Gateway {
         if output == nil {
             out.append((node.topic + "/$info", Payloads.info(node).encodedUTF8()))
             out.append((node.topic + "/$availability", Payloads.availability(node)))
+            if let lastSeen = lastSeenDocument(of: node) { out.append(lastSeen) }
         }
         return out + outputs.republication(of: node, only: output, self)
     }

@@ -12,7 +12,12 @@ extension Gateway {
         let info = node.topic + "/$info", availability = node.topic + "/$availability"
         setRetained(info, Payloads.info(node).encodedUTF8())
         setRetained(availability, Payloads.availability(node))
-        return [info, availability] + outputs.documents(of: node, self)
+        var topics = [info, availability]
+        if let lastSeen = lastSeenDocument(of: node) {
+            setRetained(lastSeen.topic, lastSeen.payload)
+            topics.append(lastSeen.topic)
+        }
+        return topics + outputs.documents(of: node, self)
     }
 
     /// Home events often describe what the tree already shows: the first start adopts every

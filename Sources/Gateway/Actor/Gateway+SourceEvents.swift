@@ -7,6 +7,7 @@ import MQTT
 /// that cannot.
 extension Gateway {
     func remember(_ accessory: Accessory) {
+        heard(accessory.id)
         for (address, value) in served.values(describedIn: accessory) { update(address, value) }
         served.describe(accessory)
     }
@@ -22,6 +23,10 @@ extension Gateway {
             update(address, value)
         case .reachabilityChanged(let id, let reachable):
             guard database.serves(accessoryID: id), served.setReachable(id, reachable) else { return }
+            if reachable {
+                lastSeen.reconnected(id)
+                heard(id)
+            }
             rebuild(announce: false)
             if let node = tree.accessory(id: id) {
                 event(
@@ -48,6 +53,7 @@ extension Gateway {
             rebuild(announce: true)
         case .accessoryRemoved(let id):
             served.forget(id)
+            lastSeen.forget(id)
             rebuild(announce: true)
         }
     }
@@ -81,6 +87,7 @@ extension Gateway {
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
         // Another home's value is not kept here (its gateway keeps it).
         if served.accessories[address.accessoryID] == nil, !database.serves(accessoryID: address.accessoryID) { return }
+        heard(address.accessoryID)
         let previous = served.record(value, at: address)
         guard isStarted, let node = publishedTree.characteristic(address) else { return }
         if node.isEvent {

@@ -100,6 +100,7 @@ extension Gateway {
     func complete(_ job: Job, _ outcome: GatewayOutcome) {
         // A value read or written on request is never held back by `scope.rate-limits`.
         if let node = job.node, case .success(.value(let value?)) = outcome { rateLimitedAnswer(node, value) }
+        if case .success = outcome { heard(job.accessoryID) }
         guard let then = awaiting.take(job.ticket) else { return }
         guard job.isPart else { return answered(job.kind, job.label, outcome, then) }
         activity.answered(job.label, op: job.kind, outcome)

@@ -59,6 +59,8 @@ public actor Gateway: Service {
     var rateLimiter = RateLimiter()
     /// The health document's last sample and rates, and what it last said (`Gateway+Health`).
     var healthState = GatewayHealth()
+    /// When each accessory was last heard from, and its reconnects (`Gateway+LastSeen`).
+    var lastSeen = LastSeen()
 
     /// What a gateway works with, fixed when it is made.
     struct Parts: Sendable {
@@ -98,7 +100,9 @@ public actor Gateway: Service {
 
     /// Topic levels under an accessory's topic that the gateway publishes itself, its own and
     /// its answers': a message on one is never a request.
-    static let outputKinds: Set<String> = ["state", "meta", "result", "$info", "$availability", "$result"]
+    static let outputKinds: Set<String> = [
+        "state", "meta", "result", "$info", "$availability", "$result", lastSeenLevel,
+    ]
 
     public init(
         config: GatewayConfig, source: any AccessorySource, database: HomeDatabase, mqtt: any MQTTTransport,

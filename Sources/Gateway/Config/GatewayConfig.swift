@@ -103,6 +103,9 @@ public struct GatewayConfig: Sendable {
     public var requestTimeout: Double = 10
     /// Seconds between refreshes of the retained `<base>/$gateway/health`; 0: none published.
     public var healthInterval: Double = 60
+    /// Seconds between refreshes of an accessory's retained `$last-seen` (while it is heard
+    /// from); 0: none published.
+    public var lastSeenInterval: Double = 60
     public var scope = ScopeConfig()
     /// `sources:`, each entry read by its kind's factory (`SourceFactory`).
     public var sources: [SourceConfig] = []
@@ -207,6 +210,14 @@ public struct GatewayConfig: Sendable {
                     "must be 0 (no health document) or 1…86400 seconds between refreshes, got \(interval)")
             }
             config.healthInterval = interval
+        }
+        if let interval = try top.double("last-seen-interval") {
+            guard interval == 0 || (1...86_400).contains(interval) else {
+                throw top.error(
+                    "last-seen-interval",
+                    "must be 0 (no $last-seen) or 1…86400 seconds between refreshes, got \(interval)")
+            }
+            config.lastSeenInterval = interval
         }
         if let scope = try top.reader("scope") {
             config.scope = try ScopeConfig.read(scope)

@@ -1,0 +1,45 @@
+import Foundation
+import HomeModel
+
+/// `<accessory>/$last-seen`: when the gateway last heard from each accessory, and how often it
+/// came back after being unreachable (`LastSeen`). Marked where the gateway hears from one
+/// (`update`, `remember`, `complete`, reachability), published with its accessory's documents
+/// (`applyDocuments`, so a rebuild clears and moves it as it does `$info`) and by `runLastSeen`.
+extension Gateway {
+    static let lastSeenLevel = "$last-seen"
+
+    /// Whether `$last-seen` is published (`last-seen-interval` above 0).
+    nonisolated var publishesLastSeen: Bool { config.lastSeenInterval > 0 }
+
+    /// Heard from the accessory `id` now.
+    func heard(_ id: String) {
+        if publishesLastSeen { lastSeen.heard(id) }
+    }
+
+    /// The accessory's `$last-seen` topic and document, once it was heard from.
+    func lastSeenDocument(of node: TopicTree.AccessoryNode) -> (topic: String, payload: [UInt8])? {
+        guard publishesLastSeen, let payload = lastSeen.document(node.id) else { return nil }
+        return (node.topic + "/" + Self.lastSeenLevel, payload)
+    }
+
+    /// Every `last-seen-interval` on `clock`, the documents of the accessories heard from since
+    /// their last one; until cancelled.
+    func runLastSeen() async {
+        guard publishesLastSeen else { return }
+        let interval = Duration.milliseconds(Int64((config.lastSeenInterval * 1000).rounded()))
+        while true {
+            // Read before the documents are queued: a test that saw them and then moves the
+            // clock past the interval wakes this sleep, however late it begins.
+            let next = clock.now + interval
+            if isStarted {
+                for id in lastSeen.changedIDs() {
+                    guard let node = publishedTree.accessory(id: id), let document = lastSeenDocument(of: node) else {
+                        continue
+                    }
+                    setRetained(document.topic, document.payload)
+                }
+            }
+            do { try await clock.sleep(until: next) } catch { return }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import HomeModel
+
+/// When the gateway last heard from each accessory (a value reported, polled, read or written,
+/// an identify answered, the accessory described again or reachable again) and how often it
+/// came back after being unreachable: the retained `<accessory>/$last-seen`.
+///
+/// What holds: hearing from an accessory costs one table write (the document is made only when
+/// published); a document goes out when the accessory's reconnect count changes (with the
+/// rebuild reachability causes), and otherwise at most once per `last-seen-interval` for an
+/// accessory heard from since the last one (`takeHeard`), so a chatty sensor adds one message a
+/// minute, not one per value.
+struct LastSeen {
+    private struct Entry {
+        var heard: Date?
+        var reconnects = 0
+        /// Heard from since its document was last made.
+        var changed = false
+
+        mutating func heard(at date: Date) {
+            heard = date
+            changed = true
+        }
+    }
+
+    private var entries: [String: Entry] = [:]
+
+    static let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// Heard from `id` now.
+    mutating func heard(_ id: String, at date: Date = Date()) {
+        entries[id, default: Entry()].heard(at: date)
+    }
+
+    /// `id` is reachable again after being unreachable; counted once it had been heard from (an
+    /// accessory's first connection is no reconnect).
+    mutating func reconnected(_ id: String) {
+        guard entries[id]?.heard != nil else { return }
+        entries[id]?.reconnects += 1
+    }
+
+    mutating func forget(_ id: String) { entries[id] = nil }
+
+    /// `{"last-seen": "2026-11-27T17:30:00.120Z", "reconnects": 1}`; nil before it was heard from.
+    /// Taking it counts as publishing it.
+    mutating func document(_ id: String) -> [UInt8]? {
+        guard let entry = entries[id], let heard = entry.heard else { return nil }
+        entries[id]?.changed = false
+        return JSONValue.object([
+            "last-seen": .string(Self.style.format(heard)), "reconnects": .int(Int64(entry.reconnects)),
+        ]).encodedUTF8()
+    }
+
+    /// The accessories heard from since their document was last made.
+    func changedIDs() -> [String] { entries.filter(\.value.changed).map(\.key).sorted() }
+}
