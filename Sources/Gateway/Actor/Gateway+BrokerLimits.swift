@@ -27,7 +27,14 @@ extension Gateway {
     private var treeInputs: TreeDocuments.Inputs {
         TreeDocuments.Inputs(
             tree: tree, home: currentHome, base: base, treeTopic: treeTopic, budget: payloadBudget,
-            packetLimit: packetLimitText)
+            pageBudget: treeBudget, packetLimit: packetLimitText)
+    }
+
+    /// The largest payload of a retained tree document on `topic`: the broker's limit, and
+    /// `tree-page-size` below it.
+    nonisolated func treeBudget(_ topic: String) -> Int {
+        let packet = payloadBudget(topic)
+        return config.treePageSize > 0 ? min(packet, config.treePageSize) : packet
     }
 
     /// The largest payload a retained, typed JSON publication on `topic` may have under the

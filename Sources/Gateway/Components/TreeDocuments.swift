@@ -17,6 +17,9 @@ struct TreeDocuments {
         var base: String
         var treeTopic: String
         var budget: (String) -> Int
+        /// How large a retained tree document may be (`Gateway.treeBudget`: `budget`, and
+        /// `tree-page-size` below it).
+        var pageBudget: (String) -> Int
         /// The broker's maximum packet size as logged and answered (`none`).
         var packetLimit: String
     }
@@ -25,7 +28,7 @@ struct TreeDocuments {
     /// the whole tree alone.
     mutating func messages(_ inputs: Inputs, logger: Logger) -> [(topic: String, payload: [UInt8])] {
         guard let home = inputs.home else { return [(inputs.treeTopic, Array(Self.empty(inputs.base).encoded().utf8))] }
-        switch TreePublication.make(inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.budget) {
+        switch TreePublication.make(inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.pageBudget) {
         case .whole(let bytes):
             report(TreeForm(pages: 0, omitted: [], indexFits: true), inputs, logger)
             return [(inputs.treeTopic, bytes)]
@@ -40,20 +43,25 @@ struct TreeDocuments {
         }
     }
 
-    /// The `tree` request's answer: the whole tree when it fits an answer, else the index of
-    /// the retained pages, else a `too-large` failure.
+    /// The `tree` request's answer: the whole tree when it fits an answer (an answer is not
+    /// retained: `tree-page-size` does not apply), else the index of the retained pages, else a
+    /// `too-large` failure.
     static func answer(_ inputs: Inputs) throws(GatewayFailure) -> JSONValue {
         guard let home = inputs.home else { return empty(inputs.base) }
         // The answer wraps the document with an id and a status: room for them besides it.
         let budget = inputs.budget("\(inputs.base)/$gateway/response/tree")
         let room = budget == .max ? .max : budget - 256
-        switch TreePublication.make(inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.budget) {
-        case .whole(let bytes) where bytes.count <= room:
-            if let json = try? JSONValue(parsing: bytes) { return json }
-        case .paged(let paged):
-            if let index = paged.index, index.count <= room, let json = try? JSONValue(parsing: index) { return json }
-        default:
-            break
+        let whole = TreePublication.make(inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.budget)
+        if case .whole(let bytes) = whole, bytes.count <= room, let json = try? JSONValue(parsing: bytes) {
+            return json
+        }
+        // The index must list the pages on the broker: made as they were.
+        let retained = TreePublication.make(
+            inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.pageBudget)
+        if case .paged(let paged) = retained, let index = paged.index, index.count <= room,
+            let json = try? JSONValue(parsing: index)
+        {
+            return json
         }
         throw GatewayFailure(
             code: .tooLarge,
@@ -97,7 +105,8 @@ struct TreeDocuments {
                 metadata: metadata)
         } else if form.pages > 0 {
             logger.info(
-                "the tree is larger than the broker's maximum packet size: published in pages", metadata: metadata)
+                "the tree is larger than the broker's maximum packet size or tree-page-size: published in pages",
+                metadata: metadata)
         }
         if !form.omitted.isEmpty {
             logger.error(

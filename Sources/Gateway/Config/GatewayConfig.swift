@@ -106,6 +106,13 @@ public struct GatewayConfig: Sendable {
     /// Seconds between refreshes of an accessory's retained `$last-seen` (while it is heard
     /// from); 0: none published.
     public var lastSeenInterval: Double = 60
+    /// The largest `$gateway/tree` published whole, in bytes; a larger one goes in pages of at
+    /// most this size whatever the broker takes (a 5 MB retained message is a burden to every
+    /// subscriber of the base, and to a broker that keeps it). 0: whole unless the broker's
+    /// maximum packet size needs pages.
+    public var treePageSize = 262_144
+    /// The smallest `tree-page-size`: a page holds an accessory (or one service of one) at least.
+    public static let smallestTreePage = 16_384
     public var scope = ScopeConfig()
     /// `sources:`, each entry read by its kind's factory (`SourceFactory`).
     public var sources: [SourceConfig] = []
@@ -218,6 +225,16 @@ public struct GatewayConfig: Sendable {
                     "must be 0 (no $last-seen) or 1…86400 seconds between refreshes, got \(interval)")
             }
             config.lastSeenInterval = interval
+        }
+        if let size = try top.int("tree-page-size") {
+            guard size == 0 || (Self.smallestTreePage...MQTTBrokerLimits.protocolMaximumPacketSize).contains(size)
+            else {
+                throw top.error(
+                    "tree-page-size",
+                    "must be 0 (whole unless the broker needs pages) or \(Self.smallestTreePage)…"
+                        + "\(MQTTBrokerLimits.protocolMaximumPacketSize) bytes, got \(size)")
+            }
+            config.treePageSize = size
         }
         if let scope = try top.reader("scope") {
             config.scope = try ScopeConfig.read(scope)
