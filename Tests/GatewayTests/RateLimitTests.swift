@@ -158,6 +158,30 @@ final class RateLimitTests: RigTestCase {
         }
     }
 
+    func testAGracefulStopPublishesTheValueHeld() async {
+        let manual = ManualGatewayClock()
+        await onEveryRig(
+            configure: {
+                $0.scope.rateLimits = [RateLimit(characteristicTypes: ["current-temperature"], minInterval: 3600)]
+            }, clock: .manual(manual)
+        ) { gw in
+            let temperature = try await gw.characteristic("Bedroom Climate Sensor", "current-temperature")
+            let state = temperature.topic + "/state"
+            let metadata = temperature.characteristic.metadata
+            gw.seen.clear()
+            try await gw.home.setValue(temperature.address, .float(23))
+            let opened = ValueCodec.text(.float(23), metadata: metadata)
+            try await gw.next(state) { $0 == opened }
+            try await gw.home.setValue(temperature.address, .float(24.5))
+            try await waitUntil("24.5 taken and held") {
+                await gw.gateway.value(of: temperature.address) == .float(24.5)
+            }
+            await gw.stopGateway()
+            let retained = try await gw.retained(state)
+            XCTAssertEqual(retained[state], ValueCodec.text(.float(24.5), metadata: metadata), "the latest, not lost")
+        }
+    }
+
     func testAScopeSetWithABadRateLimitIsRefusedAndAGoodOneIsInForce() async {
         await onEveryRig { gw in
             let bad = try await gw.request(
@@ -250,6 +274,24 @@ final class RateLimitConfigTests: XCTestCase {
         for (entry, expected) in cases {
             XCTAssertEqual(error(entry), expected, entry)
         }
+    }
+
+    func testEntriesThatMatchNothingAreWarnings() async throws {
+        var scope = ScopeConfig()
+        scope.rateLimits = [
+            RateLimit(characteristicTypes: ["brightness", "current-temperature"], minInterval: 5),
+            RateLimit(accessories: ["Lamp", "Lampe"], minChange: 1),
+        ]
+        let lamp = TopicTreeTests.lamp(id: "sim:lamp", name: "Lamp")
+        let database = HomeDatabase.inMemory()
+        try await database.adopt([lamp])
+        let home = await database.home
+        XCTAssertEqual(
+            try ScopeFilter(scope).unmatchedEntries(accessories: [lamp], home: home),
+            [
+                "scope.rate-limits[0].characteristic-types: 'current-temperature' matches no characteristic of the home",
+                "scope.rate-limits[1].accessories: 'Lampe' matches no accessory",
+            ])
     }
 
     func testDurationsReadInEveryUnit() throws {

@@ -50,6 +50,18 @@ extension ScopeFilter {
                 ?? name.uppercased()
             return characteristicTypes.contains(uuid)
         }
+        for (index, entry) in (config.rateLimits ?? []).enumerated() {
+            let key = "scope.rate-limits[\(index)]"
+            for name in entry.characteristicTypes ?? [] {
+                let uuid = Self.characteristicUUID(name) ?? name.uppercased()
+                if !characteristicTypes.contains(uuid) {
+                    out.append("\(key).characteristic-types: '\(name)' matches no characteristic of the home")
+                }
+            }
+            for name in entry.accessories ?? [] where !accessoryKeys.contains(Self.fold(name)) {
+                out.append("\(key).accessories: '\(name)' matches no accessory")
+            }
+        }
         // Topic patterns are checked against topics, which the names above do not give.
         for name in config.readOnly where !name.contains("/") && !accessoryKeys.contains(Self.fold(name)) {
             out.append("scope.read-only: '\(name)' matches no accessory")
