@@ -33,7 +33,7 @@ final class BinaryConfigTests: XCTestCase {
             (missing, "\(missing): no such file"),
             (
                 badKey,
-                "\(badKey): colour: unknown key; allowed here: broker, base-topic, state-directory, poll-interval, request-timeout, scope, sources, accessory-state, homeassistant, homie, web, access, homekit, log-level"
+                "\(badKey): colour: unknown key; allowed here: broker, base-topic, state-directory, poll-interval, request-timeout, health-interval, last-seen-interval, tree-page-size, scope, sources, accessory-state, homeassistant, homie, web, access, homekit, log-level"
             ),
         ]
         for (path, expected) in cases {
