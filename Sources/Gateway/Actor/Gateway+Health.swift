@@ -147,16 +147,28 @@ extension Gateway {
         publishHealth(sample: false)
     }
 
-    /// The document once serving, then every `health-interval` on `clock`; until cancelled.
+    nonisolated var healthInterval: Duration { .milliseconds(Int64((config.healthInterval * 1000).rounded())) }
+
+    /// The first document, queued before `online` (a client that sees `online` finds it there);
+    /// the refreshes are counted from now.
+    func publishFirstHealth() {
+        guard publishesHealth else { return }
+        publishHealth(sample: true)
+        healthState.nextRefresh = clock.now + healthInterval
+    }
+
+    /// Every `health-interval` on `clock` after the first document; until cancelled. The
+    /// deadlines are counted from `publishFirstHealth`, not from when this task begins: a test
+    /// that saw the document and moves the clock past the interval wakes it, however late it
+    /// starts.
     func runHealth() async {
         guard publishesHealth else { return }
-        let interval = Duration.milliseconds(Int64((config.healthInterval * 1000).rounded()))
-        while true {
-            publishHealth(sample: true)
-            // Read in the same turn as the document is queued: a test that saw it and then moves
-            // the clock past the interval wakes this sleep, however late it begins.
-            let next = clock.now + interval
+        while let next = healthState.nextRefresh {
             do { try await clock.sleep(until: next) } catch { return }
+            publishHealth(sample: true)
+            // Late by more than an interval (a machine asleep): the next one an interval on.
+            let following = next + healthInterval
+            healthState.nextRefresh = following > clock.now ? following : clock.now + healthInterval
         }
     }
 }

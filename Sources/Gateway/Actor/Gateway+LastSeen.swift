@@ -22,24 +22,31 @@ extension Gateway {
         return (node.topic + "/" + Self.lastSeenLevel, payload)
     }
 
-    /// Every `last-seen-interval` on `clock`, the documents of the accessories heard from since
-    /// their last one; until cancelled.
+    nonisolated var lastSeenInterval: Duration {
+        .milliseconds(Int64((config.lastSeenInterval * 1000).rounded()))
+    }
+
+    /// The documents went out with the first publication: the refreshes are counted from now.
+    func markLastSeenStart() {
+        guard publishesLastSeen else { return }
+        lastSeen.nextRefresh = clock.now + lastSeenInterval
+    }
+
+    /// Every `last-seen-interval` on `clock` (counted from `markLastSeenStart`, so a test that
+    /// moves the clock wakes it however late this task starts), the documents of the
+    /// accessories heard from since their last one; until cancelled.
     func runLastSeen() async {
         guard publishesLastSeen else { return }
-        let interval = Duration.milliseconds(Int64((config.lastSeenInterval * 1000).rounded()))
-        while true {
-            // Read before the documents are queued: a test that saw them and then moves the
-            // clock past the interval wakes this sleep, however late it begins.
-            let next = clock.now + interval
-            if isStarted {
-                for id in lastSeen.changedIDs() {
-                    guard let node = publishedTree.accessory(id: id), let document = lastSeenDocument(of: node) else {
-                        continue
-                    }
-                    setRetained(document.topic, document.payload)
-                }
-            }
+        while let next = lastSeen.nextRefresh {
             do { try await clock.sleep(until: next) } catch { return }
+            for id in lastSeen.changedIDs() {
+                guard let node = publishedTree.accessory(id: id), let document = lastSeenDocument(of: node) else {
+                    continue
+                }
+                setRetained(document.topic, document.payload)
+            }
+            let following = next + lastSeenInterval
+            lastSeen.nextRefresh = following > clock.now ? following : clock.now + lastSeenInterval
         }
     }
 }

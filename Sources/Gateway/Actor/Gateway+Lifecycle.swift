@@ -114,6 +114,8 @@ extension Gateway {
         await publishAll()
         try Task.checkCancellation()
         clearRecordedGhosts()
+        publishFirstHealth()
+        markLastSeenStart()
         // `online` last: a client that sees it knows the whole tree is there.
         enqueue(statusTopic, Array("online".utf8), retain: true)
         phase = .serving

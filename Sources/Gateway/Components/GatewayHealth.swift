@@ -40,6 +40,8 @@ struct GatewayHealth {
     var publishedKey: Key?
     /// Whether the log said that the document does not fit the broker's packets.
     var saidTooLarge = false
+    /// When the next refresh is due; nil before the first document.
+    var nextRefresh: ContinuousClock.Instant?
 
     /// Takes a sample; the rates become those since the previous one.
     mutating func sample(received: Int, published: Int, now: ContinuousClock.Instant = .now) {

@@ -24,6 +24,8 @@ struct LastSeen {
     }
 
     private var entries: [String: Entry] = [:]
+    /// When the next refresh is due; nil before the first publication.
+    var nextRefresh: ContinuousClock.Instant?
 
     static let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
