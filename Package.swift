@@ -297,7 +297,7 @@ let package = Package(
         .testTarget(
             name: "WebViewTests",
             dependencies: [
-                "HomeMQTTApp", "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport",
+                "HomeMQTTApp", "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "WebTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -311,11 +311,24 @@ let package = Package(
         // The live tier: every test that runs the real `homemqtt` binary, HAP-python or aiohomekit,
         // a network namespace, Chromium, systemd-analyze, the upgrade from an older state directory,
         // or RabbitMQ/mqttools as the broker. `swift test --skip EndToEndTests` is the fast tier.
+        // What talks to the web view as a browser or a misbehaving client would (a page over
+        // `/ws`, curl, a raw socket), shared by the binary's tests and the in-process ones.
+        .target(
+            name: "WebTestSupport",
+            dependencies: [
+                "HomeModel", "TestSupport",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/WebTestSupport"
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "HomeMQTTApp", "Gateway", "HAP", "HAPServer", "HomeModel", "MQTT", "WebView", "TestSupport",
                 "HAPServerTestSupport", "HomeKitBridge", "HomeKitBridgeTestSupport",
+                "WebTestSupport",
                 // homemqtt: the binary these tests run.
                 "homemqtt",
                 .product(name: "Crypto", package: "swift-crypto"),

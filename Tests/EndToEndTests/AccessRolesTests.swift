@@ -2,6 +2,7 @@ import Foundation
 import Gateway
 import HomeModel
 import TestSupport
+import WebTestSupport
 import XCTest
 
 /// Roles per home, enforced twice from one `access:` section: by the web view on every request,

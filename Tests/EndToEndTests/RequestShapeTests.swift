@@ -2,6 +2,7 @@ import Foundation
 import HomeModel
 import MQTT
 import TestSupport
+import WebTestSupport
 import XCTest
 
 #if canImport(FoundationNetworking)

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HomeModel
 import TestSupport
+import WebTestSupport
 import WebView
 import XCTest
 

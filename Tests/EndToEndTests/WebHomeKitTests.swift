@@ -1,6 +1,7 @@
 import Foundation
 import HomeModel
 import TestSupport
+import WebTestSupport
 import XCTest
 
 /// The HomeKit page's operations against a real HAP-python accessory, as the page makes them:

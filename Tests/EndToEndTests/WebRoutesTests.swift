@@ -1,6 +1,7 @@
 import Foundation
 import HomeModel
 import TestSupport
+import WebTestSupport
 import XCTest
 
 /// The web view through the real binary on a real broker: a `Host` name of another site refused,

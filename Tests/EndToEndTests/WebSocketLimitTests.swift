@@ -1,6 +1,7 @@
 import Foundation
 import HomeModel
 import TestSupport
+import WebTestSupport
 import XCTest
 
 /// The live feed against clients that break the rules: a page that never reads, a client frame

@@ -1,21 +1,21 @@
 import Foundation
-import HTTPTypes
-import HomeModel
+public import HTTPTypes
+public import HomeModel
 import HummingbirdWSClient
 import Logging
-import Synchronization
-import TestSupport
+public import Synchronization
+public import TestSupport
 
 /// A WebSocket client of `/ws`, as the page is one: every frame it receives, parsed, and
 /// requests sent as the page sends them.
-final class PageClient: Sendable {
+public final class PageClient: Sendable {
     /// Frames received, in order (text frames parsed as JSON; anything else fails the test).
-    let frames: StreamCollector<JSONValue>
+    public let frames: StreamCollector<JSONValue>
     private let continuation: AsyncStream<JSONValue>.Continuation
     private let writer = Mutex<WebSocketOutboundWriter?>(nil)
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
     /// How the connection ended, once it has: nil while open.
-    let ending = Mutex<String?>(nil)
+    public let ending = Mutex<String?>(nil)
     private let nextID = Atomic<Int>(1)
 
     private init() {
@@ -25,7 +25,7 @@ final class PageClient: Sendable {
     }
 
     /// Connects and waits for the upgrade; throws when it is refused.
-    static func connect(_ url: String, headers: HTTPFields = [:]) async throws -> PageClient {
+    public static func connect(_ url: String, headers: HTTPFields = [:]) async throws -> PageClient {
         let client = PageClient()
         var configuration = WebSocketClientConfiguration()
         configuration.maxFrameSize = 64 << 20
@@ -59,25 +59,25 @@ final class PageClient: Sendable {
         return client
     }
 
-    struct WebSocketRefused: Error, CustomStringConvertible {
-        var reason: String
-        var description: String { "the WebSocket was refused or closed: \(reason)" }
+    public struct WebSocketRefused: Error, CustomStringConvertible {
+        public var reason: String
+        public var description: String { "the WebSocket was refused or closed: \(reason)" }
     }
 
     /// Sends raw text, as a misbehaving client might.
-    func sendText(_ text: String) async throws {
+    public func sendText(_ text: String) async throws {
         guard let writer = writer.withLock({ $0 }) else { throw WebSocketRefused(reason: "not open") }
         try await writer.write(.text(text))
     }
 
-    func sendBinary(_ bytes: [UInt8]) async throws {
+    public func sendBinary(_ bytes: [UInt8]) async throws {
         guard let writer = writer.withLock({ $0 }) else { throw WebSocketRefused(reason: "not open") }
         try await writer.write(.binary(.init(bytes: bytes)))
     }
 
     /// Sends a request as the page does and returns its answer.
     @discardableResult
-    func request(_ topic: String, _ payload: String, timeout: Double = 15) async throws -> JSONValue {
+    public func request(_ topic: String, _ payload: String, timeout: Double = 15) async throws -> JSONValue {
         let id = nextID.add(1, ordering: .relaxed).oldValue
         let text = JSONValue.object(["id": .int(Int64(id)), "topic": .string(topic), "payload": .string(payload)])
             .encoded()
@@ -86,7 +86,7 @@ final class PageClient: Sendable {
     }
 
     /// The answer frame's `answer` to the request with `id`.
-    func answer(id: JSONValue, timeout: Double = 15) async throws -> JSONValue {
+    public func answer(id: JSONValue, timeout: Double = 15) async throws -> JSONValue {
         let frame = try await frames.waitFor("the answer to request \(id)", timeout: timeout) {
             $0["type"] == "answer" && $0["id"] == id
         }
@@ -97,7 +97,7 @@ final class PageClient: Sendable {
     /// `topic` a value satisfying `predicate`: an `update`, or the whole `home` when a structural
     /// change came in the same 100 ms (it carries the values, and the update is not sent).
     @discardableResult
-    func update(
+    public func update(
         of topic: String, timeout: Double = 5, where predicate: @escaping @Sendable (JSONValue) -> Bool = { _ in true }
     ) async throws -> JSONValue {
         let frame = try await frames.waitFor("an update of \(topic)", timeout: timeout) {
@@ -108,7 +108,7 @@ final class PageClient: Sendable {
     }
 
     /// The value a frame gives the characteristic at `topic`, if it gives one.
-    static func value(of topic: String, in frame: JSONValue) -> JSONValue? {
+    public static func value(of topic: String, in frame: JSONValue) -> JSONValue? {
         if frame["type"] == "update" { return frame["values"]?[topic] }
         guard frame["type"] == "home" else { return nil }
         for accessory in frame["accessories"]?.arrayValue ?? [] {
@@ -126,7 +126,7 @@ final class PageClient: Sendable {
         return nil
     }
 
-    func close() async {
+    public func close() async {
         if let writer = writer.withLock({ $0 }) { try? await writer.close(.normalClosure, reason: nil) }
         let task = task.withLock { $0 }
         task?.cancel()

@@ -8,14 +8,14 @@ import TestSupport
 /// A TCP connection to the web view driven byte by byte: what a misbehaving client does (a
 /// partial head, a huge header, an unmasked frame, a WebSocket it never reads) and no library
 /// would send.
-final class RawConnection: @unchecked Sendable {
-    let descriptor: Int32
+public final class RawConnection: @unchecked Sendable {
+    public let descriptor: Int32
     /// Bytes received after the upgrade's response head, for the next `receive`.
     private var pending: [UInt8] = []
 
     /// Connects to 127.0.0.1:`port`; `receiveBuffer` shrinks the socket's receive buffer (a
     /// reader that never reads then stops the server's writes sooner).
-    init(port: Int, receiveBuffer: Int32? = nil) throws {
+    public init(port: Int, receiveBuffer: Int32? = nil) throws {
         // Close-on-exec: the curl and mosquitto_pub a test runs meanwhile inherit none of them.
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw ProcessError("socket: \(String(cString: strerror(errno)))") }
@@ -42,9 +42,9 @@ final class RawConnection: @unchecked Sendable {
 
     deinit { close(descriptor) }
 
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) throws {
+    public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes {
@@ -56,7 +56,7 @@ final class RawConnection: @unchecked Sendable {
     }
 
     /// What arrives within `timeout` seconds, until the peer closes (or `until` is satisfied).
-    func receive(timeout: Double, until: ([UInt8]) -> Bool = { _ in false }) -> (bytes: [UInt8], closed: Bool) {
+    public func receive(timeout: Double, until: ([UInt8]) -> Bool = { _ in false }) -> (bytes: [UInt8], closed: Bool) {
         var received = pending
         pending = []
         if !received.isEmpty, until(received) { return (received, false) }
@@ -75,17 +75,17 @@ final class RawConnection: @unchecked Sendable {
     }
 
     /// Whether the server has closed the connection (reading what it sent meanwhile).
-    func isClosed(within timeout: Double) -> Bool { receive(timeout: timeout).closed }
+    public func isClosed(within timeout: Double) -> Bool { receive(timeout: timeout).closed }
 
     /// The status line of the response that arrives within `timeout` seconds ("" if none).
-    func statusLine(timeout: Double) -> String {
+    public func statusLine(timeout: Double) -> String {
         let (bytes, _) = receive(timeout: timeout) { $0.contains(UInt8(ascii: "\n")) }
         let text = String(decoding: bytes, as: UTF8.self)
         return String(text.split(separator: "\r\n", maxSplits: 1).first ?? "")
     }
 
     /// Sends a WebSocket upgrade for `/ws` naming `host` and returns the status line.
-    func upgrade(host: String, path: String = "/ws") throws -> String {
+    public func upgrade(host: String, path: String = "/ws") throws -> String {
         try send(
             "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
@@ -99,7 +99,7 @@ final class RawConnection: @unchecked Sendable {
 
     /// Reads frames until the server's close frame, answers it as a client must, and returns its
     /// code and whether the server then closed the connection.
-    func awaitClose(timeout: Double = 10) -> (code: Int?, closed: Bool, bytes: [UInt8]) {
+    public func awaitClose(timeout: Double = 10) -> (code: Int?, closed: Bool, bytes: [UInt8]) {
         let (bytes, closed) = receive(timeout: timeout) { Self.closeCode(in: $0) != nil }
         let code = Self.closeCode(in: bytes)
         if closed { return (code, true, bytes) }
@@ -110,7 +110,7 @@ final class RawConnection: @unchecked Sendable {
     /// `method path` naming `host`, with `Connection: close`: the status line, the headers (names
     /// lowercased) and every byte after them until the server closes — for HEAD, which curl
     /// cannot show as sent.
-    static func exchange(port: Int, _ method: String, _ path: String, host: String = "127.0.0.1") throws -> (
+    public static func exchange(port: Int, _ method: String, _ path: String, host: String = "127.0.0.1") throws -> (
         status: String, headers: [String: String], body: [UInt8]
     ) {
         let connection = try RawConnection(port: port)
@@ -129,7 +129,8 @@ final class RawConnection: @unchecked Sendable {
 
     /// A client's frame: masked unless `masked` is false (which RFC 6455 forbids); text by
     /// default, `fin` false for the first part of a fragmented message.
-    static func frame(_ payload: [UInt8], opcode: UInt8 = 0x1, fin: Bool = true, masked: Bool = true) -> [UInt8] {
+    public static func frame(_ payload: [UInt8], opcode: UInt8 = 0x1, fin: Bool = true, masked: Bool = true) -> [UInt8]
+    {
         var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
         let maskBit: UInt8 = masked ? 0x80 : 0
         if payload.count < 126 {
@@ -146,10 +147,12 @@ final class RawConnection: @unchecked Sendable {
         return frame + key + payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
     }
 
-    static func textFrame(_ text: String, masked: Bool = true) -> [UInt8] { frame(Array(text.utf8), masked: masked) }
+    public static func textFrame(_ text: String, masked: Bool = true) -> [UInt8] {
+        frame(Array(text.utf8), masked: masked)
+    }
 
     /// The close code of the first close frame among the server's frames `bytes`, if any.
-    static func closeCode(in bytes: [UInt8]) -> Int? {
+    public static func closeCode(in bytes: [UInt8]) -> Int? {
         var index = 0
         while index + 2 <= bytes.count {
             let opcode = bytes[index] & 0x0F
@@ -170,7 +173,7 @@ final class RawConnection: @unchecked Sendable {
 }
 
 /// The resident memory of process `pid`, in MB (VmRSS).
-func residentMegabytes(_ pid: Int32) -> Double? {
+public func residentMegabytes(_ pid: Int32) -> Double? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
         let kilobytes = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
@@ -179,6 +182,17 @@ func residentMegabytes(_ pid: Int32) -> Double? {
 }
 
 /// How many descriptors process `pid` has open.
-func openDescriptors(_ pid: Int32) -> Int {
+public func openDescriptors(_ pid: Int32) -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+}
+
+/// A WebSocket upgrade's whole answer, head and body, on a raw connection.
+public enum HTTP1Upgrade {
+    public static func response(port: Int, path: String, extra: String = "") throws -> String {
+        let connection = try RawConnection(port: port)
+        try connection.send(
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" + extra + "\r\n")
+        return String(decoding: connection.receive(timeout: 5).bytes, as: UTF8.self)
+    }
 }
