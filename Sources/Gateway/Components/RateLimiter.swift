@@ -135,53 +135,21 @@ struct RateLimiter {
 /// for an earlier one (a characteristic with a shorter interval) ends that sleep. One waiter;
 /// a wake-up while nobody waits is kept for the next wait.
 final class RateLimitWake: Sendable {
-    private struct State {
-        var woken = false
-        /// The deadline the loop sleeps for; nil while it waits for a first held value.
-        var until: ContinuousClock.Instant?
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let state = Mutex(State())
+    /// The deadline the loop sleeps for; nil while it waits for a first held value.
+    private let until = Mutex<ContinuousClock.Instant?>(nil)
+    private let signal = WakeSignal()
 
     /// The loop is about to sleep until `deadline` (nil: until woken).
-    func sleeping(until deadline: ContinuousClock.Instant?) { state.withLock { $0.until = deadline } }
+    func sleeping(until deadline: ContinuousClock.Instant?) { until.withLock { $0 = deadline } }
 
     /// Wakes the loop if it would sleep past `due`.
     func wake(before due: ContinuousClock.Instant) {
-        let needed = state.withLock { s in s.until.map { due < $0 } ?? true }
+        let needed = until.withLock { until in until.map { due < $0 } ?? true }
         if needed { wake() }
     }
 
-    func wake() {
-        let waiter = state.withLock { s in
-            defer { s.waiter = nil }
-            if s.waiter == nil { s.woken = true }
-            return s.waiter
-        }
-        waiter?.resume()
-    }
+    func wake() { signal.wake() }
 
     /// Returns at the next `wake` (at once if one came since the last wait), or when cancelled.
-    func wait() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let now = state.withLock { s in
-                    if s.woken || Task.isCancelled {
-                        s.woken = false
-                        return true
-                    }
-                    s.waiter = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { s in
-                defer { s.waiter = nil }
-                return s.waiter
-            }
-            waiter?.resume()
-        }
-    }
+    func wait() async { await signal.wait() }
 }
