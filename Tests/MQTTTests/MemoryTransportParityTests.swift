@@ -262,6 +262,46 @@ struct MemoryTransportParityTests {
         #expect(live.connected && memory.connected)
     }
 
+    /// A client id connected again while its first connection is open is a takeover (mosquitto
+    /// logs "closing old connection"; the memory broker lists it in `takeovers`); connected again
+    /// after a clean disconnect, it is not. What `MultipleHomesTests` holds a retired home to.
+    @Test func bothReportATakeoverAndOnlyThat() async throws {
+        let mosquitto = try await MosquittoBroker.start()
+        var clients: [MQTTClient] = []
+        for id in ["parity-closed", "parity-closed", "parity-open", "parity-open"] {
+            let client = MQTTClient(configuration: mosquitto.clientConfiguration(clientID: id))
+            try await client.connect()
+            // The first `parity-closed` leaves before the second comes; both `parity-open` stay.
+            if id == "parity-closed" { await client.disconnect() } else { clients.append(client) }
+        }
+        /// The ids mosquitto took over: "Client <id> already connected, closing old connection."
+        func takenOver() -> Set<String> {
+            Set(
+                mosquitto.log.split(separator: "\n").filter { $0.contains("closing old connection") }.compactMap {
+                    $0.components(separatedBy: "Client ").last?.split(separator: " ").first.map(String.init)
+                })
+        }
+        try await waitUntil("mosquitto's takeover line", timeout: 5) { !takenOver().isEmpty }
+        let live = takenOver()
+        // Disconnected at once: a client taken over reconnects, and would take over in turn.
+        for client in clients { await client.disconnect() }
+        await mosquitto.stop()
+
+        let broker = MemoryBroker()
+        var transports: [MemoryTransport] = []
+        for id in ["parity-closed", "parity-closed", "parity-open", "parity-open"] {
+            var configuration = MQTTConfiguration()
+            configuration.clientID = id
+            let transport = broker.transport(configuration: configuration)
+            transport.connect()
+            if id == "parity-closed" { transport.disconnect() } else { transports.append(transport) }
+        }
+        let memory = Set(broker.takeovers.map { $0.split(separator: " ")[1] }.map(String.init))
+        #expect(memory == live)
+        #expect(live == ["parity-open"])
+        for transport in transports { transport.disconnect() }
+    }
+
     /// The script's MQTT clients, to disconnect at the end.
     final class Clients: Sendable {
         private let list = Mutex<[MQTTClient]>([])

@@ -18,7 +18,9 @@ import Synchronization
 ///   dropped without `retainAvailable`, and a publish beyond the maximum packet size refused
 ///   (unsent, by the transport, as `MQTTClient` refuses it when mosquitto's `max_packet_size`
 ///   is announced; `MemoryTransportParityTests` holds both to the same);
-/// - the connections made, by client id, as mosquitto's log lists them.
+/// - the connections made, by client id, as mosquitto's log lists them, and each connect of a
+///   client id whose earlier connection was still open (mosquitto logs "closing old
+///   connection" and drops the old one; here both stay, and `takeovers` lists it).
 ///
 /// QoS decides nothing else: every message is delivered, in order, at once.
 public final class MemoryBroker: Sendable {
@@ -57,6 +59,8 @@ public final class MemoryBroker: Sendable {
         var connections: [String: Int] = [:]
         /// The clients whose connections were lost, by id, in order.
         var dropped: [String] = []
+        /// The client ids that connected while a connection under the same id was open, in order.
+        var takeovers: [String] = []
     }
 
     /// What the broker's CONNACK would say to an MQTT 5 client.
@@ -77,6 +81,12 @@ public final class MemoryBroker: Sendable {
 
     /// A line for each connection lost without a DISCONNECT (`MemoryTransport.loseConnection`).
     public var dropped: [String] { state.withLock { $0.dropped.map { "client \($0) lost its connection" } } }
+
+    /// A line for each connect of a client id whose earlier connection was still open, as
+    /// mosquitto logs it when it takes the old one over.
+    public var takeovers: [String] {
+        state.withLock { $0.takeovers.map { "client \($0) already connected, closing old connection" } }
+    }
 
     /// Every retained message the broker holds now, by topic.
     public var retained: [String: MQTTMessage] { state.withLock { $0.retained } }
@@ -207,7 +217,13 @@ public final class MemoryBroker: Sendable {
             var client = state.clients[id]!
             guard !client.connectionState.isConnected else { return }
             client.set(.connected)
-            state.connections[client.configuration.clientID, default: 0] += 1
+            let clientID = client.configuration.clientID
+            state.connections[clientID, default: 0] += 1
+            let open = state.clients.contains { other in
+                other.key != id && other.value.configuration.clientID == clientID
+                    && other.value.connectionState.isConnected
+            }
+            if open && !clientID.isEmpty { state.takeovers.append(clientID) }
             let (unconfirmed, pending) = (client.unconfirmed, client.pending)
             (client.unconfirmed, client.pending) = ([], [])
             state.clients[id] = client
