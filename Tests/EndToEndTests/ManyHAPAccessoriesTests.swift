@@ -6,9 +6,10 @@ import TestSupport
 import XCTest
 
 /// A home of 50 HAP accessories, each its own HAP-python accessory server on this machine, all
-/// paired: the `homemqtt` binary brings every one online (set-ups at most 8 at a time, see
-/// `SetupSlots`), and a set reaches the last of them. It prints the time from `exec` to all
-/// online and the gateway's RSS then, the figures issue 29 asks for.
+/// paired: the gateway (`homemqtt run` in process, on the memory broker) brings every one online
+/// (set-ups at most 8 at a time, see `SetupSlots`), and a set reaches the last of them. It
+/// prints the time from the start to all online and the resident memory then (the test's
+/// process, the gateway in it), the figures issue 29 asks for.
 final class ManyHAPAccessoriesTests: XCTestCase {
     static let count = 50
 
@@ -18,8 +19,6 @@ final class ManyHAPAccessoriesTests: XCTestCase {
             throw XCTSkip(reason)
         }
         let directory = try TemporaryDirectory(prefix: "homemqtt-many-hap")
-        let broker = try await MosquittoBroker.start()
-        addTeardownBlock { await broker.stop() }
         var peers: [HAPPeer] = []
         // Started 10 at a time: each is a Python process importing HAP-python.
         for batch in stride(from: 0, to: Self.count, by: 10) {
@@ -45,55 +44,45 @@ final class ManyHAPAccessoriesTests: XCTestCase {
         }
         XCTAssertEqual(try store.all().count, Self.count)
 
-        let config = directory.file("gateway.yml")
-        try """
-        broker:
-          url: \(broker.url)
-        state-directory: \(directory.file("state"))
-        sources:
-          - type: hap
-        homeassistant:
-          enabled: false
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-        let observer = try await MQTTTestSubscriber.start(broker: broker, filter: "home/#", clientID: "many-observer")
-        addTeardownBlock { await observer.stop() }
+        let config = try InProcessRun.writeConfig(in: directory, extra: "homeassistant:\n  enabled: false")
         let started = ContinuousClock.now
-        TestCensus.record(.binary)
-        let gateway = try ChildProcess(try builtProduct("homemqtt"), ["run", "--config", config])
-        addTeardownBlock { await gateway.terminate(grace: 10) }
-        let online: @Sendable (MQTTMessage) -> Bool = { $0.topic.hasSuffix("/$availability") && $0.string == "online" }
-        do {
-            try await waitUntil("\(Self.count) accessories online", timeout: 120, pollInterval: 0.02) {
-                Set(observer.messages.filter(online).map(\.topic)).count >= Self.count
+        try await InProcessRun.run(file: config) { run in
+            let online: @Sendable (MQTTMessage) -> Bool = {
+                $0.topic.hasSuffix("/$availability") && $0.string == "online"
             }
-        } catch {
-            let seen = Set(observer.messages.filter(online).map(\.topic)).count
-            XCTFail("\(seen) of \(Self.count) online; gateway stderr: \(gateway.standardError.suffix(2000))")
-            throw error
-        }
-        let elapsed = ContinuousClock.now - started
-        let topics = Set(observer.messages.filter(online).map(\.topic))
-        XCTAssertEqual(topics.count, Self.count, "\(topics.sorted())")
-        let rss =
-            (try? String(contentsOfFile: "/proc/\(gateway.pid)/status", encoding: .utf8))?
-            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? "VmRSS: ?"
-        print("ManyHAPAccessoriesTests: \(Self.count) accessories online \(elapsed) after exec; gateway \(rss)")
+            do {
+                try await waitUntil("\(Self.count) accessories online", timeout: 120, pollInterval: 0.02) {
+                    Set(run.seen.elements.filter(online).map(\.topic)).count >= Self.count
+                }
+            } catch {
+                let seen = Set(run.seen.elements.filter(online).map(\.topic)).count
+                XCTFail("\(seen) of \(Self.count) online; gateway log: \(run.logs.lines.suffix(20))")
+                throw error
+            }
+            let elapsed = ContinuousClock.now - started
+            let topics = Set(run.seen.elements.filter(online).map(\.topic))
+            XCTAssertEqual(topics.count, Self.count, "\(topics.sorted())")
+            // The test's process, the gateway in it (the peers are processes of their own).
+            let rss =
+                (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))?
+                .split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? "VmRSS: ?"
+            print("ManyHAPAccessoriesTests: \(Self.count) accessories online \(elapsed) after start; process \(rss)")
 
-        // Every one is controlled: a set to each lamp's brightness is answered ok.
-        let isBrightness: @Sendable (MQTTMessage) -> Bool = { $0.topic.hasSuffix("/brightness/state") }
-        try await waitUntil("every lamp's brightness", timeout: 30, pollInterval: 0.02) {
-            Set(observer.messages.filter(isBrightness).map(\.topic)).count >= Self.count
-        }
-        let brightness = Set(observer.messages.filter(isBrightness).map(\.topic))
-        XCTAssertEqual(brightness.count, Self.count)
-        for state in brightness.sorted().suffix(3) {
-            let topic = String(state.dropLast("/state".count))
-            try await runChecked(
-                "mosquitto_pub", broker.clientArguments + ["-q", "1", "-t", "\(topic)/set", "-m", "21"])
-            let answer = try await observer.waitForMessage("\(topic)/result", timeout: 20) {
-                $0.topic == "\(topic)/result"
+            // Every one is controlled: a set to each lamp's brightness is answered ok.
+            let isBrightness: @Sendable (MQTTMessage) -> Bool = { $0.topic.hasSuffix("/brightness/state") }
+            try await waitUntil("every lamp's brightness", timeout: 30, pollInterval: 0.02) {
+                Set(run.seen.elements.filter(isBrightness).map(\.topic)).count >= Self.count
             }
-            XCTAssertTrue(answer.string.contains("\"status\":\"ok\""), answer.string)
+            let brightness = Set(run.seen.elements.filter(isBrightness).map(\.topic))
+            XCTAssertEqual(brightness.count, Self.count)
+            for state in brightness.sorted().suffix(3) {
+                let topic = String(state.dropLast("/state".count))
+                try await run.publish("\(topic)/set", "21")
+                let answer = try await run.seen.waitFor("\(topic)/result", timeout: 20) {
+                    $0.topic == "\(topic)/result"
+                }
+                XCTAssertTrue(answer.string.contains("\"status\":\"ok\""), answer.string)
+            }
         }
     }
 }
