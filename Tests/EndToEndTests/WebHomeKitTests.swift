@@ -1,10 +1,12 @@
 import Foundation
 import HomeModel
 import TestSupport
+import WebView
 import WebTestSupport
 import XCTest
 
-/// The HomeKit page's operations against a real HAP-python accessory, as the page makes them:
+/// The HomeKit page's operations against a real HAP-python accessory, as the page makes them, on
+/// the gateway and its web view in process (`InProcessRun`, the memory broker):
 /// `pair` and `unpair` as gateway requests over the WebSocket, the pairings from `/api/pairings`,
 /// and the paired accessory in the home the page draws.
 final class WebHomeKitTests: XCTestCase {
@@ -15,12 +17,24 @@ final class WebHomeKitTests: XCTestCase {
         let directory = try TemporaryDirectory(prefix: "homemqtt-web-hap")
         let peer = try await HAPPeer.start(state: directory.file("peer.state"))
         addTeardownBlock { await peer.stop() }
-        let web = try await WebGateway.start(extra: "request-timeout: 5", hap: true)
-        addTeardownBlock { await web.stopAll() }
-        let page = try await PageClient.connect("ws://127.0.0.1:\(web.port)/ws")
-        addTeardownBlock { await page.close() }
+        let config = try InProcessRun.writeConfig(
+            in: directory, simulator: true,
+            extra: "homeassistant:\n  enabled: false\nrequest-timeout: 5\nweb:\n  enabled: true\nlog-level: warning")
+        try await InProcessRun.run(file: config, configure: { $0[WebConfig.self].port = 0 }) { web in
+            // Closed before the web view stops, as the binary's test closed it before SIGTERM.
+            let page = try await PageClient.connect("ws://127.0.0.1:\(web.webPort ?? 0)/ws")
+            do {
+                try await pairListAndUnpair(web, page, peer)
+            } catch {
+                await page.close()
+                throw error
+            }
+            await page.close()
+        }
+    }
 
-        let empty = try await HTTP.get(web.url + "/api/pairings")
+    func pairListAndUnpair(_ web: InProcessRun, _ page: PageClient, _ peer: HAPPeer) async throws {
+        let empty = try await HTTP.get(web.webURL + "/api/pairings")
         XCTAssertEqual(empty.json?["hap"], true)
         XCTAssertEqual(empty.json?["pairings"], [])
 
@@ -47,7 +61,7 @@ final class WebHomeKitTests: XCTestCase {
             frame["type"] == "home"
                 && (frame["accessories"]?.arrayValue ?? []).contains { $0["name"] == "Peer Light" }
         }
-        let listed = try await HTTP.get(web.url + "/api/pairings")
+        let listed = try await HTTP.get(web.webURL + "/api/pairings")
         XCTAssertEqual(listed.json?["pairings"]?[0]?["pairing"], .string(pairingID), listed.body)
         XCTAssertEqual(listed.json?["pairings"]?[0]?["name"], "Peer Bridge")
         XCTAssertFalse(listed.body.contains("LTSK") || listed.body.lowercased().contains("ltsk"), "a key is listed")
@@ -60,7 +74,7 @@ final class WebHomeKitTests: XCTestCase {
             frame["type"] == "home"
                 && !(frame["accessories"]?.arrayValue ?? []).contains { $0["name"] == "Peer Light" }
         }
-        let after = try await HTTP.get(web.url + "/api/pairings")
+        let after = try await HTTP.get(web.webURL + "/api/pairings")
         XCTAssertEqual(after.json?["pairings"], [])
     }
 }
