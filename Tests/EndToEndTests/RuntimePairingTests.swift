@@ -5,7 +5,9 @@ import Logging
 import XCTest
 @testable import HAP
 
-/// Pairings added to and removed from a running `HAPSource` (what `pair`/`unpair` over MQTT do).
+/// Pairings added to and removed from a running `HAPSource` (what `pair`/`unpair` over MQTT do),
+/// the source running as the gateway's (`homemqtt run` in process, on the memory broker): what
+/// the source reports, and what the gateway then publishes of it.
 final class RuntimePairingTests: XCTestCase {
     func testAddAndRemoveAPairingWhileRunning() async throws {
         try PeerProcess.requireVenv()
@@ -14,16 +16,26 @@ final class RuntimePairingTests: XCTestCase {
         let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
         addTeardownBlock { await peer.stop() }
         try await peer.waitReady()
-        let store = HAPPairingStore(directory: dir.appendingPathComponent("pairings"))
+        // The source's store, in the state directory: where the controller pairs.
+        let store = HAPPairingStore(directory: dir.appendingPathComponent("state/pairings"))
         let controller = HAPController(store: store)
+        let config = try InProcessRun.writeConfig(in: temporary, extra: "homeassistant:\n  enabled: false")
+        var pairingID = ""
+        try await InProcessRun.run(file: config) { run in
+            pairingID = try await addAndRemove(try XCTUnwrap(run.source as? HAPSource), run, peer, controller)
+        }
+        try await controller.unpair(id: pairingID)
+    }
 
+    /// Pairs, adds, removes and adds again; returns the pairing's id.
+    func addAndRemove(
+        _ source: HAPSource, _ run: InProcessRun, _ peer: PeerProcess, _ controller: HAPController
+    ) async throws -> String {
         // Running with no pairings: nothing, and run() keeps going, waiting for one.
-        let source = HAPSource(store: store, pollInterval: 0, backoff: (0.2, 1.5, 2))
         let log = EventLog()
         let stream = source.events()
         let consumer = Task { for await e in stream { log.append(e) } }
-        let runner = Task { try await source.run() }
-        defer { runner.cancel(); consumer.cancel() }
+        defer { consumer.cancel() }
         let none = await source.accessories()
         XCTAssertEqual(none, [])
 
@@ -46,6 +58,9 @@ final class RuntimePairingTests: XCTestCase {
         XCTAssertEqual(inside, "VALUE \(light.aid) \(on.iid) true")
         XCTAssertEqual(HAPSource.pairingID(forAccessoryID: light.id), paired.accessoryPairingID)
         XCTAssertNil(HAPSource.pairingID(forAccessoryID: "sim:garage"))
+        // The gateway serves what the source added.
+        let isPeerLight: ([String: String]) -> Bool = { $0.keys.contains { $0.contains("/peer-light/") } }
+        try await run.retained("home/#", until: "the Peer Light's topics", isPeerLight)
 
         // remove: disconnected, every accessory reported removed, no longer writable.
         var mark = log.all.count
@@ -65,6 +80,8 @@ final class RuntimePairingTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.status, .doesNotExist)
         }
+        // And the gateway clears its topics.
+        try await run.retained("home/#", until: "the Peer Light's topics cleared") { !isPeerLight($0) }
 
         // The same pairing added again is served again, events included.
         mark = log.all.count
@@ -80,9 +97,6 @@ final class RuntimePairingTests: XCTestCase {
                 false
             }
         }
-
-        runner.cancel()
-        _ = await runner.result
-        try await controller.unpair(id: paired.accessoryPairingID)
+        return paired.accessoryPairingID
     }
 }
