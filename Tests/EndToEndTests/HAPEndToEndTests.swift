@@ -6,7 +6,7 @@ import TestSupport
 import XCTest
 
 /// The whole chain with real parts: the `homemqtt` binary, a mosquitto broker and a HAP-python
-/// bridge (`hap_peer.py`), paired from the command line and over MQTT.
+/// bridge (`hap_peer.py`), paired from the command line (pairing over MQTT: `HAPOverMQTTTests`).
 final class HAPEndToEndTests: XCTestCase {
     let setupCode = HAPPeer.defaultSetupCode
     let wrongCode = "111-22-333"
@@ -155,20 +155,6 @@ final class HAPEndToEndTests: XCTestCase {
         try await runChecked("mosquitto_pub", rig.broker.clientArguments + ["-q", "1", "-t", topic, "-m", payload])
     }
 
-    /// Publishes a gateway request and returns its response object.
-    func request(
-        _ rig: Rig, _ observer: MQTTTestSubscriber, _ op: String, _ fields: [String: JSONValue], timeout: Double = 30
-    ) async throws -> JSONValue {
-        let id = UUID().uuidString
-        var object = fields
-        object["id"] = .string(id)
-        try await publish(rig, "home/$gateway/request/\(op)", JSONValue.object(object).encoded())
-        let message = try await observer.waitForMessage("the response to \(op)", timeout: timeout) {
-            $0.topic == "home/$gateway/response/\(op)" && $0.string.contains(id)
-        }
-        return try JSONValue(parsing: message.payload)
-    }
-
     // MARK: - Tests
 
     func testCLIPairListThenRunControlsTheAccessoryAndFollowsItsAvailability() async throws {
@@ -269,123 +255,5 @@ final class HAPEndToEndTests: XCTestCase {
         let status = await gateway.terminate(grace: 10)
         XCTAssertEqual(status, 0, gateway.standardError)
         XCTAssertFalse(gateway.standardError.contains(pairing.controllerLTSK), "the controller's secret key was logged")
-    }
-
-    func testPairUnpairRemoveAndDiscoverOverMQTT() async throws {
-        let rig = try await makeRig()
-        let observer = try await startGateway(rig)
-
-        // discover: a list (on loopback often empty) or an error that says why.
-        let discovered = try await request(rig, observer, "discover", ["timeout": .double(1)])
-        if discovered["status"] == .string("ok") {
-            XCTAssertNotNil(discovered["data"]?.arrayValue, discovered.encoded())
-        } else {
-            XCTAssertFalse(discovered["code"]?.stringValue?.isEmpty ?? true, discovered.encoded())
-            XCTAssertFalse(discovered["message"]?.stringValue?.isEmpty ?? true, discovered.encoded())
-        }
-
-        // A wrong setup code.
-        let wrong = try await request(
-            rig, observer, "pair",
-            ["host": .string("127.0.0.1"), "port": .int(Int64(rig.peer.port)), "code": .string(wrongCode)])
-        XCTAssertEqual(wrong["status"], .string("error"), wrong.encoded())
-        XCTAssertEqual(wrong["code"], .string("wrong-setup-code"), wrong.encoded())
-
-        // Pairing: the new accessories' topics appear and are announced.
-        let pairingID = try await pairOverMQTT(rig, observer)
-        let stateTopic = try await waitForBrightnessState(observer)
-        let accessory = Self.accessoryTopic(of: stateTopic)
-        try await observer.waitForMessage("accessory-added", timeout: 10) {
-            guard $0.topic == "home/$gateway/event", let event = try? JSONValue(parsing: $0.payload) else {
-                return false
-            }
-            return event["event"] == .string("accessory-added") && event["accessory"]?["name"] == .string("Peer Light")
-        }
-        XCTAssertEqual(try rig.store.all().map(\.accessoryPairingID), [pairingID])
-        let before = try await retained(rig, "\(accessory)/#")
-        XCTAssertNotNil(before["\(accessory)/$info"])
-        // The pairings as MQTT lists them: the one pairing, its address, no keys.
-        observer.clear()
-        let listed = try await request(rig, observer, "pairings", [:])
-        XCTAssertEqual(listed["status"], "ok", listed.encoded())
-        let pairings = listed["data"]?["pairings"]?.arrayValue ?? []
-        XCTAssertEqual(pairings.compactMap { $0["pairing"]?.stringValue }, [pairingID])
-        XCTAssertNotNil(pairings.first?["port"]?.int64Value)
-        XCTAssertFalse(listed.encoded().contains("LTSK") || listed.encoded().contains("ltsk"), "no keys")
-
-        // Unpairing clears them.
-        observer.clear()
-        let unpaired = try await request(rig, observer, "unpair", ["pairing": .string(pairingID)])
-        XCTAssertEqual(unpaired["status"], .string("ok"), unpaired.encoded())
-        try await observer.waitForMessage("accessory-removed", timeout: 10) {
-            guard $0.topic == "home/$gateway/event", let event = try? JSONValue(parsing: $0.payload) else {
-                return false
-            }
-            return event["event"] == .string("accessory-removed")
-                && event["accessory"]?["name"] == .string("Peer Light")
-        }
-        try await observer.waitForMessage("the state cleared", timeout: 10) {
-            $0.topic == stateTopic && $0.payload.isEmpty
-        }
-        let afterUnpair = try await retained(rig, "\(accessory)/#")
-        XCTAssertEqual(afterUnpair, [:])
-        XCTAssertEqual(try rig.store.all().count, 0)
-        let peerPairings = try await rig.peer.command("pairings")
-        XCTAssertEqual(peerPairings, "PAIRINGS 0")
-
-        // Pair again, then remove one of the bridge's accessories: it leaves the home, and
-        // the bridge with its other accessories stays paired.
-        _ = try await pairOverMQTT(rig, observer)
-        _ = try await waitForBrightnessState(observer)
-        observer.clear()
-        let removed = try await request(rig, observer, "accessory/remove", ["accessory": .string("Peer Light")])
-        XCTAssertEqual(removed["status"], .string("ok"), removed.encoded())
-        try await observer.waitForMessage("the state cleared", timeout: 10) {
-            $0.topic == stateTopic && $0.payload.isEmpty
-        }
-        let afterRemove = try await retained(rig, "\(accessory)/#")
-        XCTAssertEqual(afterRemove, [:])
-        XCTAssertEqual(try rig.store.all().count, 1)
-        let peerPairingsAfterRemove = try await rig.peer.command("pairings")
-        XCTAssertEqual(peerPairingsAfterRemove, "PAIRINGS 1")
-
-        // Unpairing the bridge removes the rest.
-        let unpairedBridge = try await request(rig, observer, "unpair", ["pairing": .string(pairingID)])
-        XCTAssertEqual(unpairedBridge["status"], .string("ok"), unpairedBridge.encoded())
-        XCTAssertEqual(try rig.store.all().count, 0)
-        let peerPairingsAfterUnpair = try await rig.peer.command("pairings")
-        XCTAssertEqual(peerPairingsAfterUnpair, "PAIRINGS 0")
-
-        // Unpairing what is not paired names the problem.
-        let unknown = try await request(rig, observer, "unpair", ["pairing": .string(pairingID)])
-        XCTAssertEqual(unknown["status"], .string("error"), unknown.encoded())
-        XCTAssertEqual(unknown["code"], .string("unknown-pairing"), unknown.encoded())
-    }
-
-    /// `pair` over MQTT with the right code, retried only on HAP-python's SRP failure; returns the pairing id.
-    func pairOverMQTT(_ rig: Rig, _ observer: MQTTTestSubscriber) async throws -> String {
-        var last: JSONValue = .null
-        for _ in 0..<4 {
-            observer.clear()
-            let response = try await request(
-                rig, observer, "pair",
-                [
-                    "host": .string("127.0.0.1"), "port": .int(Int64(rig.peer.port)), "code": .string(setupCode),
-                    "name": .string("Peer Bridge"),
-                ])
-            if response["status"] == .string("ok") {
-                let data = try XCTUnwrap(response["data"])
-                XCTAssertEqual(data["accessories"]?.arrayValue?.count, 5, data.encoded())
-                XCTAssertEqual(data["name"], .string("Peer Bridge"))
-                let id = try XCTUnwrap(data["pairing"]?.stringValue)
-                let saved = try XCTUnwrap(try rig.store.pairing(id: id))
-                XCTAssertFalse(response.encoded().contains(saved.controllerLTSK), "the response carries the secret key")
-                return id
-            }
-            last = response
-            guard let code = response["code"]?.stringValue, Self.isSpuriousSRPFailure(code) else { break }
-        }
-        XCTFail("pair over MQTT failed: \(last.encoded())")
-        throw ProcessError("pairing failed")
     }
 }
