@@ -25,12 +25,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
-        // The only C in the package: libmosquitto as a system library.
+        // The package's C libraries, as system libraries: libmosquitto (only MQTT imports it) and
+        // libqrencode (only SetupQR imports it).
         .systemLibrary(
             name: "CMosquitto",
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        .systemLibrary(
+            name: "CQREncode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]
+        ),
+        // The HomeKit bridge's setup QR code: libqrencode's matrix, drawn as SVG and as terminal text.
+        .target(name: "SetupQR", dependencies: ["CQREncode"]),
         .target(
             name: "MQTT",
             dependencies: [
@@ -113,7 +121,7 @@ let package = Package(
         .target(
             name: "WebView",
             dependencies: [
-                "Gateway", "HomeModel", "MQTT",
+                "Gateway", "HomeModel", "MQTT", "SetupQR",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -146,7 +154,7 @@ let package = Package(
         .target(
             name: "HomeKitBridge",
             dependencies: [
-                "Gateway", "HAPServer", "HomeModel", "MDNS",
+                "Gateway", "HAPServer", "HomeModel", "MDNS", "SetupQR",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -167,7 +175,7 @@ let package = Package(
             name: "homemqtt",
             dependencies: [
                 "HomeMQTTApp", "Gateway", "Homie", "HomeModel", "Simulator", "HAP", "MQTT", "WebView", "HAPServer",
-                "HomeKitBridge",
+                "HomeKitBridge", "SetupQR",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -212,6 +220,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "HomeModelTests", dependencies: ["HomeModel", "TestSupport"]),
+        // The QR codes read back by zbarimg (zbar-tools), a reader independent of libqrencode.
+        .testTarget(name: "SetupQRTests", dependencies: ["SetupQR", "TestSupport"]),
         .testTarget(
             name: "SimulatorTests",
             dependencies: [

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what HomeMQTT needs on a Debian machine, idempotently and without questions:
-# libmosquitto (build), mosquitto and its clients (tests, local broker), openssl (TLS tests),
+# libmosquitto and libqrencode (build), mosquitto and its clients (tests, local broker), zbar-tools
+# (zbarimg reads the setup QR codes back in the tests), openssl (TLS tests),
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
 # tests run the gateway against), chromium and chromium-driver (the web view's browser test),
 # nodejs and node-mqtt (MQTT.js, the client Node-RED uses, for the Node-RED test), valgrind
@@ -10,8 +11,8 @@
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium; aiohomekit, a second
 # HomeKit controller; python-zeroconf, an independent mDNS browser of the bridge's announcement).
 #
-# With --run: only what running the gateway needs (Scripts/run-simulated-home.sh): libmosquitto to
-# build it, and mosquitto and its clients for the local broker; none of the test tools.
+# With --run: only what running the gateway needs (Scripts/run-simulated-home.sh): libmosquitto and
+# libqrencode to build it, and mosquitto and its clients for the local broker; none of the test tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,8 @@ install_missing() {
 need=()
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
+# The HomeKit bridge's setup QR code (SetupQR); the -dev package brings the runtime libqrencode4.
+pkg-config --exists libqrencode 2>/dev/null || need+=(libqrencode-dev)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
 if $only_run; then
@@ -37,6 +40,8 @@ if $only_run; then
     exit 0
 fi
 command -v openssl >/dev/null || need+=(openssl)
+# zbarimg: a QR reader independent of libqrencode, for the tests that read the setup QR codes back.
+command -v zbarimg >/dev/null || need+=(zbar-tools)
 # systemd-analyze checks Examples/homemqtt.service; unshare runs the binary with the unit's read-only
 # /etc; setpriv runs it as nobody (a config file it cannot read).
 command -v systemd-analyze >/dev/null || need+=(systemd)
