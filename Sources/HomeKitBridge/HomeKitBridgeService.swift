@@ -5,11 +5,12 @@ public import HomeModel
 public import Logging
 import MDNS
 public import ServiceLifecycle
+import SetupQR
 import Synchronization
 
 /// A home's HomeKit bridge as a `Service` beside its gateway: its setup (the code shown in the
-/// log once, at the first start), the accessory server on the home's port serving a
-/// `HomeKitBridge`, and the gateway's view feeding it. A reset (`homekit-reset`) stops the
+/// log once, at the first start, and its QR code on standard error), the accessory server on
+/// the home's port serving a `HomeKitBridge`, and the gateway's view feeding it. A reset (`homekit-reset`) stops the
 /// server, forgets its identity and pairings, and starts a new one in its place.
 ///
 /// A bridge that cannot start (its port taken, its state unreadable) logs why and says so in
@@ -23,11 +24,14 @@ public final class HomeKitBridgeService: Service, Sendable {
     let files: BridgeFiles
     public let stateDirectory: String
     let logger: Logger
+    /// Where the setup QR code goes at the first start (standard error, as Homebridge prints its own).
+    let terminal: @Sendable (String) -> Void
 
     private struct Running {
         var bridge: HomeKitBridge?
         var server: HAPAccessoryServer?
         var setupID: String?
+        var setupCode: HAPSetupCode?
         var port: Int?
         var error: String?
         /// Where a reset is asked of the server running now.
@@ -46,7 +50,7 @@ public final class HomeKitBridgeService: Service, Sendable {
     /// - Parameter port: the home's (`settings.port` for the first home, 0 for the others).
     public init(
         gateway: Gateway, database: HomeDatabase, settings: HomeKitConfig, port: Int, stateDirectory: String,
-        logger: Logger
+        logger: Logger, terminal: @escaping @Sendable (String) -> Void = HomeKitBridgeService.standardError
     ) {
         self.homeID = database.homeID ?? database.baseHomeID
         self.gateway = gateway
@@ -56,10 +60,26 @@ public final class HomeKitBridgeService: Service, Sendable {
         self.stateDirectory = stateDirectory
         self.files = BridgeFiles(stateDirectory: stateDirectory, homeID: homeID)
         self.logger = logger
+        self.terminal = terminal
+    }
+
+    /// Writes to standard error in one call (a setup URI's QR code is about 2 KB, under the
+    /// pipe's atomic 4 KB), so that no log line of another thread lands inside the QR code.
+    public static let standardError: @Sendable (String) -> Void = { text in
+        FileHandle.standardError.write(Data(text.utf8))
     }
 
     /// The port its server listens on now; nil while none does.
     public var listeningPort: Int? { running.withLock { $0.port } }
+
+    /// The setup code and the URI its QR code carries, once the bridge has read its setup: for
+    /// the web view's administrators (never over MQTT).
+    public var setup: (code: String, uri: String)? {
+        running.withLock { r in
+            guard let code = r.setupCode, let id = r.setupID else { return nil }
+            return (code.revealed, BridgeAdvertisement.setupURI(code: code, setupID: id))
+        }
+    }
 
     public var homeName: String { database.homesNow.first { $0.id == homeID }?.name ?? Home.defaultName }
 
@@ -86,10 +106,15 @@ public final class HomeKitBridgeService: Service, Sendable {
                     // What a QR code of the bridge carries: an app that takes a setup URI pairs with it.
                     "setup-uri": "\(BridgeAdvertisement.setupURI(code: setup.code, setupID: setup.setupID))",
                 ])
+            terminal(
+                Self.setupQRText(
+                    uri: BridgeAdvertisement.setupURI(code: setup.code, setupID: setup.setupID), code: setup.code,
+                    home: homeName, colors: isatty(STDERR_FILENO) == 1 ? .ansi : .plain))
         }
         running.withLock {
             $0.bridge = bridge
             $0.setupID = setup.setupID
+            $0.setupCode = setup.code
         }
         HomeKitBridges.register(self)
         defer { HomeKitBridges.unregister(self) }
@@ -104,6 +129,17 @@ public final class HomeKitBridgeService: Service, Sendable {
                 await self.serve(bridge, code: setup.code)
             }
         }
+    }
+
+    /// The first start's words and QR code for a terminal (a log line cannot hold the code: the
+    /// log escapes its newlines). Plain when standard error is no terminal (the journal).
+    static func setupQRText(uri: String, code: HAPSetupCode, home: String, colors: QRMatrix.TerminalColors)
+        -> String
+    {
+        let title =
+            "Scan this code with the Home app to pair the HomeKit bridge of '\(home)' (setup code \(code.revealed)):"
+        guard let qr = QRMatrix(encoding: uri) else { return title.escapingControlCharacters + "\n\(uri)\n" }
+        return "\n" + title.escapingControlCharacters + "\n\n" + qr.terminalText(colors) + "\n"
     }
 
     /// Logs why the bridge does not serve, keeps it for the status, and waits for the end.

@@ -79,7 +79,11 @@ enum WebFeature: HomeMQTTExtension {
             .init(
                 service: WebView(
                     gateway: home.gateway, config: settings, access: home.config[AccessConfig.self],
-                    logger: home.logger, onListening: home.webListening))
+                    logger: home.logger, onListening: home.webListening,
+                    // The served home's bridge, from the bridges running (none: nil, a 404).
+                    homeKitSetup: { [database = home.database] in
+                        HomeKitBridges.serving(database)?.setup.map { HomeKitSetup(code: $0.code, uri: $0.uri) }
+                    }))
         ]
     }
 }

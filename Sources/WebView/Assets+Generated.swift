@@ -989,16 +989,22 @@ App.pages.home = {
 
 """#),
         "homekit.js": Asset(
-            etag: "\"dcfb5b399347b4a1\"",
+            etag: "\"5c0bccc2801a48f9\"",
             text: #"""
-// HomeKit: find accessories on the network, pair one with its setup code, list and remove
-// pairings: the gateway's `discover`, `pair` and `unpair` requests, as over MQTT.
+// HomeKit: this gateway's own bridge (its setup code and QR code, for an administrator), then
+// find accessories on the network, pair one with its setup code, list and remove pairings: the
+// gateway's `discover`, `pair` and `unpair` requests, as over MQTT.
 'use strict';
 
 App.pages.homekit = {
   render(main) {
     main.innerHTML = [
       '<h1>HomeKit accessories</h1>',
+      '<section class="card" id="bridge-card" hidden><h2>This gateway as a HomeKit bridge</h2>',
+      '<p>In the Home app, add an accessory and scan this code, or enter the setup code ',
+      '<code id="bridge-code"></code>.</p>',
+      '<img id="bridge-qr" alt="The bridge\'s setup QR code" width="232" height="232">',
+      '<p class="muted"><code id="bridge-uri"></code></p></section>',
       '<p id="hap-note" class="muted" hidden>This gateway has no <code>hap</code> source: add <code>- type: hap</code> ',
       'under <code>sources</code> in its config to pair HomeKit accessories.</p>',
       '<div class="columns">',
@@ -1034,6 +1040,27 @@ App.pages.homekit = {
       }
     });
     this.loadPairings();
+    this.loadBridge();
+  },
+
+  // The bridge's setup, shown only to an administrator of a home whose bridge runs (a member or
+  // a guest gets a 403, a home without a bridge a 404: the card stays hidden). The QR code is
+  // the server's SVG as an image: nothing of it becomes markup of the page.
+  async loadBridge() {
+    let body;
+    try {
+      const response = await fetch('/api/homekit/setup', {cache: 'no-store'});
+      if (!response.ok) return;
+      body = await response.json();
+    } catch (e) {
+      return;
+    }
+    const card = document.getElementById('bridge-card');
+    if (!card) return;
+    document.getElementById('bridge-code').textContent = body.code;
+    document.getElementById('bridge-uri').textContent = body.uri;
+    document.getElementById('bridge-qr').src = '/api/homekit/setup.svg';
+    card.hidden = false;
   },
 
   async discover() {

@@ -13,7 +13,8 @@ import NIOCore
 /// - `/ws` — the live feed (`PageSession`);
 /// - `/api/home` — the home document the feed starts with; `/api/request` (POST) — a request
 ///   as the page sends it; `/api/pairings` — the HAP pairings; `/api/session` — whether the
-///   token is accepted;
+///   token is accepted; `/api/homekit/setup` and `/api/homekit/setup.svg` — the HomeKit
+///   bridge's setup code, URI and QR code, for an administrator only;
 /// - `/metrics` — Prometheus; `/healthz` — for systemd or Docker, without a token.
 struct WebRoutes: Sendable {
     typealias Context = PageContext
@@ -23,6 +24,7 @@ struct WebRoutes: Sendable {
     let access: WebAccess
     let metrics: WebMetrics
     let limiter: ConnectionLimiter
+    var homeKitSetup: @Sendable () async -> HomeKitSetup? = { nil }
     let logger: Logger
 
     func router() -> Router<Context> {
@@ -91,6 +93,13 @@ struct WebRoutes: Sendable {
             }
             return Self.json(.object(["pairings": data["pairings"] ?? .array([]), "hap": true]))
         }
+        router.get("/api/homekit/setup") { request, _ in
+            let setup = try await bridgeSetup(request)
+            return Self.json(.object(["status": "ok", "code": .string(setup.code), "uri": .string(setup.uri)]))
+        }
+        router.get("/api/homekit/setup.svg") { request, _ in
+            try await bridgeSetup(request).svgResponse()
+        }
         router.ws("/ws") { request, _ in
             try await access.check(request)
             try access.checkSite(request)
@@ -104,6 +113,19 @@ struct WebRoutes: Sendable {
             .run(inbound: inbound, outbound: outbound)
         }
         return router
+    }
+
+    /// The served home's bridge setup, for an administrator: the setup code pairs a controller
+    /// with every accessory of the bridge, which is more than a member may do (the gateway's
+    /// pairing requests are an administrator's too); a guest or member gets a 403.
+    private func bridgeSetup(_ request: Request) async throws -> HomeKitSetup {
+        try WebAccess.require(.administrator, try await access.check(request), for: "the HomeKit setup code")
+        guard let setup = await homeKitSetup() else {
+            throw WebError(
+                status: .notFound, code: .unavailable,
+                message: "this home has no HomeKit bridge running; set homekit.enabled: true in the config")
+        }
+        return setup
     }
 
     /// The page; with a right `?token=` the token goes to a cookie and the browser is sent to

@@ -19,15 +19,19 @@ public struct WebView: Service, CustomStringConvertible {
     let metrics: WebMetrics
     let logger: Logger
     let onListening: @Sendable (Int) async -> Void
+    let homeKitSetup: @Sendable () async -> HomeKitSetup?
     let hub: LiveHub
 
     /// - Parameters:
     ///   - metrics: the process's exporter; `WebMetrics.shared` must exist before `gateway` is
     ///     made, so that the gateway's counters are exported.
     ///   - onListening: called with the port once the server listens (port 0 picks a free one).
+    ///   - homeKitSetup: the setup of the served home's HomeKit bridge, nil while it has none
+    ///     running (the composition root reads it from the bridge: WebView does not import it).
     public init(
         gateway: Gateway, config: WebConfig, access: AccessConfig = AccessConfig(), metrics: WebMetrics = .shared,
-        logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+        logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in },
+        homeKitSetup: @escaping @Sendable () async -> HomeKitSetup? = { nil }
     ) {
         self.gateway = gateway
         self.config = config
@@ -35,6 +39,7 @@ public struct WebView: Service, CustomStringConvertible {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
+        self.homeKitSetup = homeKitSetup
         self.hub = LiveHub(gateway: gateway, pageQueue: config.pageQueue)
     }
 
@@ -64,7 +69,7 @@ public struct WebView: Service, CustomStringConvertible {
             gatewayBase: await gateway.config.gatewayBase)
         let routes = WebRoutes(
             hub: hub, requests: PageRequests(gateway: gateway, base: base), access: webAccess,
-            metrics: metrics, limiter: limiter, logger: logger)
+            metrics: metrics, limiter: limiter, homeKitSetup: homeKitSetup, logger: logger)
         let router = routes.router()
         // Hummingbird's own lines (started, shutting down) only at warning: ours says where.
         var serverLogger = logger

@@ -5,6 +5,7 @@ import HAPServer
 import HomeKitBridge
 import HomeMQTTApp
 import HomeModel
+import SetupQR
 
 // `homemqtt homekit …`: each home as a HomeKit bridge. `code` reads the setup code from the
 // config or the state directory, never over MQTT; `status` and `reset` go through the running
@@ -45,8 +46,15 @@ struct HomeKitCommand: AsyncParsableCommand {
 
     struct Code: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "code", abstract: "Show the setup code the Home app pairs the bridge with.")
+            commandName: "code", abstract: "Show the setup code the Home app pairs the bridge with, and its QR code.",
+            discussion:
+                "The QR code (of the X-HM:// setup URI) is black on white with ANSI colours on a terminal, "
+                + "and plain half blocks otherwise (or with NO_COLOR), drawn for a dark background as Homebridge "
+                + "draws its own."
+        )
         @OptionGroup var options: Options
+        @Flag(name: .customLong("no-qr"), help: "Print the setup code and URI only, without the QR code.")
+        var noQR = false
 
         func run() async throws {
             let (config, home, files) = try await options.open()
@@ -70,10 +78,15 @@ struct HomeKitCommand: AsyncParsableCommand {
         }
 
         /// The setup URI a QR code carries, on a line of its own once the bridge has a setup id
-        /// (made at its first start, with the code).
+        /// (made at its first start, with the code), and its QR code under it after a blank
+        /// line: always, as Homebridge prints its own, unless `--no-qr`.
         func printURI(_ code: HAPSetupCode, _ files: BridgeFiles) throws {
             guard let setupID = try files.readSetup()?.setupID else { return }
-            print(BridgeAdvertisement.setupURI(code: code, setupID: setupID))
+            let uri = BridgeAdvertisement.setupURI(code: code, setupID: setupID)
+            print(uri)
+            guard !noQR, let qr = QRMatrix(encoding: uri) else { return }
+            let terminal = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+            print("\n" + qr.terminalText(terminal ? .ansi : .plain), terminator: "")
         }
     }
 

@@ -38,9 +38,11 @@ struct WebRig: Sendable {
 
     /// Runs a gateway and its web view until `body` returns, then stops both.
     /// `token`: `web.token`; `yaml`: more of the config file (`access:`); `logLevel`: what the
-    /// log keeps (warnings and errors go to standard error too).
+    /// log keeps (warnings and errors go to standard error too); `homeKitSetup`: what the web
+    /// view is told of the home's HomeKit bridge (the composition root's is a running bridge's).
     static func run(
         token: String? = nil, yaml: String = "", logLevel: Logger.Level = .info,
+        homeKitSetup: @escaping @Sendable () async -> HomeKitSetup? = { nil },
         _ body: @Sendable (WebRig) async throws -> Void
     ) async throws {
         TestCensus.record(.memory)
@@ -76,7 +78,9 @@ struct WebRig: Sendable {
         try await observer.subscribe("\(config.baseTopic)/#")
         let publisher = broker.transport()
         publisher.connect()
-        let view = WebView(gateway: parts.gateway, config: web, access: config[AccessConfig.self], logger: logger)
+        let view = WebView(
+            gateway: parts.gateway, config: web, access: config[AccessConfig.self], logger: logger,
+            homeKitSetup: homeKitSetup)
         let app = await view.application()
 
         // The hub beside the gateway, as `WebView.run` runs it, stopped first (the group stops
