@@ -41,6 +41,29 @@ final class BrowserTests: XCTestCase {
         XCTAssertTrue(result.standardOutput.contains("homes test passed"), result.standardOutput)
     }
 
+    /// The HomeKit page of a gateway whose bridge runs (no token: loopback, an administrator's
+    /// view): the setup card with the code, and the QR code image as chromium drew it, which
+    /// zbarimg reads as the setup URI the gateway logged.
+    func testTheHomeKitPageShowsTheBridgesSetupQRCode() async throws {
+        try Self.requireBrowser()
+        let zbarimg = try QRReader.zbarimg()
+        let web = try await WebGateway.start(
+            extra: "homekit:\n  enabled: true\n  port: 0\n  listen: 127.0.0.1", logLevel: "notice")
+        addTeardownBlock { await web.stopAll() }
+        try await waitUntil("the bridge's setup in the log", timeout: 30) { web.log.contains("setup-uri=") }
+        let uri = try XCTUnwrap(web.log.firstMatch(of: /setup-uri=(X-HM:\/\/[0-9A-Z]{13})/)?.output.1)
+        let code = try XCTUnwrap(web.log.firstMatch(of: /setup code ([0-9]{3}-[0-9]{2}-[0-9]{3})/)?.output.1)
+        let result = try await runProcess(
+            Self.python, [Self.script, "--url", web.url, "--homekit", "--artifacts", Self.artifacts], timeout: 120)
+        XCTAssertEqual(result.status, 0, "\(result.standardOutput)\n\(result.standardError)\n\(web.log)")
+        XCTAssertTrue(result.standardOutput.contains("setup-code: \(code)\n"), result.standardOutput)
+        XCTAssertTrue(result.standardOutput.contains("setup-uri: \(uri)\n"), result.standardOutput)
+        let image = Self.artifacts + "/web-homekit-qr.png"
+        let read = try await runChecked(zbarimg, ["--quiet", "--raw", image])
+        XCTAssertEqual(read.standardOutput, "\(uri)\n")
+        print("artifact: \(image)")
+    }
+
     func testToggleLiveUpdateErrorAndReconnectInChromium() async throws {
         try Self.requireBrowser()
         let web = try await WebGateway.start()

@@ -13,6 +13,11 @@ Debian's chromium-driver; MQTT on the side with mosquitto_pub and mosquitto_sub.
         on the Homes page adds a home, sees it served on MQTT at once (its own base topic says
         online), makes it primary and sees the list say so, then removes it and sees its topics go.
 
+    browser_test.py --url … --homekit --artifacts DIR
+        on the HomeKit page of a gateway whose HomeKit bridge runs, sees the bridge's card with its
+        setup code and QR code image, and saves the image as the browser drew it to
+        DIR/web-homekit-qr.png (BrowserTests reads it with zbarimg); prints `setup-code: …`.
+
     browser_test.py --url … --scale N
         opens a home of N accessories and prints how long until every tile is drawn
         (`figure: tiles N in S s`), for the bench.
@@ -221,6 +226,29 @@ def homes_test(args):
         driver.quit()
 
 
+def homekit_test(args):
+    driver = browser()
+    try:
+        step("the HomeKit page shows the bridge's setup card")
+        driver.get(args.url + "/#/homekit")
+        wait(driver, "the bridge's card", lambda d: d.execute_script(
+            "const c = document.getElementById('bridge-card'); return c && !c.hidden"), timeout=20)
+        step("its QR code image is loaded and drawn")
+        wait(driver, "the QR code image", lambda d: d.execute_script(
+            "const i = document.getElementById('bridge-qr'); return i.complete && i.naturalWidth > 0"))
+        code = css(driver, "#bridge-code").text
+        uri = css(driver, "#bridge-uri").text
+        print(f"setup-code: {code}", flush=True)
+        print(f"setup-uri: {uri}", flush=True)
+        image = css(driver, "#bridge-qr")
+        if image.size["width"] < 100:
+            raise AssertionError(f"the QR code is drawn {image.size} px, too small to scan")
+        image.screenshot(f"{args.artifacts}/web-homekit-qr.png")
+        print("homekit test passed", flush=True)
+    finally:
+        driver.quit()
+
+
 def scale(args):
     driver = browser()
     try:
@@ -265,9 +293,11 @@ if __name__ == "__main__":
     parser.add_argument("--artifacts")
     parser.add_argument("--scale", type=int)
     parser.add_argument("--homes", action="store_true")
+    parser.add_argument("--homekit", action="store_true")
     arguments = parser.parse_args()
     try:
-        (scale if arguments.scale else homes_test if arguments.homes else main_test)(arguments)
+        test = homekit_test if arguments.homekit else homes_test if arguments.homes else main_test
+        (scale if arguments.scale else test)(arguments)
     except AssertionError as failure:
         print(f"FAILED: {failure}", flush=True)
         sys.exit(1)
