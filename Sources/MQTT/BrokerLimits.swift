@@ -25,7 +25,7 @@ public struct MQTTBrokerLimits: Sendable, Hashable, CustomStringConvertible {
 
     /// A limit the client learned from the broker without being told: it refused a packet
     /// (dropped the connection right after it, or answered "packet too large") and kept smaller
-    /// ones (`Connection.learnLimit`). Kept across reconnects of the same client.
+    /// ones (`learn(refusedPacketSize:kept:fromLostConnection:)`). Kept across reconnects of the same client.
     public var learnedMaximumPacketSize: Int?
     /// `MQTTConfiguration.maximumTopicLevels`: no broker announces it.
     public var maximumTopicLevels = MQTTConfiguration.mosquittoTopicLevels
@@ -53,6 +53,24 @@ public struct MQTTBrokerLimits: Sendable, Hashable, CustomStringConvertible {
     public func allows(packetSize size: Int) -> Bool {
         guard let limit = maximumPacketSize else { return size <= Self.protocolMaximumPacketSize }
         return size <= limit
+    }
+
+    /// Learns a packet limit from a refusal of a `size`-byte packet while the broker had kept
+    /// every one up to `kept` bytes (`LearnedPacketLimit.limit`), and returns what to tell the
+    /// client's observers; nil when the refusal was no larger than a packet kept, or the limit
+    /// in force is already at or below it. A lost connection is weaker evidence than a PUBACK
+    /// that says "packet too large" (a broker restarting right after a large publish looks the
+    /// same): from one, no limit below 4096 bytes is learned. The one rule for `MQTTClient` and
+    /// for a transport that models it (the tests' memory transport), so the two cannot drift.
+    public mutating func learn(refusedPacketSize size: Int, kept: Int, fromLostConnection: Bool) -> MQTTLearnedLimit? {
+        guard var limit = LearnedPacketLimit.limit(refused: size, kept: kept) else { return nil }
+        if fromLostConnection {
+            guard size > LearnedPacketLimit.floor else { return nil }
+            limit = max(limit, LearnedPacketLimit.floor)
+        }
+        if let current = maximumPacketSize, current <= limit { return nil }
+        learnedMaximumPacketSize = limit
+        return MQTTLearnedLimit(limits: self, refusedPacketSize: size, largestKeptPacketSize: kept)
     }
 
     /// The QoS a publish asking for `qos` is sent at.

@@ -40,22 +40,12 @@ extension Connection {
         }
     }
 
-    /// Lowers the learned packet limit after a refusal of `size` bytes; the limit to tell the
-    /// client's observers (`MQTTClient.learnedLimits()`), or nil when the refusal was no larger
-    /// than a packet kept, or the limit in force is already below it. A lost connection is
-    /// weaker evidence than a PUBACK that says "packet too large" (a broker restarting right
-    /// after a large publish looks the same): from one, no limit below 4096 bytes is learned.
+    /// Lowers the learned packet limit after a refusal of `size` bytes, by the rule
+    /// `MQTTBrokerLimits.learn` states; the limit to tell the client's observers
+    /// (`MQTTClient.learnedLimits()`), or nil when nothing was learned.
     func learn(refused size: Int, fromLostConnection: Bool) -> MQTTLearnedLimit? {
         control.withLock { state -> MQTTLearnedLimit? in
-            guard var limit = LearnedPacketLimit.limit(refused: size, kept: state.largestKept) else { return nil }
-            if fromLostConnection {
-                guard size > LearnedPacketLimit.floor else { return nil }
-                limit = max(limit, LearnedPacketLimit.floor)
-            }
-            if let current = state.limits.maximumPacketSize, current <= limit { return nil }
-            state.limits.learnedMaximumPacketSize = limit
-            return MQTTLearnedLimit(
-                limits: state.limits, refusedPacketSize: size, largestKeptPacketSize: state.largestKept)
+            state.limits.learn(refusedPacketSize: size, kept: state.largestKept, fromLostConnection: fromLostConnection)
         }
     }
 
