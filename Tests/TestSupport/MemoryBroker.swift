@@ -18,6 +18,11 @@ import Synchronization
 ///   dropped without `retainAvailable`, and a publish beyond the maximum packet size refused
 ///   (unsent, by the transport, as `MQTTClient` refuses it when mosquitto's `max_packet_size`
 ///   is announced; `MemoryTransportParityTests` holds both to the same);
+/// - limits it never told (`Taken`): the maximum packet size to an MQTT 3.1.1 client, which
+///   cannot be told it (mosquitto's `max_packet_size` closes the connection at a larger packet),
+///   and `messageSizeLimit`, mosquitto's `message_size_limit`, told to no one (a larger payload
+///   is dropped; a QoS 1/2 one answered "packet too large" to an MQTT 5 client). The transport
+///   learns from them as `MQTTClient` does (`MemoryTransportUntoldParityTests`);
 /// - the connections made, by client id, as mosquitto's log lists them, and each connect of a
 ///   client id whose earlier connection was still open (mosquitto logs "closing old
 ///   connection" and drops the old one; here both stay, and `takeovers` lists it).
@@ -63,12 +68,30 @@ public final class MemoryBroker: Sendable {
         var takeovers: [String] = []
     }
 
-    /// What the broker's CONNACK would say to an MQTT 5 client.
+    /// What the broker's CONNACK would say to an MQTT 5 client. Its maximum packet size holds
+    /// for MQTT 3.1.1 clients too, untold, as mosquitto's `max_packet_size` does.
     public let limits: MQTTBrokerLimits
+    /// mosquitto's `message_size_limit`: the largest payload taken, announced to no client.
+    public let messageSizeLimit: Int?
     let state = Mutex(State())
 
-    public init(limits: MQTTBrokerLimits = MQTTBrokerLimits()) {
+    public init(limits: MQTTBrokerLimits = MQTTBrokerLimits(), messageSizeLimit: Int? = nil) {
         self.limits = limits
+        self.messageSizeLimit = messageSizeLimit
+    }
+
+    /// What became of a publish the broker read, as its client can tell.
+    enum Taken: Equatable {
+        /// Routed, queued for the reconnect, or dropped without a word (mosquitto's
+        /// `message_size_limit` at QoS 0, or answered with a plain PUBACK under MQTT 3.1.1): the
+        /// client takes it for kept.
+        case accepted
+        /// Answered with reason 0x95 "packet too large" (MQTT 5, QoS 1/2, `message_size_limit`).
+        case refusedInAcknowledgement
+        /// A packet over the maximum packet size from a client that was not told it (MQTT 3.1.1):
+        /// mosquitto closes the connection at it. Nothing is routed; the transport loses the
+        /// connection (`MemoryTransport.loseConnection`).
+        case closesConnection
     }
 
     /// A new client of this broker (not yet connected).
@@ -142,24 +165,34 @@ public final class MemoryBroker: Sendable {
         }
     }
 
-    /// Client `id` publishes: connected, the message is routed; while the connection is lost a
-    /// QoS 0 message is dropped and a QoS 1/2 one kept for the reconnect; never connected or
+    /// Client `id` publishes a packet of `packetSize` bytes: connected, the message is routed
+    /// unless a limit the client was not told refuses it (`Taken`); while the connection is lost
+    /// a QoS 0 message is dropped and a QoS 1/2 one kept for the reconnect; never connected or
     /// disconnected, it fails as `MQTTClient` does.
-    func publish(_ message: MQTTMessage, from id: UInt64) throws(MQTTError) {
-        let failure = state.withLock { state -> MQTTError? in
-            switch state.clients[id]!.connectionState {
+    func publish(_ message: MQTTMessage, packetSize: Int, from id: UInt64) throws(MQTTError) -> Taken {
+        let taken = state.withLock { state -> Result<Taken, MQTTError> in
+            let client = state.clients[id]!
+            switch client.connectionState {
             case .connected:
+                // mosquitto reads the packet's header first: one over `max_packet_size` is not read.
+                if let maximum = limits.brokerMaximumPacketSize, packetSize > maximum {
+                    return .success(.closesConnection)
+                }
+                if let limit = messageSizeLimit, message.payload.count > limit {
+                    let says = message.qos != .atMostOnce && client.configuration.protocolVersion == .v5
+                    return .success(says ? .refusedInAcknowledgement : .accepted)
+                }
                 Self.route(message, from: id, in: &state)
             case .reconnecting:
                 if message.qos != .atMostOnce { state.clients[id]!.pending.append(message) }
             case .idle, .connecting:
-                return MQTTError(code: .noConnection, message: "the memory transport is not connected")
+                return .failure(MQTTError(code: .noConnection, message: "the memory transport is not connected"))
             case .disconnected:
-                return MQTTError(code: .closed, message: "the memory transport was disconnected")
+                return .failure(MQTTError(code: .closed, message: "the memory transport was disconnected"))
             }
-            return nil
+            return .success(.accepted)
         }
-        if let failure { throw failure }
+        return try taken.get()
     }
 
     /// Routes a publish of client `id`: stores or removes it as retained, and delivers it to

@@ -10,6 +10,12 @@ import Synchronization
 /// does; `connect()`/`disconnect()` do the same outside a `ServiceGroup`. `loseConnection` and
 /// `connect()` make a broker outage as a client sees it: `reconnecting`, the will published,
 /// QoS 0 publishes dropped and QoS 1/2 ones sent when the connection is back.
+///
+/// A limit the broker never told (`MemoryBroker.Taken`) is learned as `MQTTClient` learns it
+/// (`MQTTBrokerLimits.learn`, the same rule): a publish refused is counted, and either its
+/// PUBACK said "packet too large" or the broker closed the connection at it; then the connection
+/// is lost (`reconnecting`, the will), the limit told on `learnedLimits()` and the connection
+/// made again, as the client's network thread does after its reconnect delay.
 public final class MemoryTransport: MQTTTransport {
     public let broker: MemoryBroker
     /// Read as `MQTTClient` reads it: protocol version, No Local, Retain As Published, the
@@ -17,6 +23,31 @@ public final class MemoryTransport: MQTTTransport {
     public let configuration: MQTTConfiguration
     let id: UInt64
     private let room = Room()
+    private let ledger = Mutex(Ledger())
+
+    /// What the client knows of the broker's refusals, as `Connection` keeps it.
+    struct Ledger {
+        /// The largest publish packet the broker is known to have kept: a QoS 1/2 one
+        /// acknowledged, and, under MQTT 3.1.1, a QoS 0 one written before it (the broker reads
+        /// in order, and 3.1.1's only refusal is a lost connection).
+        var largestKept = 0
+        /// QoS 0 packets written since the last acknowledgement, larger than any kept.
+        var unconfirmed: [Int] = []
+        var learnedMaximumPacketSize: Int?
+        var refusedCount = 0
+        var learnedStreams: [UInt64: AsyncStream<MQTTLearnedLimit>.Continuation] = [:]
+        var nextStream: UInt64 = 0
+
+        mutating func kept(size: Int, qos: MQTTQoS, protocolVersion: MQTTProtocolVersion) {
+            guard qos != .atMostOnce else {
+                if size > largestKept { unconfirmed.append(size) }
+                return
+            }
+            largestKept = max(largestKept, size)
+            if protocolVersion == .v311 { largestKept = max(largestKept, unconfirmed.max() ?? 0) }
+            unconfirmed = []
+        }
+    }
 
     public init(broker: MemoryBroker, configuration: MQTTConfiguration = MQTTConfiguration()) {
         self.broker = broker
@@ -24,7 +55,10 @@ public final class MemoryTransport: MQTTTransport {
         self.id = broker.register(configuration)
     }
 
-    deinit { broker.disconnect(id, forget: true) }
+    deinit {
+        broker.disconnect(id, forget: true)
+        finishLearnedStreams()
+    }
 
     public var connectionState: MQTTConnectionState { broker.client(id) { $0.connectionState } }
 
@@ -32,11 +66,39 @@ public final class MemoryTransport: MQTTTransport {
 
     /// The broker's limits; an MQTT 3.1.1 CONNACK carries none, so then only the configured
     /// maximum packet size.
-    public var brokerLimits: MQTTBrokerLimits {
+    public var brokerLimits: MQTTBrokerLimits { ledger.withLock { limits(learned: $0) } }
+
+    /// The limits with what `ledger` learned.
+    private func limits(learned ledger: Ledger) -> MQTTBrokerLimits {
         var limits = protocolVersion == .v5 ? broker.limits : MQTTBrokerLimits()
         limits.configuredMaximumPacketSize = configuration.maximumPacketSize
         limits.maximumTopicLevels = configuration.maximumTopicLevels
+        limits.learnedMaximumPacketSize = ledger.learnedMaximumPacketSize
         return limits
+    }
+
+    public var refusedPublishCount: Int { ledger.withLock { $0.refusedCount } }
+
+    public func learnedLimits() -> AsyncStream<MQTTLearnedLimit> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MQTTLearnedLimit.self, bufferingPolicy: .unbounded)
+        let key = ledger.withLock { ledger in
+            ledger.nextStream += 1
+            ledger.learnedStreams[ledger.nextStream] = continuation
+            return ledger.nextStream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.ledger.withLock { $0.learnedStreams.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    /// Finishing runs the termination handlers, which take the lock: so finish outside it.
+    private func finishLearnedStreams() {
+        let streams = ledger.withLock { ledger in
+            defer { ledger.learnedStreams = [:] }
+            return Array(ledger.learnedStreams.values)
+        }
+        for stream in streams { stream.finish() }
     }
 
     // MARK: The connection
@@ -44,7 +106,10 @@ public final class MemoryTransport: MQTTTransport {
     public func connect() { broker.connect(id) }
 
     /// A clean DISCONNECT: no will; the streams finish.
-    public func disconnect() { broker.disconnect(id) }
+    public func disconnect() {
+        broker.disconnect(id)
+        finishLearnedStreams()
+    }
 
     /// The connection dropped: `reconnecting(error)` until `connect()`, and the will goes out.
     public func loseConnection(
@@ -110,8 +175,42 @@ public final class MemoryTransport: MQTTTransport {
         let message = MQTTMessage(
             topic: topic, payload: payload, qos: sent, retain: retain && limits.retainAvailable,
             properties: protocolVersion == .v5 ? properties : MQTTPublishProperties())
-        try broker.publish(message, from: id)
+        switch try broker.publish(message, packetSize: size, from: id) {
+        case .accepted:
+            ledger.withLock { $0.kept(size: size, qos: sent, protocolVersion: protocolVersion) }
+        case .refusedInAcknowledgement:
+            tell(refused(size, fromLostConnection: false))
+        case .closesConnection:
+            // As `Connection.dropCulprit`: learned before the loss is known, told after it.
+            let learned = refused(size, fromLostConnection: true)
+            loseConnection(
+                MQTTError(
+                    code: .connectionLost,
+                    message: "the memory broker closed the connection at a packet of \(size) bytes"))
+            tell(learned)
+            connect()
+        }
         return true
+    }
+
+    /// Counts a publish of `size` bytes the broker refused and learns from it
+    /// (`MQTTBrokerLimits.learn`); what was learned, if anything.
+    private func refused(_ size: Int, fromLostConnection: Bool) -> MQTTLearnedLimit? {
+        ledger.withLock { ledger in
+            ledger.refusedCount += 1
+            if fromLostConnection { ledger.unconfirmed = [] }
+            var limits = limits(learned: ledger)
+            let learned = limits.learn(
+                refusedPacketSize: size, kept: ledger.largestKept, fromLostConnection: fromLostConnection)
+            ledger.learnedMaximumPacketSize = limits.learnedMaximumPacketSize
+            return learned
+        }
+    }
+
+    private func tell(_ learned: MQTTLearnedLimit?) {
+        guard let learned else { return }
+        let streams = ledger.withLock { Array($0.learnedStreams.values) }
+        for stream in streams { stream.yield(learned) }
     }
 
     // MARK: Subscriptions
