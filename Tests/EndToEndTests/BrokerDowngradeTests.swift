@@ -14,13 +14,35 @@ final class BrokerDowngradeTests: XCTestCase {
     let light = "home/garage/garage-door-opener/garage-light/brightness"
     let shippedHome = repositoryRoot.appendingPathComponent("Config/accessories").path
 
+    /// A config for a broker at `port` serving `accessories`, with `broker` lines added.
+    static func writeConfig(
+        in directory: TemporaryDirectory, port: Int, clientID: String, accessories: String, broker: [String] = []
+    ) throws -> String {
+        let path = directory.file("gateway.yml")
+        try """
+        broker:
+          url: mqtt://127.0.0.1:\(port)
+          client-id: \(clientID)
+        \(broker.map { "  \($0)" }.joined(separator: "\n"))
+        state-directory: state
+        poll-interval: 0
+        sources:
+          - type: simulator
+            directory: \(accessories)
+        homeassistant:
+          enabled: false
+        log-level: info
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// RabbitMQ 3.10 closes the connection on an MQTT 5 CONNECT. Without `protocol` in the
     /// config the gateway tries 3.1.1, says so once naming the setting, and serves.
     func testABrokerThatRefusesMQTT5GetsMQTT311() async throws {
         let broker = try await RabbitMQBroker.start()
         addTeardownBlock { await broker.stop() }
         let directory = try TemporaryDirectory(prefix: "homemqtt-fallback")
-        let config = try PacketLimitTests.writeConfig(
+        let config = try Self.writeConfig(
             in: directory, port: broker.port, clientID: "homemqtt-fallback", accessories: shippedHome)
         TestCensus.record(.binary)
         let gateway = try ChildProcess(BinaryEndToEndTests.binary, ["run", "--config", config])
@@ -52,7 +74,7 @@ final class BrokerDowngradeTests: XCTestCase {
         let broker = try await MosquittoBroker.start()
         addTeardownBlock { await broker.stop() }
         let directory = try TemporaryDirectory(prefix: "homemqtt-bye")
-        let config = try PacketLimitTests.writeConfig(
+        let config = try Self.writeConfig(
             in: directory, port: broker.port, clientID: "homemqtt-bye", accessories: shippedHome,
             broker: ["protocol: 3.1.1"])
         let status = try await MQTTTestSubscriber.start(broker: broker, filter: "home/$gateway/status")

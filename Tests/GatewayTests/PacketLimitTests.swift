@@ -12,8 +12,8 @@ import XCTest
 /// (about 150 KB) fits whole under neither 4 KB nor 64 KB. Moved from EndToEndTests, every
 /// assertion kept: the binary's exit status is the service group's clean stop, its stderr the
 /// rig's log, mosquitto's log of connections the rig's count. A limit the broker never told
-/// (`testAnUntoldLimitOnMQTT311IsNamedInTheLog`) stays there: the MQTT client learns it from
-/// mosquitto dropping the connection, which the memory broker does not model.
+/// (`testAnUntoldLimitOnMQTT311IsNamedInTheLog`): the MQTT client learns it from mosquitto
+/// dropping the connection, and the memory transport from the memory broker doing the same.
 final class PacketLimitTests: RigTestCase {
     static let lamps = 100
 
@@ -273,6 +273,34 @@ final class PacketLimitTests: RigTestCase {
             XCTAssertTrue(refused.first?.contains("(600)") ?? false, log)
             XCTAssertTrue(log.contains("count=19 error=packet-too-large"), log)
             XCTAssertEqual(gw.connections(), 1)
+        }
+    }
+
+    /// MQTT 3.1.1 without `broker.max-packet-size`: the broker closes the connection at the
+    /// first packet over its limit; the gateway learns the limit from it and reconnects once
+    /// (`BrokerRefusalTests.runUntold` follows it through). The log says what it learned, once,
+    /// and names the setting. The binary's run waited 3 s for a second line; here the tree
+    /// republished in pages and a health request answered after the hint come first, and the
+    /// log is read again once the gateway has stopped (cleanly).
+    func testAnUntoldLimitOnMQTT311IsNamedInTheLog() async throws {
+        let home = try lampHome(Self.lamps)
+        await onEveryRig(
+            broker: .init(maximumPacketSize: 65536), timeout: 30, configure: Self.mqtt311(maximumPacketSize: nil),
+            accessories: home
+        ) { gw in
+            let hint = "set broker.max-packet-size"
+            try await waitUntil("the hint", timeout: 30) { gw.log.text.contains(hint) }
+            try await gw.seen.waitFor("the tree in pages", timeout: 30) { message in
+                message.topic == "home/$gateway/tree"
+                    && (try? JSONValue(parsing: message.payload))?["paged"] == .bool(true)
+            }
+            try await gw.publish("home/$gateway/request/health", "{}")
+            try await gw.seen.waitFor("the health report") { $0.topic == "home/$gateway/response/health" }
+            XCTAssertEqual(gw.log.text.components(separatedBy: hint).count - 1, 1, gw.log.text)
+            XCTAssertEqual(gw.connections(of: "gateway-under-test"), 2)
+            let stopped = await gw.stopGateway()
+            XCTAssertNil(stopped, "the gateway did not stop cleanly")
+            XCTAssertEqual(gw.log.text.components(separatedBy: hint).count - 1, 1, gw.log.text)
         }
     }
 }
