@@ -42,10 +42,18 @@ final class SessionRegistry: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
-    /// Adds a connection; false when `limit` are open already.
+    /// Adds a connection. At `limit`, the oldest connection not past pair-verify is closed to make
+    /// room (as HAP-NodeJS and HAP-python do): strangers that connect and never verify cannot
+    /// keep a paired controller out. False only when every open connection is verified.
     func register(_ connection: UInt64, input: AsyncStream<ConnectionInput>.Continuation) -> Bool {
         entries.withLock { e in
-            guard e.count < limit else { return false }
+            if e.count >= limit {
+                // Connection ids grow with each accept: the smallest is the oldest.
+                guard let oldest = e.filter({ $0.value.controller == nil }).keys.min(),
+                    let evicted = e.removeValue(forKey: oldest)
+                else { return false }
+                evicted.input.yield(.close("making room: \(limit) connections are open, this one is not verified"))
+            }
             e[connection] = Entry(input: input)
             return true
         }

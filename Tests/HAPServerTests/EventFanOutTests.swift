@@ -63,13 +63,44 @@ final class EventFanOutTests: XCTestCase {
         XCTAssertEqual(heard[3], [])
     }
 
+    /// At the limit with every session verified, a new connection is refused; a slot that frees
+    /// up takes it.
     func testTheLimitRefusesConnectionsBeyondIt() {
         let registry = SessionRegistry(limit: 8)
         let sessions = (0..<9).map { _ in Session() }
-        for n in 0..<8 { XCTAssertTrue(registry.register(UInt64(n), input: sessions[n].continuation)) }
+        for n in 0..<8 {
+            XCTAssertTrue(registry.register(UInt64(n), input: sessions[n].continuation))
+            registry.verified(UInt64(n), controller: "c\(n)")
+        }
         XCTAssertFalse(registry.register(8, input: sessions[8].continuation))
         registry.unregister(3)
         XCTAssertTrue(registry.register(8, input: sessions[8].continuation))
         XCTAssertEqual(registry.count, 8)
+    }
+
+    /// At the limit, a new connection closes the oldest one not past pair-verify: strangers that
+    /// never verify cannot keep a paired controller out, and verified sessions are never the ones
+    /// closed.
+    func testAtTheLimitTheOldestUnverifiedConnectionMakesRoom() async {
+        let registry = SessionRegistry(limit: 8)
+        let sessions = (0..<11).map { _ in Session() }
+        for n in 0..<8 { XCTAssertTrue(registry.register(UInt64(n), input: sessions[n].continuation)) }
+        // 0 and 2 are paired controllers' sessions; the others strangers.
+        registry.verified(0, controller: "a")
+        registry.verified(2, controller: "b")
+        for n in 8..<11 { XCTAssertTrue(registry.register(UInt64(n), input: sessions[n].continuation)) }
+        XCTAssertEqual(registry.count, 8)
+        XCTAssertEqual(registry.verifiedCount, 2)
+
+        let closed = await withTaskGroup(of: (Int, [String]).self) { group in
+            for (n, s) in sessions.enumerated() { group.addTask { (n, await s.drain()) } }
+            var out: [Int: [String]] = [:]
+            for await (n, h) in group { out[n] = h }
+            return out
+        }
+        // The three oldest strangers, 1, 3 and 4, made room; no one else was touched.
+        let reason = "close: making room: 8 connections are open, this one is not verified"
+        for n in [1, 3, 4] { XCTAssertEqual(closed[n], [reason], "\(n)") }
+        for n in [0, 2, 5, 6, 7, 8, 9, 10] { XCTAssertEqual(closed[n], [], "\(n)") }
     }
 }
