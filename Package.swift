@@ -267,6 +267,8 @@ let package = Package(
             dependencies: [
                 "HomeKitBridge", "HomeKitBridgeTestSupport", "HomeMQTTApp", "Gateway", "HAP", "HomeModel",
                 "TestSupport",
+                // BridgeFloodTests: strangers and garbage, byte by byte.
+                "HAPServerTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

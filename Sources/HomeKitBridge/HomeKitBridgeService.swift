@@ -71,6 +71,8 @@ public final class HomeKitBridgeService: Service, Sendable {
 
     /// The port its server listens on now; nil while none does.
     public var listeningPort: Int? { running.withLock { $0.port } }
+    /// The HAP connections open now and those of them past pair-verify; nil when not serving.
+    public var connectionCount: (open: Int, verified: Int)? { running.withLock { $0.server?.connectionCount } }
 
     /// The setup code and the URI its QR code carries, once the bridge has read its setup: for
     /// the web view's administrators (never over MQTT).
