@@ -278,6 +278,9 @@ public struct Accessory: Sendable, Hashable, Identifiable {
     public var services: [AccessoryService]
     /// A room the source suggests (a simulator file's `room:`); the home database decides.
     public var suggestedRoom: String?
+    /// Served to HomeKit on its own (a simulator file's `homekit: standalone`): its own HAP
+    /// accessory server, pairing id and setup code, and not on the home's bridge.
+    public var isHomeKitStandalone = false
 
     public init(
         id: String, aid: UInt64 = 1, name: String, manufacturer: String = "", model: String = "",

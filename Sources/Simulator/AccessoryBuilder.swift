@@ -26,10 +26,11 @@ struct AccessoryBuilder {
     ]
 
     mutating func buildFile(_ root: FileReader) throws(SimulatorError) -> AccessoryFileLoader.FileContents {
-        try root.allowOnly(Self.accessoryKeys + ["bridged"])
+        try root.allowOnly(Self.accessoryKeys + ["bridged", "homekit"])
         let bridgeID = "sim:\(stem)"
         let bridgedItems = try root.list("bridged") ?? []
         var accessories = [try buildAccessory(root, id: bridgeID, aid: 1, isBridge: !bridgedItems.isEmpty)]
+        accessories[0].isHomeKitStandalone = try Self.homeKitStandalone(root, isBridge: !bridgedItems.isEmpty)
         var names = [(accessories[0].name, root.keyPath("name"))]
         for (index, item) in bridgedItems.enumerated() {
             let map = try FileReader(item.node, path: item.path, failure: SimulatorError.reading(file))
@@ -42,6 +43,21 @@ struct AccessoryBuilder {
         }
         return AccessoryFileLoader.FileContents(
             config: SimulatorConfiguration(accessories: accessories, behaviours: behaviours), authoredNames: names)
+    }
+
+    /// `homekit: bridged` (the default: on the home's bridge) or `standalone` (its own HAP
+    /// accessory server). A file's top accessory only: a simulated bridge is no accessory to
+    /// serve alone, and its bridged accessories reach HomeKit through the home's bridge.
+    static func homeKitStandalone(_ map: FileReader, isBridge: Bool) throws(SimulatorError) -> Bool {
+        guard let text = try map.string("homekit") else { return false }
+        guard let standalone = ["bridged": false, "standalone": true][text] else {
+            throw map.error("homekit", "must be bridged or standalone, got '\(text)'")
+        }
+        if standalone && isBridge {
+            throw map.error(
+                "homekit", "a file with bridged accessories cannot be standalone; only a single accessory can")
+        }
+        return standalone
     }
 
     mutating func buildAccessory(_ map: FileReader, id: String, aid: UInt64, isBridge: Bool) throws(SimulatorError)

@@ -10,6 +10,7 @@
 //                                       #   first service (bridge when `bridged:` is given)
 //   room: Garage                        # suggested room
 //   reachable: true
+//   homekit: standalone                 # bridged (default) or standalone: its own HAP server
 //   services:                           # accessory-information is added automatically
 //     - type: garage-door-opener        # catalog name, HAP name (GarageDoorOpener) or UUID;
 //                                       #   a full UUID not in the catalog is a custom service

@@ -215,6 +215,26 @@ import Testing
         return SimulatorError(file: "", code: ErrorCode(rawValue: ""), message: "")
     }
 
+    /// `homekit:` is `bridged` or `standalone`, on a single accessory only.
+    @Test func homekitServing() async throws {
+        let e = try failure("homekit: alone\nname: X\nservices:\n  - type: switch\n")
+        #expect(e.key == "homekit")
+        #expect(e.description.hasSuffix("/bad.yml: homekit: must be bridged or standalone, got 'alone'"), "\(e)")
+        let bridge = try failure(
+            "homekit: standalone\nname: B\nbridged:\n  - name: L\n    services: [ { type: lightbulb } ]\n")
+        #expect(bridge.key == "homekit")
+        #expect(bridge.message.contains("only a single accessory"), "\(bridge)")
+        let bridged = try failure(
+            "name: B\nbridged:\n  - name: L\n    homekit: standalone\n    services: [ { type: lightbulb } ]\n")
+        #expect(bridged.key == "bridged[0].homekit", "\(bridged)")
+        let (home, _dir) = try makeHome("homekit: standalone\nname: Alone\nservices:\n  - type: switch\n")
+        _ = _dir
+        #expect(await home.accessories().map(\.isHomeKitStandalone) == [true])
+        let (other, _other) = try makeHome("homekit: bridged\nname: Here\nservices:\n  - type: switch\n")
+        _ = _other
+        #expect(await other.accessories().map(\.isHomeKitStandalone) == [false])
+    }
+
     @Test func yamlSyntax() throws {
         let e = try failure("name: Broken\nservices:\n  - type: switch\n   characteristics: [\n")
         #expect(e.code.rawValue == "yaml-syntax")
