@@ -14,6 +14,28 @@ public struct BridgeFiles: Sendable {
         directory = Self.root(stateDirectory).appendingPathComponent(Self.folderName(homeID))
     }
 
+    /// A standalone accessory's own files (`homekit/<home id>/standalone/<accessory id>/`): the
+    /// same files as a bridge's, for its own server, its own setup and its aid 1.
+    public init(stateDirectory: String, homeID: String, standalone accessoryID: String) {
+        directory = Self(stateDirectory: stateDirectory, homeID: homeID).standaloneRoot
+            .appendingPathComponent(Self.folderName(accessoryID))
+    }
+
+    /// Where the home's standalone accessories keep their files.
+    public var standaloneRoot: URL { directory.appendingPathComponent("standalone") }
+
+    /// The home's standalone accessories that have made their setup, by accessory id.
+    public func standaloneFiles() -> [(accessoryID: String, files: BridgeFiles, setup: Setup)] {
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: standaloneRoot.path)) ?? []
+        return folders.sorted().compactMap { folder in
+            let files = BridgeFiles(directory: standaloneRoot.appendingPathComponent(folder))
+            guard let setup = try? files.readSetup(), let id = setup.accessoryID else { return nil }
+            return (id, files, setup)
+        }
+    }
+
+    init(directory: URL) { self.directory = directory }
+
     /// `homekit/` in the state directory: every home's bridge.
     public static func root(_ stateDirectory: String) -> URL {
         URL(fileURLWithPath: stateDirectory).appendingPathComponent("homekit")
@@ -32,7 +54,10 @@ public struct BridgeFiles: Sendable {
     public static func ownPairingIDs(stateDirectory: String) -> Set<String> {
         let root = root(stateDirectory)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
-        return Set(folders.compactMap { HAPAccessoryIdentity.pairingID(in: root.appendingPathComponent($0)) })
+        // Each home's bridge, and the standalone accessories beside it.
+        let homes = folders.map { BridgeFiles(directory: root.appendingPathComponent($0)) }
+        let directories = homes.flatMap { [$0.directory] + $0.standaloneFiles().map(\.files.directory) }
+        return Set(directories.compactMap { HAPAccessoryIdentity.pairingID(in: $0) })
     }
 
     // MARK: Setup
@@ -44,17 +69,28 @@ public struct BridgeFiles: Sendable {
         /// Nil when the config gives the code.
         var setupCode: String?
         public var setupID: String
+        /// A standalone accessory's: its id, name and HAP category (the setup URI's, `ci`), so
+        /// that `homemqtt homekit code` lists it without the running gateway. Nil for a bridge.
+        public var accessoryID: String?
+        public var name: String?
+        public var category: Int?
 
         enum CodingKeys: String, CodingKey {
-            case version, setupCode = "setup-code", setupID = "setup-id"
+            case version, setupCode = "setup-code", setupID = "setup-id", accessoryID = "accessory", name, category
         }
     }
 
     /// The stored setup, or a new one written now (with a random code unless `configured`);
     /// `created` says the file was made now: the first start, when the code is shown in the log.
-    func loadSetup(configured: HAPSetupCode?) throws(ModelError) -> (code: HAPSetupCode, setupID: String, created: Bool)
+    func loadSetup(configured: HAPSetupCode?, standalone: Standalone? = nil) throws(ModelError)
+        -> (code: HAPSetupCode, setupID: String, created: Bool)
     {
         if var setup = try readSetup() {
+            if let standalone, standalone.describes(setup) == false {
+                // Renamed, or its category changed: kept for `homemqtt homekit code`.
+                standalone.describe(&setup)
+                try write(setup, to: setupFile)
+            }
             if let configured { return (configured, setup.setupID, false) }
             if let text = setup.setupCode, let code = HAPSetupCode(text) { return (code, setup.setupID, false) }
             // The config gave the code until now: a random one from here on, shown once.
@@ -64,7 +100,8 @@ public struct BridgeFiles: Sendable {
             return (code, setup.setupID, true)
         }
         let code = configured ?? HAPSetupCode.random()
-        let setup = Setup(setupCode: configured == nil ? code.revealed : nil, setupID: Self.randomSetupID())
+        var setup = Setup(setupCode: configured == nil ? code.revealed : nil, setupID: Self.randomSetupID())
+        standalone?.describe(&setup)
         try write(setup, to: setupFile)
         return (code, setup.setupID, configured == nil)
     }
@@ -85,10 +122,35 @@ public struct BridgeFiles: Sendable {
         return String((0..<4).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
     }
 
+    /// What a standalone accessory's setup file says of it.
+    public struct Standalone: Sendable, Hashable {
+        public var accessoryID: String
+        public var name: String
+        public var category: Int
+
+        public init(accessoryID: String, name: String, category: Int) {
+            self.accessoryID = accessoryID
+            self.name = name
+            self.category = category
+        }
+
+        func describes(_ setup: Setup) -> Bool {
+            setup.accessoryID == accessoryID && setup.name == name && setup.category == category
+        }
+
+        func describe(_ setup: inout Setup) {
+            setup.accessoryID = accessoryID
+            setup.name = name
+            setup.category = category
+        }
+    }
+
     // MARK: Ids
 
-    func loadIDs() throws(ModelError) -> BridgeIDs {
-        try read(BridgeIDs.self, from: idsFile) ?? BridgeIDs()
+    /// - Parameter firstAID: 2 for a bridge (1 is the bridge itself), 1 for a standalone
+    ///   accessory (aid 1 is the accessory).
+    func loadIDs(firstAID: Int = 2) throws(ModelError) -> BridgeIDs {
+        try read(BridgeIDs.self, from: idsFile) ?? BridgeIDs(nextAID: firstAID)
     }
 
     func save(_ ids: BridgeIDs) throws(ModelError) {

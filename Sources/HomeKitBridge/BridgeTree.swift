@@ -43,18 +43,24 @@ struct BridgeTree: Sendable {
     ///   - ownPrefixes: accessory id prefixes of the gateway's own bridges (`hap:<pairing id>:`),
     ///     which are never bridged.
     ///   - ids: the aids and iids handed out; new ones are added.
+    ///   - standalone: the accessory served alone (aid 1, no bridge: its `ids` start at aid 1);
+    ///     nil for the home's bridge, which leaves out every accessory served alone (HomeKit
+    ///     would show it twice, once through each).
     init(
         tree: TopicTree, filter: ScopeFilter, ownPrefixes: [String], identity: Identity, ids: inout BridgeIDs,
-        limit: Int = HomeKitConfig.maxAccessories
+        limit: Int = HomeKitConfig.maxAccessories, standalone: String? = nil
     ) {
-        accessories.append(Self.bridgeAccessory(identity))
-        for (iid, value) in Self.bridgeFixedValues(identity) {
-            targets[HAPCharacteristicID(aid: Self.bridgeAID, iid: iid)] = .fixed(value)
+        if standalone == nil {
+            accessories.append(Self.bridgeAccessory(identity))
+            for (iid, value) in Self.bridgeFixedValues(identity) {
+                targets[HAPCharacteristicID(aid: Self.bridgeAID, iid: iid)] = .fixed(value)
+            }
+            targets[HAPCharacteristicID(aid: Self.bridgeAID, iid: 2)] = .identifyBridge
         }
-        targets[HAPCharacteristicID(aid: Self.bridgeAID, iid: 2)] = .identifyBridge
         var admitted: [(aid: Int, node: TopicTree.AccessoryNode)] = []
         for node in tree.accessories {
             if ownPrefixes.contains(where: { node.id.hasPrefix($0) }) { continue }
+            guard standalone.map({ node.id == $0 }) ?? !node.accessory.isHomeKitStandalone else { continue }
             guard filter.admits(accessory: node.accessory, displayName: node.displayName, room: node.room) else {
                 continue
             }
@@ -62,7 +68,7 @@ struct BridgeTree: Sendable {
         }
         admitted.sort { $0.aid < $1.aid }
         // The accessories known longest stay: a new one beyond the limit is the one left out.
-        let room = max(0, limit - 1)
+        let room = standalone == nil ? max(0, limit - 1) : 1
         leftOut = admitted.dropFirst(room).map(\.node.id)
         for (aid, node) in admitted.prefix(room) {
             add(node, aid: aid, filter: filter, ids: &ids)

@@ -17,6 +17,10 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
     let identity: BridgeTree.Identity
     let stateDirectory: String
     let logger: Logger
+    /// The accessory served alone, at aid 1; nil for the home's bridge.
+    let standalone: String?
+    /// The accessories in scope that are served alone (the bridge's view): each gets a server.
+    var standalones: [BridgeFiles.Standalone] = []
 
     /// The server that hears of changes; it changes when a reset starts a new one.
     var server: HAPAccessoryServer?
@@ -47,7 +51,7 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
 
     init(
         gateway: Gateway, files: BridgeFiles, filter: ScopeFilter, identity: BridgeTree.Identity,
-        stateDirectory: String, logger: Logger
+        stateDirectory: String, logger: Logger, standalone: String? = nil
     ) throws(ModelError) {
         self.gateway = gateway
         self.files = files
@@ -55,7 +59,8 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
         self.identity = identity
         self.stateDirectory = stateDirectory
         self.logger = logger
-        ids = try files.loadIDs()
+        self.standalone = standalone
+        ids = try files.loadIDs(firstAID: standalone == nil ? 2 : 1)
     }
 
     func attach(_ server: HAPAccessoryServer?) { self.server = server }
@@ -101,7 +106,14 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
     func rebuild(_ published: TopicTree) {
         let own = BridgeFiles.ownPairingIDs(stateDirectory: stateDirectory).map { "hap:\($0):" }
         let before = ids
-        tree = BridgeTree(tree: published, filter: filter, ownPrefixes: own, identity: identity, ids: &ids)
+        tree = BridgeTree(
+            tree: published, filter: filter, ownPrefixes: own, identity: identity, ids: &ids, standalone: standalone)
+        if standalone == nil {
+            standalones = published.accessories.filter { node in
+                node.accessory.isHomeKitStandalone
+                    && filter.admits(accessory: node.accessory, displayName: node.displayName, room: node.room)
+            }.map { .init(accessoryID: $0.id, name: $0.displayName, category: $0.accessory.category) }
+        }
         if ids != before {
             do throws(ModelError) {
                 try files.save(ids)

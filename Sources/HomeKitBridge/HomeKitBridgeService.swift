@@ -15,6 +15,11 @@ import Synchronization
 ///
 /// A bridge that cannot start (its port taken, its state unreadable) logs why and says so in
 /// its status; the gateway keeps serving MQTT.
+///
+/// An accessory served alone (`isHomeKitStandalone`, a simulator file's `homekit: standalone`)
+/// is the same service for one accessory: the bridge starts one per such accessory in its
+/// scope once the gateway's first snapshot names them, in its own directory, on a free port,
+/// with its own random setup code and the accessory at aid 1.
 public final class HomeKitBridgeService: Service, Sendable {
     public let homeID: String
     let gateway: Gateway
@@ -26,6 +31,8 @@ public final class HomeKitBridgeService: Service, Sendable {
     let logger: Logger
     /// Where the setup QR code goes at the first start (standard error, as Homebridge prints its own).
     let terminal: @Sendable (String) -> Void
+    /// The accessory this service serves alone; nil for the home's bridge.
+    let standalone: BridgeFiles.Standalone?
 
     private struct Running {
         var bridge: HomeKitBridge?
@@ -61,6 +68,41 @@ public final class HomeKitBridgeService: Service, Sendable {
         self.files = BridgeFiles(stateDirectory: stateDirectory, homeID: homeID)
         self.logger = logger
         self.terminal = terminal
+        self.standalone = nil
+    }
+
+    /// The service of an accessory the bridge `parent` leaves to serve alone: on a free port,
+    /// with a random setup code (the config's `setup-code` is the bridge's).
+    init(standalone: BridgeFiles.Standalone, of parent: HomeKitBridgeService) {
+        homeID = parent.homeID
+        gateway = parent.gateway
+        database = parent.database
+        var settings = parent.settings
+        settings.setupCode = nil
+        self.settings = settings
+        port = 0
+        stateDirectory = parent.stateDirectory
+        files = BridgeFiles(
+            stateDirectory: parent.stateDirectory, homeID: parent.homeID, standalone: standalone.accessoryID)
+        logger = parent.logger
+        terminal = parent.terminal
+        self.standalone = standalone
+    }
+
+    /// The accessory served alone; nil for the home's bridge.
+    public var accessoryID: String? { standalone?.accessoryID }
+
+    /// HAP's category: the announcement's `ci` and the setup URI's (2 for the bridge).
+    var category: Int { standalone?.category ?? 2 }
+
+    /// What the log calls it.
+    var what: String { standalone.map { "HomeKit accessory '\($0.name)'" } ?? "HomeKit bridge" }
+
+    /// The log's metadata naming it.
+    var names: Logger.Metadata {
+        var names: Logger.Metadata = ["home": "\(homeName)"]
+        if let standalone { names["accessory"] = "\(standalone.accessoryID)" }
+        return names
     }
 
     /// Writes to standard error in one call (a setup URI's QR code is about 2 KB, under the
@@ -79,7 +121,7 @@ public final class HomeKitBridgeService: Service, Sendable {
     public var setup: (code: String, uri: String)? {
         running.withLock { r in
             guard let code = r.setupCode, let id = r.setupID else { return nil }
-            return (code.revealed, BridgeAdvertisement.setupURI(code: code, setupID: id))
+            return (code.revealed, BridgeAdvertisement.setupURI(code: code, setupID: id, category: category))
         }
     }
 
@@ -89,29 +131,27 @@ public final class HomeKitBridgeService: Service, Sendable {
         let setup: (code: HAPSetupCode, setupID: String, created: Bool)
         let bridge: HomeKitBridge
         do throws(ModelError) {
-            setup = try files.loadSetup(configured: settings.setupCode)
+            setup = try files.loadSetup(configured: settings.setupCode, standalone: standalone)
             bridge = try HomeKitBridge(
                 gateway: gateway, files: files, filter: settings.filter,
                 identity: .init(
                     name: "HomeMQTT \(homeName)", serialNumber: String(homeID.prefix(8)),
                     firmware: HomeMQTTVersion.current),
-                stateDirectory: stateDirectory, logger: logger)
+                stateDirectory: stateDirectory, logger: logger, standalone: standalone?.accessoryID)
         } catch {
             return await failed("cannot read its state: \(error.message)")
         }
         if setup.created {
             // Once, at the first start: later starts never log it (`homemqtt homekit code`).
+            let uri = BridgeAdvertisement.setupURI(code: setup.code, setupID: setup.setupID, category: category)
             logger.notice(
-                "HomeKit bridge: pair it in the Home app with setup code \(setup.code.revealed) (shown once; `homemqtt homekit code` shows it again)",
-                metadata: [
-                    "home": "\(homeName)",
-                    // What a QR code of the bridge carries: an app that takes a setup URI pairs with it.
-                    "setup-uri": "\(BridgeAdvertisement.setupURI(code: setup.code, setupID: setup.setupID))",
-                ])
+                "\(what): pair it in the Home app with setup code \(setup.code.revealed) (shown once; `homemqtt homekit code` shows it again)",
+                // What a QR code of the bridge carries: an app that takes a setup URI pairs with it.
+                metadata: names.merging(["setup-uri": "\(uri)"]) { $1 })
             terminal(
                 Self.setupQRText(
-                    uri: BridgeAdvertisement.setupURI(code: setup.code, setupID: setup.setupID), code: setup.code,
-                    home: homeName, colors: isatty(STDERR_FILENO) == 1 ? .ansi : .plain))
+                    uri: uri, code: setup.code, home: homeName, accessory: standalone?.name,
+                    colors: isatty(STDERR_FILENO) == 1 ? .ansi : .plain))
         }
         running.withLock {
             $0.bridge = bridge
@@ -128,25 +168,34 @@ public final class HomeKitBridgeService: Service, Sendable {
             }
             group.addTask {
                 guard await bridge.firstSnapshot() else { return }
-                await self.serve(bridge, code: setup.code)
+                await withDiscardingTaskGroup { served in
+                    // The accessories it leaves to serve alone, each beside it, as long as it runs.
+                    if self.standalone == nil {
+                        for accessory in await bridge.standalones {
+                            let service = HomeKitBridgeService(standalone: accessory, of: self)
+                            served.addTask { try? await service.run() }
+                        }
+                    }
+                    await self.serve(bridge, code: setup.code)
+                }
             }
         }
     }
 
     /// The first start's words and QR code for a terminal (a log line cannot hold the code: the
     /// log escapes its newlines). Plain when standard error is no terminal (the journal).
-    static func setupQRText(uri: String, code: HAPSetupCode, home: String, colors: QRMatrix.TerminalColors)
-        -> String
-    {
-        let title =
-            "Scan this code with the Home app to pair the HomeKit bridge of '\(home)' (setup code \(code.revealed)):"
+    static func setupQRText(
+        uri: String, code: HAPSetupCode, home: String, accessory: String? = nil, colors: QRMatrix.TerminalColors
+    ) -> String {
+        let what = accessory.map { "the HomeKit accessory '\($0)' of '\(home)'" } ?? "the HomeKit bridge of '\(home)'"
+        let title = "Scan this code with the Home app to pair \(what) (setup code \(code.revealed)):"
         guard let qr = QRMatrix(encoding: uri) else { return title.escapingControlCharacters + "\n\(uri)\n" }
         return "\n" + title.escapingControlCharacters + "\n\n" + qr.terminalText(colors) + "\n"
     }
 
     /// Logs why the bridge does not serve, keeps it for the status, and waits for the end.
     private func failed(_ message: String) async {
-        logger.error("HomeKit bridge: \(message)", metadata: ["home": "\(homeName)"])
+        logger.error("\(what): \(message)", metadata: names)
         running.withLock { $0.error = message }
         try? await gracefulShutdown()
     }
@@ -203,11 +252,13 @@ public final class HomeKitBridgeService: Service, Sendable {
                     await bridge.shapeChanged()
                     let counts = await bridge.counts
                     self.logger.info(
-                        "HomeKit bridge serving",
-                        metadata: [
-                            "home": "\(self.homeName)", "port": "\(port)", "id": "\(server.status.pairingID)",
-                            "accessories": "\(counts.served - 1)", "paired": "\(server.status.isPaired)",
-                        ])
+                        "\(self.what) serving",
+                        metadata: self.names.merging(
+                            [
+                                "port": "\(port)", "id": "\(server.status.pairingID)",
+                                "accessories": "\(self.standalone == nil ? counts.served - 1 : counts.served)",
+                                "paired": "\(server.status.isPaired)",
+                            ], uniquingKeysWith: { $1 }))
                     // A reset that waited for this server has it now.
                     self.running.withLock { r in
                         r.port = port
@@ -253,10 +304,9 @@ public final class HomeKitBridgeService: Service, Sendable {
             case .reset:
                 do throws(HAPServerError) {
                     try HAPAccessoryIdentity.reset(in: files.directory)
-                    logger.notice(
-                        "HomeKit bridge reset: a new identity, no pairings", metadata: ["home": "\(homeName)"])
+                    logger.notice("\(what) reset: a new identity, no pairings", metadata: names)
                 } catch {
-                    logger.error("HomeKit bridge: cannot reset", metadata: ["error": "\(error)"])
+                    logger.error("\(what): cannot reset", metadata: names.merging(["error": "\(error)"]) { $1 })
                 }
             }
         }
@@ -264,16 +314,17 @@ public final class HomeKitBridgeService: Service, Sendable {
 
     // MARK: The announcement
 
-    /// The bridge's name: the announcement's label and `md`.
-    var bridgeName: String { "HomeMQTT \(homeName)" }
+    /// The bridge's name, or the accessory's: the announcement's label and `md`.
+    var bridgeName: String { standalone?.name ?? "HomeMQTT \(homeName)" }
 
     /// The TXT record for the server's status now.
     func txt(_ server: HAPServerStatus) -> [String: String]? {
         let setupID = running.withLock { $0.setupID }
-        let status = HomeKitBridgeStatus(
+        var status = HomeKitBridgeStatus(
             homeID: homeID, homeName: homeName, pairingID: server.pairingID,
             configurationNumber: server.configurationNumber, isPaired: server.isPaired, setupID: setupID,
             pairings: [], accessories: 0, leftOut: [])
+        status.category = category
         return BridgeAdvertisement.txt(status, model: bridgeName)
     }
 
@@ -286,7 +337,7 @@ public final class HomeKitBridgeService: Service, Sendable {
         let listen = settings.bindAddresses
         let named = listen.filter { !["0.0.0.0", "::"].contains($0) }
         guard named.count < listen.count || named.contains(where: { !Self.isLoopback($0) }) else {
-            logger.info("HomeKit bridge: not announced over mDNS, it listens on loopback only")
+            logger.info("\(what): not announced over mDNS, it listens on loopback only", metadata: names)
             return nil
         }
         let admitted = MDNSResponder.addresses(admitting: settings.mdnsInterfaces)
@@ -312,12 +363,16 @@ public final class HomeKitBridgeService: Service, Sendable {
         }
         let counts = await bridge?.counts
         let serverStatus = server?.status
-        return HomeKitBridgeStatus(
+        var status = HomeKitBridgeStatus(
             homeID: homeID, homeName: homeName, pairingID: serverStatus?.pairingID,
             configurationNumber: serverStatus?.configurationNumber, isPaired: serverStatus?.isPaired,
             setupID: setupID, port: port,
             pairings: server?.pairings.map { .init(id: $0.id, isAdmin: $0.isAdmin) } ?? [],
             accessories: counts?.served ?? 0, leftOut: counts?.leftOut ?? [], error: error)
+        status.category = category
+        status.accessoryID = standalone?.accessoryID
+        if standalone == nil { status.standalone = await bridge?.standalones.map(\.accessoryID) ?? [] }
+        return status
     }
 
     /// Forgets the bridge's identity and pairings and starts it anew; returns once the new
@@ -334,74 +389,5 @@ public final class HomeKitBridgeService: Service, Sendable {
             try? HAPAccessoryIdentity.reset(in: files.directory)
         }
         return await status()
-    }
-}
-
-/// Where a server's status callback finds the responder started after it.
-final class ResponderSlot: Sendable {
-    let value = Mutex<MDNSResponder?>(nil)
-}
-
-/// A bridge's state for its owner and the announcement: `id`, `c#`, `sf`,
-/// category 2 (bridge) and the setup id are what `_hap._tcp`'s TXT record and the QR code carry.
-public struct HomeKitBridgeStatus: Sendable, Hashable {
-    public struct Pairing: Sendable, Hashable {
-        public var id: String
-        public var isAdmin: Bool
-    }
-
-    public var homeID: String
-    public var homeName: String
-    /// Nil while no server runs.
-    public var pairingID: String?
-    public var configurationNumber: Int?
-    public var isPaired: Bool?
-    public var category = 2
-    public var setupID: String?
-    public var port: Int?
-    public var pairings: [Pairing]
-    /// Accessory objects served, the bridge included.
-    public var accessories: Int
-    /// Accessories in scope left out beyond HAP's limit.
-    public var leftOut: [String]
-    /// Why it does not serve, if it does not.
-    public var error: String?
-
-    public init(
-        homeID: String, homeName: String, pairingID: String?, configurationNumber: Int?, isPaired: Bool?,
-        setupID: String?, port: Int? = nil, pairings: [Pairing], accessories: Int, leftOut: [String],
-        error: String? = nil
-    ) {
-        self.homeID = homeID
-        self.homeName = homeName
-        self.pairingID = pairingID
-        self.configurationNumber = configurationNumber
-        self.isPaired = isPaired
-        self.setupID = setupID
-        self.port = port
-        self.pairings = pairings
-        self.accessories = accessories
-        self.leftOut = leftOut
-        self.error = error
-    }
-
-    /// `sf`: 1 while unpaired.
-    public var statusFlags: Int? { isPaired.map { $0 ? 0 : 1 } }
-
-    public var json: JSONValue {
-        var o: [String: JSONValue] = [
-            "home": .string(homeID), "home-name": .string(homeName), "category": .int(Int64(category)),
-            "accessories": .int(Int64(accessories)),
-            "pairings": .array(pairings.map { .object(["id": .string($0.id), "admin": .bool($0.isAdmin)]) }),
-        ]
-        if let pairingID { o["id"] = .string(pairingID) }
-        if let configurationNumber { o["c#"] = .int(Int64(configurationNumber)) }
-        if let statusFlags { o["sf"] = .int(Int64(statusFlags)) }
-        if let isPaired { o["paired"] = .bool(isPaired) }
-        if let setupID { o["setup-id"] = .string(setupID) }
-        if let port { o["port"] = .int(Int64(port)) }
-        if !leftOut.isEmpty { o["left-out"] = .array(leftOut.map(JSONValue.string)) }
-        if let error { o["error"] = .string(error) }
-        return .object(o)
     }
 }

@@ -24,7 +24,12 @@ public enum HomeKitBridges {
 
     /// The bridge of the home whose gateway holds `database` (the home's view: an editor's).
     public static func serving(_ database: HomeDatabase) -> HomeKitBridgeService? {
-        running.first { $0.database === database }
+        running.first { $0.database === database && $0.standalone == nil }
+    }
+
+    /// The server of the accessory `accessoryID` served alone in that home, if one runs.
+    public static func serving(_ database: HomeDatabase, accessory accessoryID: String) -> HomeKitBridgeService? {
+        running.first { $0.database === database && $0.accessoryID == accessoryID }
     }
 
     /// The running bridge that `host`:`port` reaches, if any: `host` is this machine (a

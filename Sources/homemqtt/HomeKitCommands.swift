@@ -66,6 +66,7 @@ struct HomeKitCommand: AsyncParsableCommand {
             if let code = settings.setupCode {
                 print("\(code.revealed)  (homekit.setup-code in \(config.file))")
                 try printURI(code, files)
+                printStandalone(files)
                 return
             }
             guard let code = try files.storedSetupCode() else {
@@ -75,6 +76,23 @@ struct HomeKitCommand: AsyncParsableCommand {
             }
             print(code.revealed)
             try printURI(code, files)
+            printStandalone(files)
+        }
+
+        /// Each accessory served alone (`homekit: standalone`) with its own code, URI and QR code,
+        /// after the bridge's: what its first start logged.
+        func printStandalone(_ bridge: BridgeFiles) {
+            for alone in bridge.standaloneFiles() {
+                guard let code = try? alone.files.storedSetupCode() else { continue }
+                let name = alone.setup.name ?? alone.accessoryID
+                print("\n\(code.revealed)  (\(name), \(alone.accessoryID), standalone)".escapingControlCharacters)
+                let uri = BridgeAdvertisement.setupURI(
+                    code: code, setupID: alone.setup.setupID, category: alone.setup.category ?? 1)
+                print(uri)
+                guard !noQR, let qr = QRMatrix(encoding: uri) else { continue }
+                let terminal = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+                print("\n" + qr.terminalText(terminal ? .ansi : .plain), terminator: "")
+            }
         }
 
         /// The setup URI a QR code carries, on a line of its own once the bridge has a setup id
@@ -94,11 +112,14 @@ struct HomeKitCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status", abstract: "Show the bridge's id, configuration number, port and pairings.")
         @OptionGroup var options: Options
+        @Option(help: "An accessory served standalone (its id, e.g. sim:garage): its own server's status.")
+        var accessory: String?
 
         func run() async throws {
-            let (config, home, files) = try await options.open()
+            let (config, home, bridgeFiles) = try await options.open()
+            let files = try HomeKitCommand.files(bridgeFiles, config: config, home: home, accessory: accessory)
             let status = try await HomeKitCommand.perform(
-                HomeKitStatusOperation(), config: config, home: home,
+                HomeKitStatusOperation(accessory: accessory), config: config, home: home,
                 offline: {
                     var o: [String: JSONValue] = ["home": .string(home.id), "home-name": .string(home.name)]
                     if let id = HAPAccessoryIdentity.pairingID(in: files.directory) { o["id"] = .string(id) }
@@ -121,11 +142,14 @@ struct HomeKitCommand: AsyncParsableCommand {
                 "The Home app then sees a new bridge: pair it again with the same setup code (its accessories keep their ids, but rooms and automations made for the old bridge are gone)."
         )
         @OptionGroup var options: Options
+        @Option(help: "An accessory served standalone (its id, e.g. sim:garage): reset it alone.")
+        var accessory: String?
 
         func run() async throws {
-            let (config, home, files) = try await options.open()
+            let (config, home, bridgeFiles) = try await options.open()
+            let files = try HomeKitCommand.files(bridgeFiles, config: config, home: home, accessory: accessory)
             let status = try await HomeKitCommand.perform(
-                HomeKitResetOperation(), config: config, home: home,
+                HomeKitResetOperation(accessory: accessory), config: config, home: home,
                 offline: {
                     do throws(HAPServerError) {
                         try HAPAccessoryIdentity.reset(in: files.directory)
@@ -134,9 +158,23 @@ struct HomeKitCommand: AsyncParsableCommand {
                     }
                     return .object(["home": .string(home.id), "home-name": .string(home.name), "paired": false])
                 })
-            print("reset the HomeKit bridge of '\(home.name)': unpaired, with a new identity".escapingControlCharacters)
+            let what = accessory.map { "the standalone HomeKit accessory \($0)" } ?? "the HomeKit bridge"
+            print("reset \(what) of '\(home.name)': unpaired, with a new identity".escapingControlCharacters)
             if let id = status["id"]?.stringValue { print("id: \(id)") }
         }
+    }
+
+    /// The bridge's files, or those of the accessory it serves alone (known once it has started).
+    static func files(_ bridge: BridgeFiles, config: GatewayConfig, home: Home, accessory: String?) throws
+        -> BridgeFiles
+    {
+        guard let accessory else { return bridge }
+        guard let alone = bridge.standaloneFiles().first(where: { $0.accessoryID == accessory }) else {
+            throw CLIError(
+                "'\(home.name)' has no accessory '\(accessory)' served standalone (homekit: standalone, after a start)"
+                    .escapingControlCharacters)
+        }
+        return alone.files
     }
 
     /// `operation` on the running gateway of `home`, or `offline` on the state directory when

@@ -164,6 +164,63 @@ final class HomeKitBridgeAiohomekitTests: XCTestCase {
         }
     }
 
+    /// The garage door opener served standalone (`homekit: standalone`): aiohomekit pairs with
+    /// its own code on its own port, finds it at aid 1 with category 4 in the setup URI, and
+    /// opens it: current-door-state events 1 → 2 → 0.
+    func testAiohomekitPairsWithTheStandaloneGarageDoorAndOpensIt() async throws {
+        try requirePeer()
+        let state = try TemporaryDirectory(prefix: "homekit-aiohomekit-standalone")
+        let aio = try await AioHomeKit()
+        addTeardownBlock { await aio.stop() }
+        let pairingFile = state.file("aiohomekit-standalone.json")
+        let home = try BridgedGateway.standaloneGarageHome(in: state)
+        try await BridgedGateway.run(state: state, home: home) { gw in
+            let (service, port) = try await gw.standalone("sim:garage")
+            let setup = try XCTUnwrap(service.setup)
+            // The bridge's code is not the accessory's.
+            let wrong = try await aio.send(
+                "pair",
+                [
+                    "host": "127.0.0.1", "port": .int(Int64(port)), "pin": .string(BridgedGateway.code),
+                    "file": .string(state.file("wrong.json")),
+                ])
+            XCTAssertEqual(wrong["ok"], false)
+            let paired = try await aio.ok(
+                "pair",
+                [
+                    "host": "127.0.0.1", "port": .int(Int64(port)), "pin": .string(setup.code),
+                    "file": .string(pairingFile),
+                ])
+            let status = await service.status()
+            XCTAssertEqual(paired["accessory"]?.stringValue, status.pairingID)
+            let bridgeID = await gw.bridge.status().pairingID
+            XCTAssertNotEqual(status.pairingID, bridgeID)
+            _ = try await aio.ok("open", ["name": "door", "file": .string(pairingFile)])
+            let document = try await aio.ok("accessories", ["name": "door"])
+            let listed = try XCTUnwrap(document["accessories"]?.arrayValue)
+            XCTAssertEqual(listed.compactMap { $0["aid"]?.intValue }, [1])
+            func address(_ type: String) throws -> (aid: Int, iid: Int) {
+                let uuid = "000000\(type)-0000-1000-8000-0026BB765291"
+                let c = listed[0]["services"]?.arrayValue?.lazy.compactMap {
+                    $0["characteristics"]?.arrayValue?.first { $0["type"]?.stringValue == uuid }
+                }.first
+                return (1, try XCTUnwrap(c?["iid"]?.intValue, type))
+            }
+            let current = try address("0E")
+            let target = try address("32")
+            let closed = try await aio.ok("get", ["name": "door", "ids": [Self.id(current)]])
+            XCTAssertEqual(closed["values"]?[Self.key(current)]?["value"], 1)
+            _ = try await aio.ok("subscribe", ["name": "door", "ids": [Self.id(current)]])
+            _ = try await aio.ok("put", ["name": "door", "values": [[1, .int(Int64(target.iid)), 0]]])
+            let opening = try await aio.event("door", .init(aid: current.aid, iid: current.iid))
+            XCTAssertEqual(opening["value"], 2)
+            await gw.home.advance(by: 12)
+            let open = try await aio.event("door", .init(aid: current.aid, iid: current.iid))
+            XCTAssertEqual(open["value"], 0)
+            _ = try await aio.ok("close", ["name": "door"])
+        }
+    }
+
     static let lamp: Accessory = {
         let on = Catalog.characteristicType(named: "power-state")!
         return Accessory(

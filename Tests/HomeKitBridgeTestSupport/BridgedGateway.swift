@@ -84,7 +84,9 @@ public struct BridgedGateway: Sendable {
                 try await waitUntil("notifications on", timeout: 5) { await !home.notificationsEnabled().isEmpty }
                 var found: (HomeKitBridgeService, Int)?
                 try await waitUntil("the HomeKit bridge to listen", timeout: 10) {
-                    found = HomeKitBridges.running.first { $0.stateDirectory == state.path }.flatMap { bridge in
+                    found = HomeKitBridges.running.first {
+                        $0.stateDirectory == state.path && $0.accessoryID == nil
+                    }.flatMap { bridge in
                         bridge.listeningPort.map { (bridge, $0) }
                     }
                     return found != nil
@@ -100,6 +102,30 @@ public struct BridgedGateway: Sendable {
             }
             await group.triggerGracefulShutdown()
         }
+    }
+
+    /// The server of `accessoryID` served alone, once it listens, and its port.
+    public func standalone(_ accessoryID: String) async throws -> (service: HomeKitBridgeService, port: Int) {
+        var found: (HomeKitBridgeService, Int)?
+        try await waitUntil("\(accessoryID) to listen on its own", timeout: 10) {
+            found = HomeKitBridges.running.first {
+                $0.stateDirectory == stateDirectory && $0.accessoryID == accessoryID
+            }.flatMap { service in service.listeningPort.map { (service, $0) } }
+            return found != nil
+        }
+        return found!
+    }
+
+    /// The shipped simulated home copied into `directory`, its Kilgo garage door opener
+    /// (`garage.yml`) served standalone (`homekit: standalone`).
+    public static func standaloneGarageHome(in directory: TemporaryDirectory) throws -> SimulatedHome {
+        let shipped = repositoryRoot.appendingPathComponent("Config/accessories")
+        let copy = directory.url.appendingPathComponent("accessories")
+        try FileManager.default.copyItem(at: shipped, to: copy)
+        let garage = copy.appendingPathComponent("garage.yml")
+        let text = try String(contentsOf: garage, encoding: .utf8)
+        try ("homekit: standalone\n" + text).write(to: garage, atomically: true, encoding: .utf8)
+        return try SimulatedHome.load(directory: copy, clock: .manual)
     }
 
     /// Publishes a request as another client would.

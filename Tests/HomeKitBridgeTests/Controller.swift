@@ -25,6 +25,27 @@ enum Controller {
         return (pairing, try await connect(pairing, gw))
     }
 
+    /// Pairs with the accessory server on `port` (a standalone accessory's), its pairing kept
+    /// under `state/<folder>`.
+    static func pair(port: Int, code: String, state: TemporaryDirectory, folder: String) async throws
+        -> (HAPPairing, HAPConnection)
+    {
+        let controller = HAPController(
+            store: HAPPairingStore(directory: state.url.appendingPathComponent(folder)), logger: logger)
+        let pairing = try await controller.pair(host: "127.0.0.1", port: port, setupCode: code, name: folder)
+        return (pairing, try await connect(pairing, port: port))
+    }
+
+    /// A session with the server on `port` (which may differ from the pairing's).
+    static func connect(_ pairing: HAPPairing, port: Int) async throws -> HAPConnection {
+        var pairing = pairing
+        pairing.port = port
+        pairing.host = "127.0.0.1"
+        let controller = HAPController(
+            store: HAPPairingStore(directory: URL(fileURLWithPath: NSTemporaryDirectory())), logger: logger)
+        return try await controller.connect(pairing)
+    }
+
     /// A session with the bridge of `gw` (whose port may differ from the pairing's).
     static func connect(_ pairing: HAPPairing, _ gw: BridgedGateway) async throws -> HAPConnection {
         var pairing = pairing
