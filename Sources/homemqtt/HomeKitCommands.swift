@@ -85,7 +85,7 @@ struct HomeKitCommand: AsyncParsableCommand {
             for alone in bridge.standaloneFiles() {
                 guard let code = try? alone.files.storedSetupCode() else { continue }
                 let name = alone.setup.name ?? alone.accessoryID
-                print("\n\(code.revealed)  (\(name), \(alone.accessoryID), standalone)".escapingControlCharacters)
+                print("\n" + "\(code.revealed)  (\(name), \(alone.accessoryID), standalone)".escapingControlCharacters)
                 let uri = BridgeAdvertisement.setupURI(
                     code: code, setupID: alone.setup.setupID, category: alone.setup.category ?? 1)
                 print(uri)

@@ -119,13 +119,18 @@ public struct BridgedGateway: Sendable {
     /// The shipped simulated home copied into `directory`, its Kilgo garage door opener
     /// (`garage.yml`) served standalone (`homekit: standalone`).
     public static func standaloneGarageHome(in directory: TemporaryDirectory) throws -> SimulatedHome {
+        try SimulatedHome.load(directory: standaloneGarageFiles(in: directory), clock: .manual)
+    }
+
+    /// The accessory files of `standaloneGarageHome(in:)`, in `directory/accessories`.
+    public static func standaloneGarageFiles(in directory: TemporaryDirectory) throws -> URL {
         let shipped = repositoryRoot.appendingPathComponent("Config/accessories")
         let copy = directory.url.appendingPathComponent("accessories")
         try FileManager.default.copyItem(at: shipped, to: copy)
         let garage = copy.appendingPathComponent("garage.yml")
         let text = try String(contentsOf: garage, encoding: .utf8)
         try ("homekit: standalone\n" + text).write(to: garage, atomically: true, encoding: .utf8)
-        return try SimulatedHome.load(directory: copy, clock: .manual)
+        return copy
     }
 
     /// Publishes a request as another client would.
