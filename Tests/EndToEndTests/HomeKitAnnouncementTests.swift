@@ -189,6 +189,52 @@ final class HomeKitAnnouncementTests: XCTestCase {
         _ = gateway
     }
 
+    /// The garage door opener served standalone is announced on its own: its name, its port,
+    /// its own id, `ci` 4 (garage door opener), `sh` of its own setup id; the bridge beside it
+    /// keeps `ci` 2.
+    func testAStandaloneAccessoryIsAnnouncedWithItsCategory() async throws {
+        let port = 40_112
+        let rig = try await makeRig(port: port)
+        let garage = rig.directory.file("accessories/garage.yml")
+        let text = try String(contentsOfFile: garage, encoding: .utf8)
+        try ("homekit: standalone\n" + text).write(toFile: garage, atomically: true, encoding: .utf8)
+        try await rig.startWatcher()
+        _ = try rig.startGateway()
+        let name = "Garage Door Opener._hap._tcp.local."
+        let (alone, _) = try await rig.event("the garage announced") {
+            $0["event"] == "added" && $0["name"]?.stringValue == name
+        }
+        let (bridge, _) = try await rig.event("the bridge announced") {
+            $0["event"] == "added" && $0["name"]?.stringValue == Self.name
+        }
+        XCTAssertEqual(bridge["txt"]?["ci"], "2")
+        let txt = try XCTUnwrap(alone["txt"])
+        XCTAssertEqual(txt["ci"], "4", "a garage door opener")
+        XCTAssertEqual(txt["md"], "Garage Door Opener")
+        XCTAssertEqual(txt["sf"], "1", "unpaired")
+        XCTAssertNotEqual(txt["id"], bridge["txt"]?["id"])
+        let status = try await runChecked(
+            "ip",
+            rig.ns.exec + [
+                try builtProduct("homemqtt"), "homekit", "status", "--accessory", "sim:garage", "--config", rig.config,
+            ], timeout: 30)
+        let shown = try JSONValue(parsing: Array(status.standardOutput.utf8))
+        XCTAssertEqual(alone["port"], shown["port"])
+        XCTAssertNotEqual(alone["port"]?.intValue, port)
+        XCTAssertEqual(txt["id"], shown["id"])
+        let setupID = try XCTUnwrap(shown["setup-id"]?.stringValue)
+        let id = try XCTUnwrap(txt["id"]?.stringValue)
+        // `sh` as HAP-python computes it, from the accessory's own setup id.
+        let hash = try await runChecked(
+            HAPPeer.python.path,
+            [
+                "-c",
+                "import base64,hashlib,sys; print(base64.b64encode(hashlib.sha512((sys.argv[1]+sys.argv[2]).encode()).digest()[:4]).decode())",
+                setupID, id,
+            ])
+        XCTAssertEqual(txt["sh"]?.stringValue, hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     func testAnotherResponderHoldingTheNameMakesItRenameItself() async throws {
         let port = 40_111
         let rig = try await makeRig(port: port)
