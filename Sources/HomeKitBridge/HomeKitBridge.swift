@@ -21,6 +21,8 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
     let standalone: String?
     /// The accessories in scope that are served alone (the bridge's view): each gets a server.
     var standalones: [BridgeFiles.Standalone] = []
+    /// What its log lines call it.
+    nonisolated var label: String { standalone.map { "HomeKit accessory \($0)" } ?? "HomeKit bridge" }
 
     /// The server that hears of changes; it changes when a reset starts a new one.
     var server: HAPAccessoryServer?
@@ -119,14 +121,14 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
                 try files.save(ids)
             } catch {
                 // Served all the same; the ids are saved with the next change that can be.
-                logger.error("HomeKit bridge: cannot save its ids", metadata: ["error": "\(error.message)"])
+                logger.error("\(label): cannot save its ids", metadata: ["error": "\(error.message)"])
             }
         }
         if tree.leftOut != loggedLeftOut {
             loggedLeftOut = tree.leftOut
             if !tree.leftOut.isEmpty {
                 logger.error(
-                    "HomeKit bridge: more accessories in scope than a bridge may serve; narrow homekit.scope",
+                    "\(label): more accessories in scope than a bridge may serve; narrow homekit.scope",
                     metadata: [
                         "limit": "\(HomeKitConfig.maxAccessories) (the bridge included)",
                         "left-out": "\(tree.leftOut.joined(separator: ", "))",
@@ -141,7 +143,7 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
         do {
             try await server.databaseChanged()
         } catch {
-            logger.error("HomeKit bridge: cannot save its configuration number", metadata: ["error": "\(error)"])
+            logger.error("\(label): cannot save its configuration number", metadata: ["error": "\(error)"])
         }
     }
 
@@ -214,7 +216,7 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             case .identify(let accessoryID)?:
                 commands.append((write, .identify(accessoryID: accessoryID), nil, nil))
             case .identifyBridge?:
-                logger.notice("HomeKit bridge: identify", metadata: ["controller": "\(context.controller)"])
+                logger.notice("\(label): identify", metadata: ["controller": "\(context.controller)"])
                 answers[write.id] = .success(nil)
             case .fixed?: answers[write.id] = .failure(.readOnly)
             case nil: answers[write.id] = .failure(.doesNotExist)
@@ -245,7 +247,7 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
 
     /// `/identify` of the unpaired bridge.
     public func identify() async {
-        logger.notice("HomeKit bridge: identify (unpaired)")
+        logger.notice("\(label): identify (unpaired)")
     }
 
     /// A failure as HAP's status: the accessory's own when it gave one, else by its code.
