@@ -48,6 +48,11 @@ final class HomeKitBridgeAiohomekitTests: XCTestCase {
         let pairingFile = state.file("aiohomekit-pairing.json")
         var shapeBefore: [String] = []
         try await BridgedGateway.run(state: state) { gw in
+            // Unpaired, any controller may ask the bridge to identify itself (`POST /identify`).
+            let address: [String: JSONValue] = ["host": "127.0.0.1", "port": .int(Int64(gw.port))]
+            let unpaired = try await aio.ok("identify_unpaired", address)
+            XCTAssertEqual(unpaired["identified"], true, "\(unpaired)")
+            XCTAssertTrue(gw.logs.lines.contains { $0.contains("identify (unpaired)") }, "\(gw.logs.lines)")
             let paired = try await aio.ok(
                 "pair",
                 [
@@ -118,6 +123,34 @@ final class HomeKitBridgeAiohomekitTests: XCTestCase {
             await gw.home.advance(by: 12)
             let open = try await aio.event("a", .init(aid: current.aid, iid: current.iid))
             XCTAssertEqual(open["value"], 0)
+
+            // Paired, `/identify` is refused (HTTP 400, -70401 in its body); a paired controller identifies the bridge
+            // through its identify characteristic, and a bridged accessory through its own.
+            let refused = try await aio.ok("identify_unpaired", address)
+            XCTAssertEqual(refused["identified"], false, "\(refused)")
+            XCTAssertTrue(refused["error"]?.stringValue?.contains("400") == true, "\(refused)")
+            let bridgeIdentified = try await aio.ok("identify", ["name": "a"])
+            XCTAssertEqual(bridgeIdentified["identified"], true)
+            XCTAssertTrue(
+                gw.logs.lines.contains { $0.contains(": identify ") && $0.contains("controller=") }, "\(gw.logs.lines)")
+            let garageIdentify = try XCTUnwrap(Self.identifyIID(listed, aid: current.aid))
+            let identified = try await aio.ok(
+                "put", ["name": "a", "values": [[.int(Int64(current.aid)), .int(Int64(garageIdentify)), true]]])
+            XCTAssertEqual(identified["statuses"], [:])
+            let identifyRequests = await gw.home.identifyRequests()
+            XCTAssertEqual(identifyRequests, ["sim:garage"])
+
+            // A timed write (`/prepare`, then the write with its `pid`) reaches MQTT's `state`.
+            let timed = try await aio.ok(
+                "timed",
+                [
+                    "name": "a", "aid": .int(Int64(brightness.aid)), "iid": .int(Int64(brightness.iid)), "value": 55,
+                    "pid": 7,
+                ])
+            XCTAssertEqual(timed["prepare"]?["status"], 0, "\(timed)")
+            try await gw.seen.waitFor("the timed write's brightness on MQTT", timeout: 10) {
+                $0.topic == "\(Self.light)/brightness/state" && $0.string == "55"
+            }
 
             // An unreachable accessory: -70402.
             await gw.home.setReachable("sim:garage", false)
@@ -219,6 +252,15 @@ final class HomeKitBridgeAiohomekitTests: XCTestCase {
             XCTAssertEqual(open["value"], 0)
             _ = try await aio.ok("close", ["name": "door"])
         }
+    }
+
+    /// The iid of the identify characteristic (type 14) of accessory `aid`, as aiohomekit lists it.
+    static func identifyIID(_ accessories: [JSONValue], aid: Int) -> Int? {
+        let identify = "00000014-0000-1000-8000-0026BB765291"
+        let accessory = accessories.first { $0["aid"]?.intValue == aid }
+        return (accessory?["services"]?.arrayValue ?? []).lazy.compactMap { service in
+            service["characteristics"]?.arrayValue?.first { $0["type"]?.stringValue == identify }?["iid"]?.intValue
+        }.first
     }
 
     static let lamp: Accessory = {

@@ -28,6 +28,7 @@ import uuid
 from aiohomekit.characteristic_cache import CharacteristicCacheMemory
 from aiohomekit.controller.ip.discovery import IpDiscovery
 from aiohomekit.controller.ip.pairing import IpPairing, format_characteristic_list
+from aiohomekit.exceptions import AlreadyPairedError, HttpErrorResponse
 from aiohomekit.model import Categories
 from aiohomekit.model.feature_flags import FeatureFlags
 from aiohomekit.model.status_flags import StatusFlags
@@ -56,13 +57,17 @@ class Driver:
         self.controller = DirectController()
         self.pairings = {}
 
-    async def pair(self, cmd):
+    @staticmethod
+    def discovery(controller, cmd):
         description = HomeKitService(
             name="HomeMQTT Bridge", id="", model="", feature_flags=FeatureFlags(0),
             status_flags=StatusFlags.UNPAIRED, config_num=1, state_num=1, category=Categories.BRIDGE,
             protocol_version="1.1", type="_hap._tcp.local.", address=cmd["host"], addresses=[cmd["host"]],
             port=cmd["port"])
-        discovery = IpDiscovery(self.controller, description)
+        return IpDiscovery(controller, description)
+
+    async def pair(self, cmd):
+        discovery = self.discovery(self.controller, cmd)
         try:
             finish = await discovery.async_start_pairing("bridge-" + uuid.uuid4().hex[:6])
             pairing = await finish(cmd["pin"])
@@ -115,6 +120,22 @@ class Driver:
             "/characteristics",
             {"characteristics": [{"aid": cmd["aid"], "iid": cmd["iid"], "value": cmd["value"]}], "pid": cmd["pid"]})
         return {"prepare": prepared, "write": written}
+
+    async def identify_unpaired(self, cmd):
+        """`POST /identify`, as a controller asks an accessory it has not paired with."""
+        discovery = self.discovery(self.controller, cmd)
+        try:
+            await discovery.async_identify()
+            return {"identified": True}
+        except (AlreadyPairedError, HttpErrorResponse) as error:
+            # aiohomekit raises on the HTTP 400 a paired accessory answers, before its body.
+            return {"identified": False, "error": str(error)}
+        finally:
+            await discovery.close()
+
+    async def identify(self, cmd):
+        """A paired controller's identify: the first identify characteristic (the bridge's own)."""
+        return {"identified": bool(await self.pairings[cmd["name"]].identify())}
 
     async def add_pairing(self, cmd):
         await self.pairings[cmd["name"]].add_pairing(cmd["id"], cmd["key"], cmd["permissions"])
