@@ -17,9 +17,10 @@ public import Foundation
 /// A directory of a newer format is refused before anything is read or written, and so is one
 /// owned by another user than the one writing (files it made would lock the owner out).
 ///
-/// The state files are `home.json`, `scope.json`, `state.json` and the `*.json` files in
-/// `pairings/` and `published/`, each a regular file: nothing else there is backed up, migrated
-/// or restored, and a symbolic link in their place is refused.
+/// The state files are `home.json`, `scope.json`, `state.json`, the `*.json` files in
+/// `pairings/` and `published/`, and the HomeKit servers' in `homekit/<home>/` and
+/// `homekit/<home>/standalone/<accessory>/`, each a regular file: nothing else there is backed
+/// up, migrated or restored, and a symbolic link in their place is refused.
 public struct StateFormat: Sendable {
     public static let current = 3
     public static let fileName = "state.json"
@@ -28,6 +29,9 @@ public struct StateFormat: Sendable {
     static let fileDirectories: Set<String> = ["pairings", "published"]
     /// Folders of folders of state files: `homekit/<home id>/*.json`, a HomeKit bridge's each.
     static let nestedFileDirectories: Set<String> = ["homekit"]
+    /// In a home's `homekit/` folder, the folder of its standalone accessories' folders
+    /// (`homekit/<home id>/standalone/<accessory id>/*.json`), each with a server's keys and ids.
+    static let standaloneFolder = "standalone"
     static let migratingMarker = ".migrating"
 
     /// One step, from `from` to `from + 1`. `apply` must leave a file it already changed as it is.
@@ -209,8 +213,8 @@ public struct StateFormat: Sendable {
     }
 
     /// Whether `relative` names a state file: one of the top-level files, a `*.json` file
-    /// directly in `pairings/` or `published/`, or in a folder of `homekit/`, without hidden or
-    /// temporary names.
+    /// directly in `pairings/` or `published/`, in a folder of `homekit/` or in a standalone
+    /// accessory's folder there, without hidden or temporary names.
     public static func isStateFile(_ relative: String) -> Bool {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         func plain(_ name: String) -> Bool {
@@ -222,6 +226,9 @@ public struct StateFormat: Sendable {
         case 3:
             return nestedFileDirectories.contains(parts[0]) && plain(parts[1]) && plain(parts[2])
                 && parts[2].hasSuffix(".json")
+        case 5:
+            return nestedFileDirectories.contains(parts[0]) && plain(parts[1]) && parts[2] == standaloneFolder
+                && plain(parts[3]) && plain(parts[4]) && parts[4].hasSuffix(".json")
         default: return false
         }
     }
@@ -244,15 +251,14 @@ public struct StateFormat: Sendable {
             var info = stat()
             guard lstat(path, &info) == 0 else { continue }
             guard info.st_mode & S_IFMT == S_IFDIR else { throw notRegular(folder, "a directory") }
-            for inner in ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted() {
-                let relative = "\(folder)/\(inner)"
-                guard lstat(directory.appendingPathComponent(relative).path, &info) == 0 else { continue }
-                // A file of someone else's beside the folders is not state; a link in a folder's place is refused.
-                if info.st_mode & S_IFMT == S_IFLNK { throw notRegular(relative, "a directory") }
+            for relative in try subfolders(of: folder) {
+                candidates += entries(of: relative)
+                // A standalone HomeKit accessory's own folder: `homekit/<home>/standalone/<id>/`.
+                let standalone = "\(relative)/\(Self.standaloneFolder)"
+                guard lstat(directory.appendingPathComponent(standalone).path, &info) == 0 else { continue }
+                if info.st_mode & S_IFMT == S_IFLNK { throw notRegular(standalone, "a directory") }
                 guard info.st_mode & S_IFMT == S_IFDIR else { continue }
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: path + "/" + inner)) ?? [] {
-                    candidates.append("\(relative)/\(name)")
-                }
+                for accessory in try subfolders(of: standalone) { candidates += entries(of: accessory) }
             }
         }
         var files: [String] = []
@@ -263,6 +269,27 @@ public struct StateFormat: Sendable {
             files.append(relative)
         }
         return files.sorted()
+    }
+
+    /// The folders directly in `relative`, as paths relative to the directory, sorted. A file of
+    /// someone else's beside them is not state; a link in a folder's place is refused.
+    private func subfolders(of relative: String) throws(ModelError) -> [String] {
+        let path = directory.appendingPathComponent(relative).path
+        var folders: [String] = []
+        for inner in ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted() {
+            let child = "\(relative)/\(inner)"
+            var info = stat()
+            guard lstat(directory.appendingPathComponent(child).path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFLNK { throw notRegular(child, "a directory") }
+            if info.st_mode & S_IFMT == S_IFDIR { folders.append(child) }
+        }
+        return folders
+    }
+
+    /// Every name in the folder `relative`, as paths relative to the directory.
+    private func entries(of relative: String) -> [String] {
+        let path = directory.appendingPathComponent(relative).path
+        return ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).map { "\(relative)/\($0)" }
     }
 
     private func notRegular(_ relative: String, _ expected: String) -> ModelError {

@@ -14,12 +14,14 @@ import TestSupport
         try formatOne(source)
         try AtomicFileWriter().write(Array(#"{"format": 2}"#.utf8), to: source.url.appendingPathComponent("state.json"))
         try AtomicFileWriter().write(Array("{}".utf8), to: source.url.appendingPathComponent("homekit/h1/ids.json"))
+        let standalone = "homekit/h1/standalone/garage/hap-accessory.json"
+        try AtomicFileWriter().write(Array(#"{"k": 1}"#.utf8), to: source.url.appendingPathComponent(standalone))
         let bytes = try StateArchive.make(of: format(source.url)).encoded
         let target = try TemporaryDirectory()
         let archive = try StateArchive(reading: bytes, file: "b.json")
         #expect(
             Set(archive.files.keys) == [
-                "home.json", "scope.json", "pairings/p.json", "state.json", "homekit/h1/ids.json",
+                "home.json", "scope.json", "pairings/p.json", "state.json", "homekit/h1/ids.json", standalone,
             ]
         )
         #expect(try archive.restore(into: format(target.url), replacing: false) == nil)

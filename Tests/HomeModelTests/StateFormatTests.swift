@@ -147,6 +147,19 @@ private func snapshot(_ dir: TemporaryDirectory) throws -> [String: String] {
         try AtomicFileWriter().write(Array("{}".utf8), to: dir.url.appendingPathComponent("homekit/top.json"))
         #expect(try format.stateFiles() == ["home.json", "homekit/h1/ids.json", "pairings/p.json", "scope.json"])
         #expect(!StateFormat.isStateFile("homekit/h1/deeper/ids.json"))
+        // A standalone accessory's keys and ids are backed up with the bridge's.
+        let standalone = dir.url.appendingPathComponent("homekit/h1/standalone/garage")
+        try AtomicFileWriter().write(Array("{}".utf8), to: standalone.appendingPathComponent("hap-accessory.json"))
+        try AtomicFileWriter().write(Array("{}".utf8), to: standalone.appendingPathComponent(".tmp-x.json"))
+        try AtomicFileWriter().write(
+            Array("{}".utf8), to: dir.url.appendingPathComponent("homekit/h1/standalone/stray.json"))
+        #expect(
+            try format.stateFiles() == [
+                "home.json", "homekit/h1/ids.json", "homekit/h1/standalone/garage/hap-accessory.json",
+                "pairings/p.json", "scope.json",
+            ])
+        #expect(!StateFormat.isStateFile("homekit/h1/other/garage/ids.json"))
+        try FileManager.default.removeItem(at: dir.url.appendingPathComponent("homekit/h1/standalone"))
         let elsewhere = try TemporaryDirectory()
         try FileManager.default.moveItem(
             at: dir.url.appendingPathComponent("pairings"), to: elsewhere.url.appendingPathComponent("pairings"))
