@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --product homemqtt-bench "$@"
+# Scenario 8 runs the gateway's own binary, built beside the bench.
+swift build --product homemqtt "$@"
 bench="$(swift build --show-bin-path "$@")/homemqtt-bench"
 work=$(mktemp -d "${TMPDIR:-/tmp}/homemqtt-bench-smoke.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -14,9 +16,9 @@ mkdir "$work/profile"
 
 # An unknown scenario is refused by name.
 status=0
-timeout 60 "$bench" --only 8 >"$work/only.out" 2>"$work/only.err" || status=$?
-if [ "$status" -eq 0 ] || ! grep -qF -- "--only must be 1, 2, 3, 4, 5, 6 or 7" "$work/only.err"; then
-    echo "bench-smoke: --only 8 was not refused by name (exit $status):" >&2
+timeout 60 "$bench" --only 9 >"$work/only.out" 2>"$work/only.err" || status=$?
+if [ "$status" -eq 0 ] || ! grep -qF -- "--only must be 1, 2, 3, 4, 5, 6, 7 or 8" "$work/only.err"; then
+    echo "bench-smoke: --only 9 was not refused by name (exit $status):" >&2
     cat "$work/only.err" >&2
     exit 1
 fi
@@ -73,12 +75,12 @@ for row in rows:
 rows = [row for row in rows if len(row) == 7]
 for scenario in [
     "1 notification throughput", "2 write round trip", "3 start-up", "4 HAP", "5 web view", "6 idle",
-    "7 instructions",
+    "7 instructions", "8 bridge",
 ]:
     check(any(row[0] == scenario for row in rows), f"no row for '{scenario}'")
 # The MQTT scenarios always have their baseline beside the figure.
 for row in rows:
-    if not row[0].startswith("4") and row[4] != "—":
+    if not row[0].startswith(("4", "8")) and row[4] != "—":
         check(row[4].endswith("×"), f"a ratio that is not one: {row}")
 check(
     any(r[0] == "1 notification throughput" and r[3].startswith("bare publisher") for r in rows),
@@ -114,6 +116,28 @@ if check(trip is not None, f"no round trip row in: {instructions}"):
 read = next((r for r in instructions if r[1].startswith("HAP read")), None)
 if check(read is not None, f"no HAP read row in: {instructions}"):
     check(read[2].endswith(" instr") or read[2] == "blocked", f"HAP read: {read}")
+# The bridge rows: each figure beside HAP-python's, measured by aiohomekit, on the same accessories.
+bridge = [r for r in rows if r[0] == "8 bridge"]
+for prefix in [
+    "pair-verify", "GET /accessories", "read (", "write (", "events/s to one subscribed controller",
+    "server CPU per read", "server CPU per write",
+]:
+    row = next((r for r in bridge if r[1].startswith(prefix)), None)
+    if check(row is not None, f"no bridge row '{prefix}' in: {bridge}"):
+        check(row[3].startswith("HAP-python 5.0.0 "), f"bridge baseline: {row}")
+        # CPU over a small loop may be under one clock tick: then no ratio.
+        check(row[4].endswith("×") or (prefix.startswith("server CPU") and row[4] == "—"), f"bridge ratio: {row}")
+document = next((r for r in bridge if r[1].startswith("GET /accessories")), None)
+if document is not None:
+    served = document[1][document[1].index("(") + 1 : document[1].index(")")].split(" / ")
+    check(len(served) == 2 and served[0] == served[1], f"the two bridges serve different accessories: {document}")
+    check(served[0].startswith("11 acc,"), f"not the bridge and 10 accessories: {document}")
+events = next((r for r in bridge if r[1].startswith("events/s")), None)
+if events is not None:
+    check("delivered 20/20, 20/20, 20/20" in events[1], f"events lost: {events}")
+check(
+    any(r[1] == "controller" and r[2] == "aiohomekit 4.0.1" for r in bridge), f"no aiohomekit 4.0.1 in: {bridge}"
+)
 summary_path = f"{profile}/set-round-trip.md"
 check(
     f"scenario 7: the set round trip's top functions per round trip (callgrind): {summary_path}" in out,

@@ -62,7 +62,9 @@ struct RunBenchmarks: AsyncParsableCommand {
 
     @Option(
         help:
-            "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view, 6 idle, 7 instructions)."
+            ArgumentHelp(
+                "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view, 6 idle, "
+                    + "7 instructions, 8 bridge).")
     )
     var only: Int?
 
@@ -79,8 +81,8 @@ struct RunBenchmarks: AsyncParsableCommand {
     var profileDir: String?
 
     func validate() throws {
-        if let only, !(1...7).contains(only) {
-            throw ValidationError("--only must be 1, 2, 3, 4, 5, 6 or 7, got \(only)")
+        if let only, !(1...8).contains(only) {
+            throw ValidationError("--only must be 1, 2, 3, 4, 5, 6, 7 or 8, got \(only)")
         }
     }
 
@@ -97,6 +99,7 @@ struct RunBenchmarks: AsyncParsableCommand {
             (5, WebScenario.name, WebScenario.run),
             (6, IdleScenario.name, IdleScenario.run),
             (7, InstructionsScenario.name, InstructionsScenario.run),
+            (8, BridgeScenario.name, BridgeScenario.run),
         ]
         let variant = (noAccessoryState ? " --no-accessory-state" : "") + (web ? " --web" : "")
         print("homemqtt-bench --scale \(scale.rawValue)\(variant) on \(Report.machine())")

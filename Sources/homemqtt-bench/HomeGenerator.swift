@@ -11,14 +11,16 @@ enum HomeGenerator {
         /// power-state, brightness, hue, saturation: four that notify, plus the Name.
         case colourLightNoTemperature
 
-        var yaml: String {
+        /// Each characteristic and its starting value, as a literal that YAML and JSON read alike.
+        var values: [(name: String, literal: String)] {
+            let common = [("power-state", "false"), ("brightness", "50"), ("hue", "0"), ("saturation", "0")]
             switch self {
-            case .colourLight:
-                "power-state: false\n      brightness: 50\n      hue: 0\n      saturation: 0\n      color-temperature: 200"
-            case .colourLightNoTemperature:
-                "power-state: false\n      brightness: 50\n      hue: 0\n      saturation: 0"
+            case .colourLight: return common + [("color-temperature", "200")]
+            case .colourLightNoTemperature: return common
             }
         }
+
+        var yaml: String { values.map { "\($0.name): \($0.literal)" }.joined(separator: "\n      ") }
 
         /// Characteristics in scope per service: the listed ones and the service's Name.
         var characteristicsPerService: Int {
@@ -29,18 +31,46 @@ enum HomeGenerator {
         }
     }
 
+    static let manufacturer = "HomeMQTT Bench"
+    static let firmware = "1.0.0"
+
+    /// Accessory `index` (1…) of `count`: its number, zero-padded to the count's digits.
+    static func number(_ index: Int, of count: Int) -> String {
+        let digits = String(count).count
+        return String(repeating: "0", count: max(digits - String(index).count, 0)) + String(index)
+    }
+
+    static func name(_ index: Int, of count: Int) -> String { "Bench Light \(number(index, of: count))" }
+    static func serviceName(_ service: Int) -> String { "Lamp \(service)" }
+
+    /// The same accessories as `write` makes, as JSON for Scripts/bench-hap-python-bridge.py:
+    /// names, information, and each lightbulb service's characteristics with their starting values.
+    static func hapPythonHome(accessories: Int, services: Int, shape: Shape) -> String {
+        let values = shape.values.map { "\"\($0.name)\": \($0.literal)" }.joined(separator: ", ")
+        let list = (1...max(accessories, 1)).map { index in
+            let lamps = (1...max(services, 1)).map {
+                "{\"name\": \"\(serviceName($0))\", \"characteristics\": {\(values)}}"
+            }
+            return """
+                {"name": "\(name(index, of: accessories))", "manufacturer": "\(manufacturer)", \
+                "model": "BL-\(services)", "serial": "BENCH-\(number(index, of: accessories))", \
+                "firmware": "\(firmware)", "services": [\(lamps.joined(separator: ", "))]}
+                """
+        }
+        return "[\n" + list.joined(separator: ",\n") + "\n]\n"
+    }
+
     /// `accessories` files of `services` lightbulbs each, spread over `rooms` rooms.
     static func write(to directory: URL, accessories: Int, services: Int, shape: Shape, rooms: Int = 20) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let digits = String(accessories).count
         for index in 1...max(accessories, 1) {
-            let number = String(repeating: "0", count: digits - String(index).count) + String(index)
+            let number = self.number(index, of: accessories)
             var text = """
-                name: Bench Light \(number)
-                manufacturer: HomeMQTT Bench
+                name: \(name(index, of: accessories))
+                manufacturer: \(manufacturer)
                 model: BL-\(services)
                 serial: BENCH-\(number)
-                firmware: 1.0.0
+                firmware: \(firmware)
                 room: Room \((index - 1) % max(rooms, 1) + 1)
                 services:
 
@@ -48,7 +78,7 @@ enum HomeGenerator {
             for service in 1...max(services, 1) {
                 text += """
                       - type: lightbulb
-                        name: Lamp \(service)
+                        name: \(serviceName(service))
                         behaviour: none
                         characteristics:
                           \(shape.yaml)
