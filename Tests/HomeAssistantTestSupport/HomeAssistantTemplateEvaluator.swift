@@ -7,7 +7,8 @@ import HomeModel
 /// the filters `int`, `float`, `round(n)`, `default(x)`, `string`, `max`, `min`, arithmetic,
 /// comparisons and `a if c else b`. Anything else (statements, other filters or functions,
 /// another variable) is an error, so a template the evaluator does not understand fails the
-/// tests instead of being trusted.
+/// tests instead of being trusted. HomeAssistantCommandsTests holds it to the real Jinja2 with
+/// Home Assistant's filters (`HAJinja`): every command template renders the same in both.
 enum HATemplate {
     struct Unsupported: Error, CustomStringConvertible {
         var template: String

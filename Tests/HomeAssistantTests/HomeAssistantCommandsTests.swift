@@ -11,7 +11,8 @@ import XCTest
 /// For every fixture, the simulated home and the devices of issue 26: the entity table has no
 /// duplicate or stuttering name, and every command Home Assistant can send for an entity (each
 /// mode, option and payload, every step of a range) is one the gateway's own `set` validation
-/// answers `ok` for, after the config's template (with and without the accessory topics).
+/// answers `ok` for, after the config's template as Home Assistant renders it: the real Jinja2
+/// with Home Assistant's filters (`HAJinja`), with and without the accessory topics.
 final class HomeAssistantCommandsTests: XCTestCase {
     typealias Config = [String: JSONValue]
 
@@ -27,8 +28,11 @@ final class HomeAssistantCommandsTests: XCTestCase {
         return out
     }
 
-    func testEveryCommandHomeAssistantCanSendIsAccepted() throws {
-        var checked = 0
+    /// Every command of every home, each rendered by the real Jinja2 with Home Assistant's filters
+    /// (one batch), checked by the gateway's `set`; the hand-written evaluator, which other tests
+    /// use, must render each the same.
+    func testEveryCommandHomeAssistantCanSendIsAccepted() async throws {
+        var commands: [Command] = []
         for (home, accessories) in try Self.homes() {
             let tree = TopicTree(
                 base: "home", accessories: accessories, home: Home(), scope: try ScopeFilter(ScopeConfig()))
@@ -40,12 +44,28 @@ final class HomeAssistantCommandsTests: XCTestCase {
                     for component in document["components"]?.objectValue?.values ?? [:].values {
                         let config = try XCTUnwrap(component.objectValue)
                         XCTAssertEqual(HASchema.problems(config), [], "\(home): \(config)")
-                        checked += try checkCommands(config, tree: tree, home: home)
+                        commands += try Self.commands(config, tree: tree, home: home)
                     }
                 }
             }
         }
-        XCTAssertGreaterThan(checked, 5000)
+        let (payloads, problems) = try await Self.problems(commands)
+        for problem in problems { XCTFail(problem) }
+        // The evaluator the other tests render with agrees with Jinja2 on every command.
+        var differ = 0
+        for (command, payload) in zip(commands, payloads) where command.template != nil {
+            let own = try? HATemplate.render(command.template ?? "", variables: command.variables)
+            if own != payload, differ < 20 {
+                XCTFail("evaluator gives \(String(describing: own)), Jinja2 \(String(describing: payload)): \(command)")
+            }
+            if own != payload { differ += 1 }
+        }
+        XCTAssertEqual(differ, 0, "commands the evaluator renders unlike Jinja2")
+        print(
+            "HomeAssistantCommandsTests: \(commands.count) commands checked, "
+                + "\(commands.count - problems.count) accepted"
+        )
+        XCTAssertGreaterThan(commands.count, 5000)
     }
 
     /// The table of the devices of the issue, as Home Assistant shows them.
@@ -215,44 +235,66 @@ final class HomeAssistantCommandsTests: XCTestCase {
 
     // MARK: - What Home Assistant sends
 
-    /// Checks every command of one component; returns how many.
-    func checkCommands(_ config: Config, tree: TopicTree, home: String) throws -> Int {
-        let (count, problems) = try Self.commandProblems(config, tree: tree)
+    /// One command Home Assistant can send: its variables, the config's template (if any) and
+    /// the topic it goes to.
+    struct Command: CustomStringConvertible {
+        var label: String
+        var option: String
+        var topic: String
+        var variables: Variables
+        var template: String?
+        var tree: TopicTree
+        var description: String { "\(label).\(option) \(variables) on \(topic)" }
+    }
+
+    /// Every command of one component.
+    static func commands(_ config: Config, tree: TopicTree, home: String) throws -> [Command] {
+        let platform = try XCTUnwrap(config["platform"]?.stringValue)
         let label = "\(home): \(config["unique_id"]?.stringValue ?? "?")"
-        for problem in problems { XCTFail("\(label).\(problem)") }
-        return count
+        var out: [Command] = []
+        for (option, value) in config where option.hasSuffix("_topic") && Self.isCommand(option) {
+            let topic = try XCTUnwrap(value.stringValue)
+            let template = config[option.replacingOccurrences(of: "_topic", with: "_template")]?.stringValue
+            for variables in try Self.commands(platform: platform, option: option, config) {
+                out.append(
+                    Command(
+                        label: label, option: option, topic: topic, variables: variables, template: template,
+                        tree: tree))
+            }
+        }
+        return out
+    }
+
+    /// What Home Assistant sends for each command (rendered by Jinja2 in one batch; the value's
+    /// text without a template), and the commands the gateway refuses, or whose template fails.
+    static func problems(_ commands: [Command]) async throws -> ([String?], [String]) {
+        let templated = commands.indices.filter { commands[$0].template != nil }
+        let rendered = try await HAJinja.render(
+            templated.map { HAJinja.Job(template: commands[$0].template ?? "", variables: commands[$0].variables) })
+        var payloads = commands.map { Optional($0.variables["value"]?.text ?? "") }
+        for (index, payload) in zip(templated, rendered) { payloads[index] = payload }
+        var problems: [String] = []
+        for (command, payload) in zip(commands, payloads) {
+            guard let payload else {
+                problems.append("\(command): the template fails")
+                continue
+            }
+            if let refusal = Self.refusal(payload, topic: command.topic, tree: command.tree) {
+                problems.append("\(command) → '\(payload)': \(refusal)")
+            }
+        }
+        return (payloads, problems)
     }
 
     /// How many commands Home Assistant can send for one component, and those the gateway refuses.
-    static func commandProblems(_ config: Config, tree: TopicTree) throws -> (Int, [String]) {
-        let platform = try XCTUnwrap(config["platform"]?.stringValue)
-        var count = 0
-        var problems: [String] = []
-        for (option, value) in config where option.hasSuffix("_topic") && Self.isCommand(option) {
-            let topic = try XCTUnwrap(value.stringValue)
-            let templateKey = option.replacingOccurrences(of: "_topic", with: "_template")
-            for variables in try Self.commands(platform: platform, option: option, config) {
-                count += 1
-                var payload = variables["value"]?.text ?? ""
-                if let template = config[templateKey]?.stringValue {
-                    guard let rendered = try HATemplate.render(template, variables: variables) else {
-                        problems.append("\(option): template fails on \(variables)")
-                        continue
-                    }
-                    payload = rendered
-                }
-                if let refusal = Self.refusal(payload, topic: topic, tree: tree) {
-                    problems.append(
-                        "\(option): Home Assistant sends \(variables) → '\(payload)' on \(topic): \(refusal)")
-                }
-            }
-        }
-        return (count, problems)
+    static func commandProblems(_ config: Config, tree: TopicTree) async throws -> (Int, [String]) {
+        let commands = try Self.commands(config, tree: tree, home: "test")
+        return (commands.count, try await Self.problems(commands).1)
     }
 
     /// The check finds what the issue found: the old fan config (1…100 for a fan in steps of 25)
     /// and modes the humidifier refuses.
-    func testTheCheckFindsWhatTheGatewayRefuses() throws {
+    func testTheCheckFindsWhatTheGatewayRefuses() async throws {
         let tree = TopicTree(
             base: "home", accessories: try Self.issueDevices(), home: Home(), scope: try ScopeFilter(ScopeConfig()))
         let root = "home/default-room"
@@ -262,7 +304,7 @@ final class HomeAssistantCommandsTests: XCTestCase {
             "percentage_command_topic": .string("\(root)/hunter-fan/ventilation-fan/rotation-speed/set"),
             "speed_range_min": 1, "speed_range_max": 100,
         ]
-        let (count, problems) = try Self.commandProblems(fan, tree: tree)
+        let (count, problems) = try await Self.commandProblems(fan, tree: tree)
         XCTAssertEqual(count, 103)
         XCTAssertEqual(problems.count, 96, "every speed but 0, 25, 50, 75 and 100")
         let humidifier: Config = [
@@ -271,6 +313,7 @@ final class HomeAssistantCommandsTests: XCTestCase {
                 "\(root)/vocolinc-humidifier/humidifier-dehumidifier/target-humidifier-dehumidifier-state/set"),
             "modes": ["humidifier-or-dehumidifier", "humidifier", "dehumidifier"],
         ]
-        XCTAssertEqual(try Self.commandProblems(humidifier, tree: tree).1.count, 2)
+        let humidifierProblems = try await Self.commandProblems(humidifier, tree: tree).1
+        XCTAssertEqual(humidifierProblems.count, 2)
     }
 }
