@@ -241,13 +241,21 @@ extension HomeAssistantComponents {
                 let low = metadata.minValue ?? bounds?.lowerBound ?? -1_000_000
                 let high = metadata.maxValue ?? bounds.map { min($0.upperBound, 4_294_967_295) } ?? 1_000_000
                 let step = metadata.minStep.flatMap { $0 > 0 ? $0 : nil } ?? (metadata.format.isInteger ? 1 : 0.1)
+                // With a step of its own, the grid's top is the highest value offered (4.5…32 in
+                // steps of 1 offers 4.5…31.5), and what Home Assistant sends (any float within
+                // min…max from a service call) goes to the nearest grid point. Without a step,
+                // whole numbers, or a float at 0.1's decimals. An integer in steps of 1 from a
+                // whole minimum needs no template: every whole number Home Assistant sends is on it.
+                let grid = HomeAssistantTemplate.Grid(metadata).flatMap { grid in
+                    metadata.format.isInteger && grid.step == 1 && grid.low == grid.low.rounded() ? nil : grid
+                }
                 config["min"] = number(low)
-                config["max"] = number(high)
+                config["max"] = number(grid?.top ?? high)
                 config["step"] = number(step)
                 config["mode"] = (high - low) / step > 1000 ? "box" : "auto"
-                // Home Assistant sends the float it computed; at the step's decimals it is on the step.
-                let rounding = HomeAssistantTemplate.roundedToStep(metadata)
-                if !rounding.isEmpty { config["command_template"] = .string("{{ value | float\(rounding) }}") }
+                if let grid {
+                    config["command_template"] = .string("{{ \(grid.snapped("value | float")) }}")
+                }
             } else {
                 config["platform"] = "sensor"
                 if unit != nil { config["state_class"] = "measurement" }

@@ -47,7 +47,8 @@ extension HomeAssistantComponents {
                 config["temperature_command_template"] = .string(clamp)
             }
             if let low = target.haMetadata.minValue { config["min_temp"] = .double(low) }
-            if let high = target.haMetadata.maxValue { config["max_temp"] = .double(high) }
+            // The highest value it takes: the top of its grid (31.5 for 4.5…32 in steps of 1).
+            if let high = Self.highest(target.haMetadata) { config["max_temp"] = .double(high) }
             if let step = target.haMetadata.minStep, step > 0 { config["temp_step"] = .double(step) }
         }
         thresholds(service, into: &config)
@@ -63,6 +64,11 @@ extension HomeAssistantComponents {
             if let high = humidity.haMetadata.maxValue { config["max_humidity"] = .double(high) }
         }
         return config
+    }
+
+    /// The highest value a characteristic takes: its grid's top, or its maximum without a step.
+    static func highest(_ metadata: CharacteristicMetadata) -> Double? {
+        HomeAssistantTemplate.Grid(metadata)?.top ?? metadata.maxValue
     }
 
     static func temperature(
@@ -112,7 +118,7 @@ extension HomeAssistantComponents {
         let writable = [heating, cooling].compactMap { $0 }.filter(\.haIsWritable).map(\.haMetadata)
         guard config["min_temp"] == nil, !writable.isEmpty else { return }
         if let low = writable.compactMap(\.minValue).min() { config["min_temp"] = .double(low) }
-        if let high = writable.compactMap(\.maxValue).max() { config["max_temp"] = .double(high) }
+        if let high = writable.compactMap(Self.highest).max() { config["max_temp"] = .double(high) }
         if let step = writable.compactMap(\.minStep).filter({ $0 > 0 }).min() { config["temp_step"] = .double(step) }
     }
 

@@ -66,8 +66,8 @@ extension HomeAssistantComponents {
             take(brightness)
             config["brightness_command_topic"] = .string(brightness.haSetTopic)
             config["brightness_scale"] = Self.int(brightness.haMetadata.maxValue, 100)
-            if let low = brightness.haMetadata.minValue.flatMap({ Int64(exactly: $0.rounded(.up)) }), low > 0 {
-                config["brightness_command_template"] = .string(HomeAssistantTemplate.atLeast(low))
+            if let template = Self.brightnessTemplate(brightness.haMetadata) {
+                config["brightness_command_template"] = .string(template)
             }
             if brightness.haHasState {
                 config["brightness_state_topic"] = .string(brightness.haStateTopic)
@@ -301,6 +301,19 @@ extension HomeAssistantComponents {
             if swing.haHasState { config["oscillation_state_topic"] = .string(swing.haStateTopic) }
         }
         return config
+    }
+
+    /// What Home Assistant's brightness (1…scale; off goes to `command_topic`) becomes: the
+    /// nearest value of a grid in steps above 1 (a Hunter fan light in steps of 10 takes 10, 20 …
+    /// 100, where Home Assistant sends 1, 33, 75), never less than the lowest value above 0 the
+    /// light takes, since a brightness is sent to light it; else no less than the minimum.
+    static func brightnessTemplate(_ metadata: CharacteristicMetadata) -> String? {
+        if let grid = HomeAssistantTemplate.Grid(metadata), grid.step != 1 || grid.low != grid.low.rounded() {
+            guard let lowest = (0...grid.count).lazy.map(grid.point).first(where: { $0 > 0 }) else { return nil }
+            return "{{ [\(grid.snapped("value | int")), \(HomeAssistantTemplate.number(lowest))] | max }}"
+        }
+        guard let low = metadata.minValue.flatMap({ Int64(exactly: $0.rounded(.up)) }), low > 0 else { return nil }
+        return HomeAssistantTemplate.atLeast(low)
     }
 
     /// The fan's speed as Home Assistant's `speed_range`, whose steps are exactly the speeds the

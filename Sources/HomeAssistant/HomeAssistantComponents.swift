@@ -65,11 +65,52 @@ enum HomeAssistantTemplate {
     }
 
     /// Home Assistant's temperature as a characteristic with its own range takes it: the nearest
-    /// value within min…max, at its step's decimals (`{{ [[value | float, 0] | max, 25] | min |
-    /// round(1) }}`), so a float that comes as 21.500000000000004 is 21.5; nil without bounds.
+    /// value it takes. With a step, the nearest point of its grid (`snapped`); without one, the
+    /// nearest value within min…max (`{{ [[value | float, 0] | max, 25] | min }}`); nil without bounds.
     static func within(_ metadata: CharacteristicMetadata) -> String? {
+        if let grid = Grid(metadata) { return "{{ \(grid.snapped("value | float")) }}" }
         guard let low = metadata.minValue, let high = metadata.maxValue else { return nil }
         return "{{ [[value | float, \(number(low))] | max, \(number(high))] | min\(roundedToStep(metadata)) }}"
+    }
+
+    /// The values a characteristic with bounds and a step takes: `low + k × step` for k in
+    /// 0…count, as the gateway's `set` checks them (ValueCodec.checkNumber: steps counted from
+    /// the minimum, with its float tolerance). A thermostat of 4.5…32 in steps of 1 takes 4.5,
+    /// 5.5 … 31.5: its top grid point, not its maximum, is the highest value it takes.
+    struct Grid: Equatable {
+        var low: Double
+        var step: Double
+        var count: Int64
+
+        init?(_ metadata: CharacteristicMetadata) {
+            guard let low = metadata.minValue, let high = metadata.maxValue, high >= low,
+                let step = metadata.minStep, step > 0, step.isFinite
+            else { return nil }
+            let steps = (high - low) / step
+            guard let count = Int64(exactly: (steps + max(1e-6, steps * 1e-9)).rounded(.down)) else { return nil }
+            self.init(low: low, step: step, count: count)
+        }
+
+        init(low: Double, step: Double, count: Int64) {
+            (self.low, self.step, self.count) = (low, step, count)
+        }
+
+        /// The highest value of the grid (the maximum, or the last step below it).
+        var top: Double { point(count) }
+
+        func point(_ k: Int64) -> Double { ValueCodec.rounded(low + Double(k) * step, step: step, base: low) }
+
+        /// The decimals a grid point is printed with: 4.5 in steps of 1 needs one.
+        var places: Int { max(ValueCodec.decimals(step), ValueCodec.decimals(low)) }
+
+        /// A Jinja expression of the grid point nearest `expression` (a number), clamped to the
+        /// grid: `((([[(((value | float - 4.5) / 1) | round(0)), 0] | max, 27] | min) * 1 + 4.5) | round(1))`.
+        /// Home Assistant's `round(0)` is Python's (half to even) and gives an int, so the count is whole.
+        func snapped(_ expression: String) -> String {
+            let k = "[[(((\(expression) - \(number(low))) / \(number(step))) | round(0)), 0] | max, \(count)] | min"
+            let point = "(\(k)) * \(number(step)) + \(number(low))"
+            return places == 0 ? "(\(point))" : "((\(point)) | round(\(places)))"
+        }
     }
 
     /// ` | round(n)` for a float characteristic with a step (n its decimals), else nothing.

@@ -77,10 +77,16 @@ enum HACommands {
         case "mode_command_topic": return list("modes")
         case "temperature_command_topic", "temperature_low_command_topic", "temperature_high_command_topic":
             // Home Assistant's climate defaults: 7…35 in steps of 1 (0.1 with precision 0.1).
+            // Its frontend steps by temp_step from the value shown, and a service call takes any
+            // value within min_temp…max_temp: the grid from min_temp and the one from 0 (13 and 14
+            // as well as 13.5 for 4.5…32 in steps of 1).
             let low = c["min_temp"]?.doubleValue ?? 7, high = c["max_temp"]?.doubleValue ?? 35
-            return numbers(low, high, c["temp_step"]?.doubleValue ?? 1).map { v in
+            let step = c["temp_step"]?.doubleValue ?? 1
+            let fromZero = numbers((low / step).rounded(.up) * step, high, step)
+            var seen = Set<String>()
+            return (numbers(low, high, step) + fromZero).map { v in
                 v.mapValues { if case .int(let i) = $0 { .float(Double(i)) } else { $0 } }
-            }
+            }.filter { seen.insert($0["value"]?.text ?? "").inserted }
         case "target_humidity_command_topic":
             if platform == "humidifier" { return try ints("min_humidity", "max_humidity") }
             let low = c["min_humidity"]?.doubleValue ?? 30, high = c["max_humidity"]?.doubleValue ?? 99

@@ -116,4 +116,48 @@ extension HomeAssistantCommandsTests {
                 ]),
         ]
     }
+
+    /// The devices of issue 43, from a real Home Assistant's run: thermostats whose target
+    /// temperature is on a grid not of whole numbers from 0 (4.5…32 in steps of 1, 2 and 5; 10…32
+    /// in steps of 5), and a Hunter SIMPLEconnect fan's light, whose brightness goes in steps of 10.
+    static func issue43Devices() throws -> [Accessory] {
+        func c(_ name: String, _ iid: UInt64, min: Double? = nil, max: Double? = nil, step: Double? = nil) throws
+            -> Characteristic
+        {
+            var made = try HomeAssistantDevicesTests.characteristic(name, iid)
+            if let min { made.metadata.minValue = min }
+            if let max { made.metadata.maxValue = max }
+            if let step { made.metadata.minStep = step }
+            return made
+        }
+        func device(_ id: String, _ name: String, _ service: String, _ characteristics: [Characteristic]) throws
+            -> Accessory
+        {
+            let type = try XCTUnwrap(Catalog.serviceType(named: service))
+            let info = try AccessoryService(
+                iid: 1, type: StandardUUID.accessoryInformation,
+                characteristics: [c("name", 2), c("manufacturer", 3), c("identify", 4)])
+            return Accessory(
+                id: id, name: name, manufacturer: "Issue", model: "43", serialNumber: id, firmwareRevision: "1",
+                services: [info, AccessoryService(iid: 9, type: type.uuid, characteristics: characteristics)])
+        }
+        func thermostat(_ id: String, _ name: String, min: Double, step: Double) throws -> Accessory {
+            try device(
+                id, name, "thermostat",
+                [
+                    c("current-heating-cooling-state", 10), c("target-heating-cooling-state", 11),
+                    c("current-temperature", 12), c("target-temperature", 13, min: min, max: 32, step: step),
+                    c("temperature-display-units", 14),
+                ])
+        }
+        return [
+            try thermostat("thermostat-1", "Thermostat Step One", min: 4.5, step: 1),
+            try thermostat("thermostat-2", "Thermostat Step Two", min: 4.5, step: 2),
+            try thermostat("thermostat-5", "Thermostat Step Five", min: 4.5, step: 5),
+            try thermostat("thermostat-10", "Thermostat From Ten", min: 10, step: 5),
+            try device(
+                "hunter-light", "Hunter SIMPLEconnect", "lightbulb",
+                [c("power-state", 10), c("brightness", 11, min: 0, max: 100, step: 10)]),
+        ]
+    }
 }

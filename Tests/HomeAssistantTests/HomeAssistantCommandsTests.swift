@@ -25,6 +25,7 @@ final class HomeAssistantCommandsTests: XCTestCase {
             directory: repositoryRoot.appendingPathComponent("Config/accessories"))
         out.append(("simulated home", simulated.accessories))
         out.append(("issue devices", try issueDevices()))
+        out.append(("issue 43 devices", try issue43Devices()))
         return out
     }
 
