@@ -9,7 +9,8 @@
 # Debian package and its tests), and a
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium; aiohomekit, a second
-# HomeKit controller; python-zeroconf, an independent mDNS browser of the bridge's announcement).
+# HomeKit controller; python-zeroconf, an independent mDNS browser of the bridge's announcement;
+# Jinja2, Home Assistant's template engine, for HomeAssistantTests).
 #
 # With --run: only what running the gateway needs (Scripts/run-simulated-home.sh): libmosquitto and
 # libqrencode to build it, and mosquitto and its clients for the local broker; none of the test tools.
