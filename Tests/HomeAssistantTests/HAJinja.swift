@@ -12,12 +12,23 @@ import XCTest
 enum HAJinja {
     static let script = repositoryRoot.appendingPathComponent("Tests/HomeAssistantTests/jinja/ha_render.py")
 
+    /// A command template with its variables, or a value template with the payload it reads.
     struct Job {
         var template: String
-        var variables: [String: HATemplate.Value]
+        var variables: [String: HATemplate.Value] = [:]
+        var payload: String? = nil
+
+        var json: String {
+            let template = JSONValue.string(template).encoded()
+            guard let payload else {
+                return "{\"template\":\(template),\"variables\":\(HAJinja.json(.dict(variables)))}"
+            }
+            return "{\"template\":\(template),\"payload\":\(JSONValue.string(payload).encoded())}"
+        }
     }
 
-    /// Each job's payload, or nil where Jinja (Home Assistant) raises.
+    /// Each job's payload (a value template's state), or nil where Home Assistant raises and
+    /// sends (or takes) nothing.
     static func render(_ jobs: [Job]) async throws -> [String?] {
         if let reason = HAPPeer.unavailableReason {
             if HAPPeer.isRequired { throw ProcessError("\(reason) (CI=true: Jinja2 must render the templates)") }
@@ -25,11 +36,7 @@ enum HAJinja {
         }
         let directory = try TemporaryDirectory(prefix: "ha-jinja")
         let input = directory.file("jobs.json")
-        let text =
-            "["
-            + jobs.map {
-                "{\"template\":\(JSONValue.string($0.template).encoded()),\"variables\":\(json(.dict($0.variables)))}"
-            }.joined(separator: ",") + "]"
+        let text = "[" + jobs.map(\.json).joined(separator: ",") + "]"
         try text.write(toFile: input, atomically: true, encoding: .utf8)
         let result = try await runProcess(HAPPeer.python.path, [script.path, input], timeout: 120)
         if result.status != 0, result.standardError.contains("No module named 'jinja2'"), !HAPPeer.isRequired {

@@ -307,7 +307,8 @@ final class HomeAssistantSchemaTests: XCTestCase {
             + "[value_json['heater-cooler']['target-heater-cooler-state'] | string] | default('None') }}"
         XCTAssertEqual(try HATemplate.render(mode, value: state), "off")
         XCTAssertEqual(try HATemplate.render(mode, value: state.replacingOccurrences(of: ":0,", with: ":1,")), "cool")
-        // A key of a missing service raises in Jinja: Home Assistant drops the message.
+        // A key of a missing service raises in Jinja; the evaluator gives nil, where Home Assistant
+        // takes the payload itself (HomeAssistantJinjaParityTests).
         XCTAssertNil(try HATemplate.render("{{ value_json['x']['y'] }}", value: "{}"))
         XCTAssertNil(try HATemplate.render("{{ value | int }}", value: "abc"))
     }

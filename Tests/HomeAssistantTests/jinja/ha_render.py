@@ -1,7 +1,8 @@
 """Renders Home Assistant MQTT command templates with the real Jinja2, as Home Assistant does.
 
-Read from the file named on the command line: a JSON list of {"template": str, "variables": {...}}.
-Written to stdout: a JSON list, one entry per job, {"ok": <payload>} or {"error": <why>}.
+Read from the file named on the command line: a JSON list of jobs, a command template's
+{"template": str, "variables": {...}} or a value template's {"template": str, "payload": str}.
+Written to stdout: a JSON list, one entry per job, {"ok": <text>} or {"error": <why>}.
 One process renders a whole batch (HomeAssistantCommandsTests renders every command Home
 Assistant can send over the offered ranges in one go).
 
@@ -17,6 +18,10 @@ Apache-2.0; see Tests/Fixtures/LICENSE-Apache-2.0):
   {"value": value} updated by the caller's variables (hs: "hue", "sat"), rendered with
   parse_result=False, so the payload is the rendered text, stripped; a text that literal_evals to
   bytes would be sent as those bytes (none of ours does; reported as an error if one did).
+- Template.async_render_with_possible_json_value (homeassistant/helpers/template/__init__.py),
+  as MqttValueTemplate calls it without a default: `value` is the payload and `value_json` its
+  JSON where it parses; on a Jinja2 TemplateError (an undefined key's key) the payload itself is
+  the result, while any other error (float of a word) raises, and the message is dropped.
 The functions are written here for Python 3.11 (Home Assistant's use 3.14 syntax), to the same
 behaviour; a failure to convert without a default raises ValueError as raise_no_default does.
 """
@@ -135,13 +140,32 @@ def render(env, cache, template, variables):
     return payload
 
 
+def render_value(env, cache, template, payload):
+    """Template.async_render_with_possible_json_value(payload), no default given."""
+    compiled = cache.get(template)
+    if compiled is None:
+        compiled = cache[template] = env.from_string(template)
+    variables = {"value": payload}
+    try:
+        variables["value_json"] = json.loads(payload)
+    except ValueError:
+        pass
+    try:
+        return compiled.render(variables).strip()
+    except jinja2.TemplateError:
+        return payload
+
+
 def main():
     with open(sys.argv[1], encoding="utf-8") as file:
         jobs = json.load(file)
     env, cache, out = environment(), {}, []
     for job in jobs:
         try:
-            out.append({"ok": render(env, cache, job["template"], job["variables"])})
+            if "payload" in job:
+                out.append({"ok": render_value(env, cache, job["template"], job["payload"])})
+            else:
+                out.append({"ok": render(env, cache, job["template"], job["variables"])})
         except Exception as error:  # Home Assistant raises MqttCommandTemplateException: nothing is sent
             out.append({"error": f"{type(error).__name__}: {error}"})
     json.dump(out, sys.stdout)
