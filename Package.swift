@@ -267,6 +267,8 @@ let package = Package(
             dependencies: [
                 "HomeKitBridge", "HomeKitBridgeTestSupport", "HomeMQTTApp", "Gateway", "HAP", "HomeModel",
                 "TestSupport",
+                // LoopGuardTests: simulated homes of their own, two gateways; BridgeTreeTests: HAPService.
+                "Simulator", "HAPServer",
                 // BridgeFloodTests: strangers and garbage, byte by byte.
                 "HAPServerTestSupport",
                 .product(name: "Logging", package: "swift-log"),

@@ -25,6 +25,8 @@ struct BridgeTree: Sendable {
     var addresses: [CharacteristicAddress: HAPCharacteristicID] = [:]
     /// The accessories in scope beyond HAP's limit, which the bridge leaves out.
     var leftOut: [String] = []
+    /// This gateway's id, added to each accessory's route; nil: no route served.
+    var gatewayID: String?
 
     /// What the bridge says of itself in its information service.
     struct Identity: Sendable {
@@ -42,14 +44,17 @@ struct BridgeTree: Sendable {
     ///   - filter: the front end's own scope.
     ///   - ownPrefixes: accessory id prefixes of the gateway's own bridges (`hap:<pairing id>:`),
     ///     which are never bridged.
+    ///   - gatewayID: this gateway's id (`GatewayIdentity`): each accessory is served with its
+    ///     route (`GatewayRoute`), this id added; one whose route holds it already is left out.
     ///   - ids: the aids and iids handed out; new ones are added.
     ///   - standalone: the accessory served alone (aid 1, no bridge: its `ids` start at aid 1);
     ///     nil for the home's bridge, which leaves out every accessory served alone (HomeKit
     ///     would show it twice, once through each).
     init(
         tree: TopicTree, filter: ScopeFilter, ownPrefixes: [String], identity: Identity, ids: inout BridgeIDs,
-        limit: Int = HomeKitConfig.maxAccessories, standalone: String? = nil
+        limit: Int = HomeKitConfig.maxAccessories, standalone: String? = nil, gatewayID: String? = nil
     ) {
+        self.gatewayID = gatewayID
         if standalone == nil {
             accessories.append(Self.bridgeAccessory(identity))
             for (iid, value) in Self.bridgeFixedValues(identity) {
@@ -60,6 +65,7 @@ struct BridgeTree: Sendable {
         var admitted: [(aid: Int, node: TopicTree.AccessoryNode)] = []
         for node in tree.accessories {
             if ownPrefixes.contains(where: { node.id.hasPrefix($0) }) { continue }
+            if let gatewayID, GatewayRoute.route(of: node.accessory).contains(gatewayID) { continue }
             guard standalone.map({ node.id == $0 }) ?? !node.accessory.isHomeKitStandalone else { continue }
             guard filter.admits(accessory: node.accessory, displayName: node.displayName, room: node.room) else {
                 continue
@@ -82,7 +88,7 @@ struct BridgeTree: Sendable {
         let kept = node.services.filter { service in
             service.service.type != StandardUUID.accessoryInformation
                 && service.service.type != StandardUUID.protocolInformation
-                && filter.admits(service: service.service)
+                && !GatewayRoute.isRouteService(service.service.type) && filter.admits(service: service.service)
         }
         for service in kept {
             serviceIIDs[service.iid] = ids.iid("s\(service.iid):\(service.service.type)", of: node.id)
@@ -116,7 +122,24 @@ struct BridgeTree: Sendable {
             targets = targets.filter { $0.key.aid != aid }
             return
         }
+        if let gatewayID { services.append(route(of: node, through: gatewayID, aid: aid, ids: &ids)) }
         accessories.append(HAPAccessory(aid: aid, services: services))
+    }
+
+    /// The hidden route service (`GatewayRoute`): the route the accessory came by, if it came
+    /// from another HomeMQTT bridge, and this gateway. Read-only, a fixed value.
+    private mutating func route(
+        of node: TopicTree.AccessoryNode, through gatewayID: String, aid: Int, ids: inout BridgeIDs
+    ) -> HAPService {
+        let text = GatewayRoute.extended(GatewayRoute.route(of: node.accessory), by: gatewayID)
+        let iid = ids.iid("route/c", of: node.id)
+        targets[HAPCharacteristicID(aid: aid, iid: iid)] = .fixed(.string(text))
+        let c = HAPCharacteristic(
+            iid: iid, type: GatewayRoute.characteristicType, format: .string, permissions: [.read],
+            maxLength: GatewayRoute.maxLength, description: "HomeMQTT route", value: .string(text))
+        return HAPService(
+            iid: ids.iid("route", of: node.id), type: GatewayRoute.serviceType, isHidden: true,
+            characteristics: [c])
     }
 
     /// The accessory's information service as HAP asks for it (iid 1: Identify, Manufacturer,

@@ -19,6 +19,8 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
     let logger: Logger
     /// The accessory served alone, at aid 1; nil for the home's bridge.
     let standalone: String?
+    /// This gateway's id, added to the route of every accessory served (`GatewayRoute`).
+    let gatewayID: String?
     /// The accessories in scope that are served alone (the bridge's view): each gets a server.
     var standalones: [BridgeFiles.Standalone] = []
     /// What its log lines call it.
@@ -53,8 +55,9 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
 
     init(
         gateway: Gateway, files: BridgeFiles, filter: ScopeFilter, identity: BridgeTree.Identity,
-        stateDirectory: String, logger: Logger, standalone: String? = nil
+        stateDirectory: String, logger: Logger, standalone: String? = nil, gatewayID: String? = nil
     ) throws(ModelError) {
+        self.gatewayID = gatewayID
         self.gateway = gateway
         self.files = files
         self.filter = filter
@@ -109,7 +112,8 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
         let own = BridgeFiles.ownPairingIDs(stateDirectory: stateDirectory).map { "hap:\($0):" }
         let before = ids
         tree = BridgeTree(
-            tree: published, filter: filter, ownPrefixes: own, identity: identity, ids: &ids, standalone: standalone)
+            tree: published, filter: filter, ownPrefixes: own, identity: identity, ids: &ids, standalone: standalone,
+            gatewayID: gatewayID)
         if standalone == nil {
             standalones = published.accessories.filter { node in
                 node.accessory.isHomeKitStandalone

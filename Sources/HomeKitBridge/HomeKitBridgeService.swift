@@ -137,7 +137,8 @@ public final class HomeKitBridgeService: Service, Sendable {
                 identity: .init(
                     name: "HomeMQTT \(homeName)", serialNumber: String(homeID.prefix(8)),
                     firmware: HomeMQTTVersion.current),
-                stateDirectory: stateDirectory, logger: logger, standalone: standalone?.accessoryID)
+                stateDirectory: stateDirectory, logger: logger, standalone: standalone?.accessoryID,
+                gatewayID: try GatewayIdentity.load(stateDirectory: stateDirectory))
         } catch {
             return await failed("cannot read its state: \(error.message)")
         }

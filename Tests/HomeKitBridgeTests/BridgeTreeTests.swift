@@ -3,6 +3,7 @@ import Gateway
 @testable import HomeKitBridge
 import HomeMQTTApp
 import HomeModel
+import HAPServer
 import XCTest
 
 /// The bridge's tree as a function of the gateway's: HAP's limit, the front end's scope, the
@@ -65,6 +66,50 @@ final class BridgeTreeTests: XCTestCase {
         XCTAssertEqual(served.services.map(\.type), ["3E", "43"])
         XCTAssertEqual(served.services[1].characteristics.map(\.iid), [9])
         XCTAssertEqual(served.services[1].characteristics.first?.permissions, [.read, .write, .events])
+    }
+
+    /// Each accessory served carries its route (`GatewayRoute`): the one it came with, this
+    /// gateway's id added, in one hidden read-only string; one whose route names this gateway
+    /// already is left out.
+    func testEachAccessoryCarriesItsRouteAndOneThatCameBackIsLeftOut() throws {
+        let lamps = Self.lamps(3)
+        var cameFromB = lamps[1]
+        var cameBack = lamps[2]
+        func routed(_ accessory: inout Accessory, _ route: String) {
+            accessory.services.append(
+                AccessoryService(
+                    iid: 20, type: GatewayRoute.serviceType, isHidden: true,
+                    characteristics: [
+                        Characteristic(
+                            iid: 21, type: GatewayRoute.characteristicType, value: .string(route),
+                            metadata: CharacteristicMetadata(format: .string, permissions: [.read]))
+                    ]))
+        }
+        routed(&cameFromB, "00000000000000bb")
+        routed(&cameBack, "00000000000000aa,00000000000000bb")
+        var ids = BridgeIDs()
+        let bridge = BridgeTree(
+            tree: try Self.tree([lamps[0], cameFromB, cameBack]), filter: try ScopeFilter(ScopeConfig()),
+            ownPrefixes: [], identity: Self.identity, ids: &ids, gatewayID: "00000000000000aa")
+        XCTAssertEqual(bridge.accessories.map(\.aid), [1, 2, 3], "the bridge and lamps 0 and 1, not lamp 2")
+        func route(_ aid: Int) -> HAPService? {
+            bridge.accessories.first { $0.aid == aid }?.services.first { $0.type == GatewayRoute.serviceType }
+        }
+        XCTAssertEqual(route(2)?.characteristics.first?.value, "00000000000000aa")
+        XCTAssertEqual(route(3)?.characteristics.first?.value, "00000000000000bb,00000000000000aa")
+        let served = try XCTUnwrap(route(3))
+        XCTAssertTrue(served.isHidden)
+        XCTAssertEqual(served.characteristics.first?.permissions, HAPPermissions.read)
+        XCTAssertEqual(served.characteristics.first?.format, .string)
+        XCTAssertEqual(served.characteristics.first?.type, GatewayRoute.characteristicType)
+        let types = bridge.accessories.first { $0.aid == 3 }?.services.map(\.type) ?? []
+        XCTAssertEqual(types.filter { $0 == GatewayRoute.serviceType }.count, 1, "the route it came with is replaced")
+        // Without a gateway id (no identity), nothing is added.
+        var plain = BridgeIDs()
+        let none = BridgeTree(
+            tree: try Self.tree([lamps[0]]), filter: try ScopeFilter(ScopeConfig()), ownPrefixes: [],
+            identity: Self.identity, ids: &plain)
+        XCTAssertNil(none.accessories.last?.services.first { $0.type == GatewayRoute.serviceType })
     }
 
     func testAnAccessoryWithNothingInScopeIsNotServed() throws {
