@@ -170,8 +170,11 @@ extension HAPSource {
         let fresh: [Accessory]
         var problems: [String] = []
         do {
-            fresh = try HAPAccessoryJSON.parse(
+            let parsed = try HAPAccessoryJSON.parse(
                 json: json, idPrefix: pairing.idPrefix, category: pairing.category, problems: &problems)
+            let (kept, back) = GatewayRoute.partition(parsed, gatewayID: gatewayID)
+            fresh = kept
+            noteCameBack(back, pairing.accessoryPairingID)
         } catch {
             throw HAPError(
                 code: .protocolError,
@@ -213,6 +216,20 @@ extension HAPSource {
                 hub.yield(.accessoryAdded(acc))
             }
         }
+    }
+
+    /// Keeps what came back, and logs each accessory the first time it is left out.
+    private func noteCameBack(_ back: [Accessory], _ pairingID: String) {
+        let before = Set((cameBack[pairingID] ?? []).map(\.id))
+        for a in back where !before.contains(a.id) {
+            logger.notice(
+                "HAP accessory left out: it came through this gateway already (its route holds this gateway's id)",
+                metadata: [
+                    "pairing": "\(pairingID)", "accessory": "\(a.id)", "name": "\(a.name)",
+                    "route": "\(GatewayRoute.route(of: a).joined(separator: " > "))",
+                ])
+        }
+        cameBack[pairingID] = back.isEmpty ? nil : back
     }
 
     /// An accessory without its values and reachability, for telling "changed" from "same".

@@ -33,6 +33,12 @@ public actor HAPSource: AccessorySource {
     public nonisolated let mdnsInterfaces: MDNSInterfaces
     /// Pairings whose loop should stop waiting and connect now: mDNS saw them at a new address.
     var nudged: Set<String> = []
+    /// This gateway's id (`GatewayIdentity`): an accessory whose route holds it passed through
+    /// this gateway already and is left out (`GatewayRoute`); nil: nothing is left out.
+    public nonisolated let gatewayID: String?
+    /// The accessories left out of each pairing because they came back (see `gatewayID`), by
+    /// pairing id: each is logged once, when it is first left out.
+    var cameBack: [String: [Accessory]] = [:]
 
     /// The pairings served now, by accessory pairing id.
     var pairings: [String: HAPPairing] = [:]
@@ -76,9 +82,10 @@ public actor HAPSource: AccessorySource {
     public init(
         store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap"), pollInterval: Double = 60,
         connectTimeout: Double = 5, backoff: (initial: Double, factor: Double, max: Double) = (0.5, 1.5, 60),
-        followsNetwork: Bool = true, mdnsInterfaces: MDNSInterfaces = .all
+        followsNetwork: Bool = true, mdnsInterfaces: MDNSInterfaces = .all, gatewayID: String? = nil
     ) {
         self.store = store
+        self.gatewayID = gatewayID
         self.logger = logger
         self.pollInterval = pollInterval
         self.connectTimeout = connectTimeout
@@ -91,6 +98,9 @@ public actor HAPSource: AccessorySource {
     public nonisolated func events() -> EventStream<SourceEvent> { hub.subscribe() }
 
     public func accessories() -> [Accessory] { order.compactMap { accessoriesByID[$0] } }
+
+    /// The accessories of a pairing left out because they passed through this gateway already.
+    public func cameBack(pairingID: String) -> [Accessory] { cameBack[pairingID] ?? [] }
 
     /// Whether the accessory server of this pairing is connected and verified now.
     public func isConnected(pairingID: String) -> Bool { connections[pairingID] != nil }
@@ -160,6 +170,7 @@ public actor HAPSource: AccessorySource {
         guard loops[pairingID] != nil else { return }
         pairings[pairingID] = nil
         announced[pairingID] = nil
+        cameBack[pairingID] = nil
         nudged.remove(pairingID)
         finishLoop(pairingID)
         let prefix = "hap:\(pairingID):"

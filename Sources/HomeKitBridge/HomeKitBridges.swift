@@ -32,11 +32,15 @@ public enum HomeKitBridges {
         running.first { $0.database === database && $0.accessoryID == accessoryID }
     }
 
-    /// The running bridge that `host`:`port` reaches, if any: `host` is this machine (a
-    /// loopback or one of its interfaces' addresses, or a name that resolves to one) and a
-    /// bridge listens on `port`.
-    public static func reached(host: String, port: Int) -> HomeKitBridgeService? {
-        let candidates = running.filter { $0.listeningPort == port }
+    /// The running bridge of the gateway whose state is in `stateDirectory` that `host`:`port`
+    /// reaches, if any: `host` is this machine (a loopback or one of its interfaces' addresses,
+    /// or a name that resolves to one) and the bridge listens on `port`. Another gateway's bridge
+    /// in the same process is no concern here: the route (`GatewayRoute`) guards against it.
+    public static func reached(host: String, port: Int, stateDirectory: String) -> HomeKitBridgeService? {
+        let own = URL(fileURLWithPath: stateDirectory).standardizedFileURL.path
+        let candidates = running.filter {
+            $0.listeningPort == port && URL(fileURLWithPath: $0.stateDirectory).standardizedFileURL.path == own
+        }
         guard !candidates.isEmpty, LocalAddresses.isLocal(host) else { return nil }
         return candidates.first
     }

@@ -38,7 +38,8 @@ public struct HAPFactory: SourceFactory, CustomStringConvertible {
     public func make(_ context: SourceContext) throws -> MadeSource {
         let source = HAPSource(
             store: Self.pairingStore(context.config), logger: context.logger,
-            pollInterval: pollInterval ?? context.config.pollInterval, mdnsInterfaces: mdnsInterfaces)
+            pollInterval: pollInterval ?? context.config.pollInterval, mdnsInterfaces: mdnsInterfaces,
+            gatewayID: try GatewayIdentity.load(stateDirectory: context.config.stateDirectory))
         return MadeSource(source: source, pairing: HAPPairingManager(source: source, logger: context.logger))
     }
 

@@ -35,7 +35,8 @@ public struct HAPPairingManager: PairingManager {
     func pair(host: String, port: Int, setupCode: String, name: String?) async throws(GatewayFailure) -> JSONValue {
         // The gateway's own HomeKit bridge would serve its own accessories back to it, again and
         // again: refused before pairing when the address is one of its bridges'…
-        if let bridge = HomeKitBridges.reached(host: host, port: port) {
+        let stateDirectory = store.directory.deletingLastPathComponent().path
+        if let bridge = HomeKitBridges.reached(host: host, port: port, stateDirectory: stateDirectory) {
             throw Self.ownBridge(bridge.homeName)
         }
         let pairing: HAPPairing
@@ -46,31 +47,74 @@ public struct HAPPairingManager: PairingManager {
         }
         // … and after it by the accessory's pairing id, whatever address reached it: the pairing
         // is taken back at once, before any source serves it.
-        let stateDirectory = store.directory.deletingLastPathComponent().path
         if BridgeFiles.ownPairingIDs(stateDirectory: stateDirectory).contains(pairing.accessoryPairingID) {
             try? await controller.unpair(id: pairing.accessoryPairingID, force: true)
             throw Self.ownBridge(nil)
         }
         var data = Self.describe(pairing)
         let accessories: [Accessory]?
+        let cameBack: [Accessory]
         if let source {
             accessories = await source.add(pairing: pairing)
+            cameBack = await source.cameBack(pairingID: pairing.accessoryPairingID)
             data["connected"] = .bool(await source.isConnected(pairingID: pairing.accessoryPairingID))
         } else {
             // No gateway to serve them yet: a look at them, once. The pairing stands even when
             // the look fails (then no `accessories`); the gateway reads them when it starts.
-            accessories = try? await controller.accessories(of: pairing)
+            let gatewayID = try? GatewayIdentity.load(stateDirectory: stateDirectory)
+            let all = try? await controller.accessories(of: pairing)
+            let parts = all.map { GatewayRoute.partition($0, gatewayID: gatewayID) }
+            accessories = parts?.kept
+            cameBack = parts?.cameBack ?? []
             data["connected"] = .bool(false)
+        }
+        // Another gateway's bridge that serves nothing but what passed through this gateway
+        // (most often its own accessories, bridged back): refused like its own bridge, and the
+        // pairing taken back before anything of it is served.
+        if GatewayRoute.onlyCameBack(kept: accessories ?? [], cameBack: cameBack) {
+            await source?.remove(pairingID: pairing.accessoryPairingID)
+            try? await controller.unpair(id: pairing.accessoryPairingID, force: true)
+            throw Self.onlyCameBack(cameBack.count)
         }
         if let accessories {
             data["accessories"] = .array(accessories.map { .object(["id": .string($0.id), "name": .string($0.name)]) })
         }
+        if !cameBack.isEmpty { data["left-out"] = Self.describe(cameBack: cameBack) }
         return .object(data)
+    }
+
+    /// The accessories left out because they came back, with the reason (`left-out`).
+    static func describe(cameBack: [Accessory]) -> JSONValue {
+        .array(
+            cameBack.map {
+                .object([
+                    "id": .string($0.id), "name": .string($0.name),
+                    "reason": "it came through this gateway already (its route holds this gateway's id)",
+                    "route": .array(GatewayRoute.route(of: $0).map(JSONValue.string)),
+                ])
+            })
+    }
+
+    /// The refusal to pair with a bridge that serves only what came from this gateway.
+    static func onlyCameBack(_ count: Int) -> GatewayFailure {
+        GatewayFailure(
+            code: .invalidField,
+            message:
+                "that bridge only serves this gateway's own accessories (\(count) came through this gateway "
+                + "already): a gateway does not bridge its accessories back to itself"
+        )
     }
 
     func pairings() async throws(GatewayFailure) -> JSONValue {
         do {
-            return .array(try store.all().map { .object(Self.describe($0)) })
+            var listed: [JSONValue] = []
+            for pairing in try store.all() {
+                var data = Self.describe(pairing)
+                let back = await source?.cameBack(pairingID: pairing.accessoryPairingID) ?? []
+                if !back.isEmpty { data["left-out"] = Self.describe(cameBack: back) }
+                listed.append(.object(data))
+            }
+            return .array(listed)
         } catch {
             throw GatewayFailure(code: .io, message: "cannot read the pairings: \(error)")
         }

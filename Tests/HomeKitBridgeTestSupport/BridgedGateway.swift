@@ -36,6 +36,7 @@ public struct BridgedGateway: Sendable {
         state: TemporaryDirectory, home: SimulatedHome? = nil, setupCode: String? = BridgedGateway.code,
         configure: (inout GatewayConfig) -> Void = { _ in },
         options: HomeMQTTApp.Options = HomeMQTTApp.Options(),
+        hap: Bool = false,
         _ body: (BridgedGateway) async throws -> Void
     ) async throws {
         TestCensus.record(.memory)
@@ -66,8 +67,16 @@ public struct BridgedGateway: Sendable {
         options.transport = { configuration, _ in
             configuration.clientID == firstClientID ? transport : broker.transport(configuration: configuration)
         }
+        // `hap`: a HAP controller beside the simulated home, as `sources: [simulator, hap]` makes
+        // it, pairing over `pair` (the loop guard's tests: two gateways pairing with each other).
+        var source: any AccessorySource = home
+        if hap {
+            let made = try HAPFactory().make(SourceContext(config: config, logger: logger))
+            source = CompositeSource([home, made.source])
+            options.pairings = made.pairings
+        }
         let parts = try HomeMQTTApp.build(
-            config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
+            config: config, source: source, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
             options: options, logger: logger)
         let observer = broker.transport()
         let seen = MessageCollector(observer.messages())
