@@ -8,10 +8,14 @@ import XCTest
 /// The chain through two gateways, every link real: a HAP-python bridge → gateway A (its HAP
 /// controller, paired with it over MQTT's `pair`) → A's HomeKit bridge → gateway B (the
 /// `homemqtt` binary, paired with A's bridge by `homemqtt pair` with host, port and A's setup
-/// code) → B's MQTT topics on mosquitto. A runs in process on the memory broker; B must be
-/// another process, since a gateway refuses to pair with a bridge of its own process.
+/// code) → B's MQTT topics on mosquitto. A runs in process on the memory broker; B is another
+/// process with its own bridge on (a simulated outlet of its own beside A's accessories).
+/// Then the loop closed: A pairs with B's bridge and leaves out what came from it (the route,
+/// `GatewayRoute`: B is another process, so the route answers, not the per-process list of
+/// A's own bridges), and values still flow both ways.
 final class HomeKitBridgeChainTests: XCTestCase {
     static let codeA = "271-82-818"
+    static let codeB = "314-15-926"
 
     func testASetOnTheSecondGatewayMovesTheAccessoryBehindTheFirstAndBack() async throws {
         if let reason = HAPPeer.unavailableReason {
@@ -119,6 +123,40 @@ final class HomeKitBridgeChainTests: XCTestCase {
             let names = treeA.accessories.map(\.displayName).sorted()
             XCTAssertEqual(Set(names).count, names.count, "\(names)")
             XCTAssertEqual(try storeA.all().count, 1)
+
+            // The loop closed: A pairs with B's bridge, which serves the peer's accessories
+            // (through A) and B's outlet. A keeps the outlet and leaves the rest out, saying why.
+            try await waitUntil("B's bridge to listen", timeout: 20) {
+                canConnect(host: "127.0.0.1", port: b.bridgePort)
+            }
+            let toB = try await a.request(
+                "pair", ["host": "127.0.0.1", "port": .int(Int64(b.bridgePort)), "code": .string(Self.codeB)])
+            XCTAssertEqual(toB["status"], "ok", toB.encoded())
+            let leftOut = (toB["data"]?["left-out"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+            XCTAssertEqual(leftOut.sorted(), served, toB.encoded())
+            try await waitUntil("A to see B's outlet", timeout: 20) {
+                await a.gateway.tree.accessories.contains { $0.displayName == "Coffee Maker Outlet" }
+            }
+            let closed = await a.gateway.tree.accessories.map(\.displayName).sorted()
+            XCTAssertEqual(Set(closed).count, closed.count, "an accessory appears twice in A: \(closed)")
+            XCTAssertEqual(Set(closed).intersection(served).sorted(), served, "\(closed)")
+            XCTAssertTrue(
+                a.logs.lines.contains { $0.contains("came through this gateway already") && $0.contains("Peer Light") },
+                "A's log does not say why the Peer Light was left out")
+
+            // Values still flow both ways through the closed loop.
+            observer.clear()
+            try await runChecked("mosquitto_pub", ["-p", "\(broker.port)", "-q", "1", "-t", "\(base)/set", "-m", "55"])
+            let again = try await observer.waitForMessage("B's result", timeout: 20) { $0.topic == "\(base)/result" }
+            XCTAssertEqual(try JSONValue(parsing: again.payload)["status"], "ok", again.string)
+            let insideAgain = try await peer.value(aid: light.aid, iid: brightness.iid)
+            XCTAssertEqual(insideAgain, "55")
+            observer.clear()
+            let answerAgain = try await peer.command("set \(light.aid) \(brightness.iid) 44")
+            XCTAssertEqual(answerAgain, "OK")
+            try await observer.waitForMessage("44 on B's state", timeout: 20) {
+                $0.topic == stateMessage.topic && $0.string == "44"
+            }
             let stopped = await b.stop()
             XCTAssertEqual(stopped, 0)
         }
@@ -133,10 +171,19 @@ final class ChainGatewayB: @unchecked Sendable {
     var observer: MQTTTestSubscriber?
     var configPath: String { directory.file("gateway.yml") }
     var stateDirectory: String { directory.file("state") }
+    /// B's own HomeKit bridge, on 127.0.0.1.
+    let bridgePort: Int
 
     init(broker: MosquittoBroker) throws {
         self.broker = broker
         directory = try TemporaryDirectory(prefix: "homekit-chain-b")
+        bridgePort = try freePort()
+        // An accessory of B's own: its bridge serves more than what came through A.
+        let accessories = directory.file("accessories")
+        try FileManager.default.createDirectory(atPath: accessories, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: repositoryRoot.appendingPathComponent("Config/accessories/kitchen-outlet.yml").path,
+            toPath: accessories + "/kitchen-outlet.yml")
         try """
         broker:
           url: \(broker.url)
@@ -147,8 +194,15 @@ final class ChainGatewayB: @unchecked Sendable {
         request-timeout: 10
         sources:
           - type: hap
+          - type: simulator
+            directory: \(accessories)
         homeassistant:
           enabled: false
+        homekit:
+          enabled: true
+          port: \(bridgePort)
+          listen: [127.0.0.1]
+          setup-code: \(HomeKitBridgeChainTests.codeB)
         log-level: info
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
