@@ -69,11 +69,14 @@ final class StandaloneAccessoryTests: XCTestCase {
             let (_, connection) = try await Controller.pair(
                 port: port, code: setup.code, state: state, folder: "standalone")
             let document = try await connection.accessoriesJSON()
-            // aid 1 is the garage door opener itself: its information, its door and its light.
+            // aid 1 is the garage door opener itself: its information, its door and its light,
+            // and its route (hidden: the loop guard's, `GatewayRoute`).
             XCTAssertEqual(document["accessories"]?.arrayValue?.compactMap { $0["aid"]?.intValue }, [1])
             let services = document["accessories"]?[0]?["services"]?.arrayValue ?? []
             XCTAssertEqual(
-                services.compactMap { $0["type"]?.stringValue }, ["3E", Self.short("garage-door-opener"), "43"])
+                services.compactMap { $0["type"]?.stringValue },
+                ["3E", Self.short("garage-door-opener"), "43", GatewayRoute.serviceType])
+            XCTAssertEqual(services.last?["hidden"], true)
             XCTAssertEqual(Self.names(document), ["Garage Door Opener"])
             let status = await service.status()
             XCTAssertEqual(status.isPaired, true)
