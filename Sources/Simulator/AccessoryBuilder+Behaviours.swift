@@ -29,6 +29,16 @@ extension AccessoryBuilder {
             allowed.append("delay")
             try b.allowOnly(allowed)
             if let delay = try b.nonNegative("delay") { kinds.append(.lock(delay: delay)) }
+        case HAPType.windowCovering, HAPType.door, HAPType.window:
+            allowed.append("travel-time")
+            try b.allowOnly(allowed)
+            if let travel = try b.nonNegative("travel-time") { kinds.append(.position(travelTime: travel)) }
+        case let type where ServiceBehaviour.settleRule(forServiceType: type) != nil:
+            allowed.append("delay")
+            try b.allowOnly(allowed)
+            if let delay = try b.nonNegative("delay"), let rule = ServiceBehaviour.settleRule(forServiceType: type) {
+                kinds.append(.settle(rule, delay: delay))
+            }
         case HAPType.thermostat:
             allowed += ["step", "every"]
             try b.allowOnly(allowed)
@@ -45,7 +55,7 @@ extension AccessoryBuilder {
                 throw SimulatorError(
                     file: error.file, key: error.key, code: error.code,
                     message: error.message
-                        + " (travel-time, delay, step and every belong to garage-door-opener, lock-mechanism and thermostat; this is \(typeName))"
+                        + " (travel-time, delay, step and every belong to garage-door-opener, lock-mechanism, thermostat, window-covering, door, window, security-system, valve and the like; this is \(typeName))"
                 )
             }
         }

@@ -9,6 +9,8 @@ func makeEngine(_ kind: BehaviourKind) -> (any BehaviourEngine)? {
     case .lock(let delay): LockEngine(delay: delay)
     case .thermostat(let step, let every): ThermostatEngine(step: step, every: every)
     case .outlet: OutletEngine()
+    case .position(let travelTime): PositionEngine(travelTime: travelTime)
+    case .settle(let rule, let delay): SettleEngine(rule: rule, delay: delay)
     case .drift(let characteristic, let step, let every, let min, let max):
         DriftEngine(
             type: StandardUUID.longForm(characteristic), step: step, every: every, configuredMin: min,

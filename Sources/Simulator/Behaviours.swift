@@ -18,6 +18,12 @@ public enum BehaviourKind: Sendable, Hashable {
     case thermostat(step: Double, every: Double)
     /// outlet-in-use follows power-state.
     case outlet
+    /// target-position → current-position over `travelTime` seconds for a full travel, with
+    /// position-state; tilt angles follow their targets (window covering, door, window).
+    case position(travelTime: Double)
+    /// The current state follows the target (or active) `delay` seconds after a write: security
+    /// system, valve, fan, air purifier, heater-cooler, humidifier.
+    case settle(SettleRule, delay: Double)
     /// The characteristic (long UUID) walks by `step` every `every` seconds between `min` and
     /// `max` (bounces at the ends); a bool toggles. Bounds default to ±10 steps around the
     /// initial value, inside the characteristic's range.
@@ -68,7 +74,21 @@ public struct ServiceBehaviour: Sendable, Hashable {
         case HAPType.lockMechanism: .lock(delay: defaultLockDelay)
         case HAPType.thermostat: .thermostat(step: defaultThermostatStep, every: defaultThermostatInterval)
         case HAPType.outlet: .outlet
-        default: .none
+        case HAPType.windowCovering, HAPType.door, HAPType.window: .position(travelTime: defaultTravelTime)
+        default: settleRule(forServiceType: type).map { .settle($0, delay: defaultLockDelay) } ?? .none
+        }
+    }
+
+    /// The settling rule of a service type whose current state follows a write, if any.
+    static func settleRule(forServiceType type: String) -> SettleRule? {
+        switch StandardUUID.longForm(type) {
+        case HAPType.securitySystem: .securitySystem
+        case HAPType.valve: .valve
+        case HAPType.fanV2: .activeDevice(current: HAPType.currentFanState)
+        case HAPType.airPurifier: .activeDevice(current: HAPType.currentAirPurifierState)
+        case HAPType.heaterCooler: .heaterCooler
+        case HAPType.humidifier: .humidifier
+        default: nil
         }
     }
 }
@@ -80,6 +100,15 @@ enum HAPType {
     static let lockMechanism = StandardUUID.longForm("45")
     static let thermostat = StandardUUID.longForm("4A")
     static let outlet = StandardUUID.longForm("47")
+    static let windowCovering = StandardUUID.longForm("8C")
+    static let door = StandardUUID.longForm("81")
+    static let window = StandardUUID.longForm("8B")
+    static let securitySystem = StandardUUID.longForm("7E")
+    static let valve = StandardUUID.longForm("D0")
+    static let fanV2 = StandardUUID.longForm("B7")
+    static let airPurifier = StandardUUID.longForm("BB")
+    static let heaterCooler = StandardUUID.longForm("BC")
+    static let humidifier = StandardUUID.longForm("BD")
 
     static let identify = StandardUUID.longForm("14")
     static let name = StandardUUID.longForm("23")
@@ -94,6 +123,24 @@ enum HAPType {
     static let targetHeatingCooling = StandardUUID.longForm("33")
     static let on = StandardUUID.longForm("25")
     static let outletInUse = StandardUUID.longForm("26")
+    static let currentPosition = StandardUUID.longForm("6D")
+    static let targetPosition = StandardUUID.longForm("7C")
+    static let positionState = StandardUUID.longForm("72")
+    static let holdPosition = StandardUUID.longForm("6F")
+    /// target → current tilt angle pairs: horizontal, vertical, and the slat-style tilt.
+    static let tiltPairs = [("7B", "6C"), ("7D", "6E"), ("C2", "C1")].map {
+        (StandardUUID.longForm($0.0), StandardUUID.longForm($0.1))
+    }
+    static let securitySystemCurrent = StandardUUID.longForm("66")
+    static let securitySystemTarget = StandardUUID.longForm("67")
+    static let active = StandardUUID.longForm("B0")
+    static let inUse = StandardUUID.longForm("D2")
+    static let currentFanState = StandardUUID.longForm("AF")
+    static let currentAirPurifierState = StandardUUID.longForm("A9")
+    static let currentHeaterCooler = StandardUUID.longForm("B1")
+    static let targetHeaterCooler = StandardUUID.longForm("B2")
+    static let currentHumidifier = StandardUUID.longForm("B3")
+    static let targetHumidifier = StandardUUID.longForm("B4")
 }
 
 /// What a behaviour sees and changes during one step: its service's values, the time, and the
