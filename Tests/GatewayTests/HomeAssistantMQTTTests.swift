@@ -79,6 +79,41 @@ final class HomeAssistantMQTTTests: RigTestCase {
         }
     }
 
+    /// Issue 43: an accessory that leaves clears its discovery config first, once, and only then
+    /// its own topics; a Home Assistant entity still subscribed to the emptied `$state` failed its
+    /// template (`'value_json' is undefined`), and a config cleared three times made it warn.
+    func testAnAccessoryThatLeavesClearsItsConfigFirstAndOnce() async throws {
+        await onEveryRig { gw in
+            let id = try await gw.accessoryID(named: "Garage Door Opener")
+            let config = "homeassistant/device/\(HomeAssistantDiscovery.nodeID(accessoryID: id))/config"
+            let node = await gw.gateway.tree.accessory(id: id)
+            let accessoryTopic = try XCTUnwrap(node?.topic)
+            let before = try await discoveryConfigs(gw)
+            XCTAssertNotNil(before[config])
+            let listener = try await gw.subscriber("#")
+            try await gw.database.removeAccessory(id: id)
+            try await waitUntil("config cleared") { try await self.discoveryConfigs(gw)[config] == nil }
+            // Everything the gateway queued before its answer reached the listener before it.
+            _ = try await gw.request(
+                "home/$gateway/request/health", "{}", answer: "home/$gateway/response/health")
+            try await listener.seen.waitFor("the health answer") { $0.topic == "home/$gateway/response/health" }
+            let seen = listener.seen.elements
+            await listener.close()
+            // A live message comes without its retain flag: an empty payload is a clear.
+            let clears = seen.enumerated().filter { $0.element.payload.isEmpty }
+            let configClears = clears.filter { $0.element.topic == config }
+            XCTAssertEqual(configClears.count, 1, "the config is cleared once")
+            let own = clears.filter { $0.element.topic.hasPrefix(accessoryTopic + "/") }
+            XCTAssertTrue(
+                own.contains { $0.element.topic == accessoryTopic + "/$state" }, "\(own.map(\.element.topic))")
+            XCTAssertTrue(own.contains { $0.element.topic.hasSuffix("/state") })
+            let first = try XCTUnwrap(configClears.first?.offset)
+            XCTAssertEqual(
+                own.filter { $0.offset < first }.map(\.element.topic), [],
+                "the accessory's topics are cleared after its config")
+        }
+    }
+
     func testDiscoveryCanBeTurnedOff() async throws {
         await onEveryRig(configure: { $0[HomeAssistantConfig.self].enabled = false }) { gw in
             let configs = try await discoveryConfigs(gw)

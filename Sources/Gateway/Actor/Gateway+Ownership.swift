@@ -66,7 +66,10 @@ extension Gateway {
             logger.info(
                 "clearing retained topics this gateway published earlier", metadata: ["count": "\(ghosts.count)"])
         }
-        for topic in ghosts { enqueue(topic, [], retain: true) }
+        // Discovery configs (outside the base) first, as `applyRetained` clears them.
+        let inside = base + "/"
+        for topic in ghosts where !topic.hasPrefix(inside) { enqueue(topic, [], retain: true) }
+        for topic in ghosts where topic.hasPrefix(inside) { enqueue(topic, [], retain: true) }
         ownership.settleRequests.yield()
     }
 

@@ -51,9 +51,14 @@ extension Gateway {
             desired.formUnion(applyDocuments(node))
         }
         desired.formUnion(applyTree())
-        for topic in retained.topics.filter({ !desired.contains($0) }) {
-            setRetained(topic, [])
-        }
+        // What goes away is cleared pointers first: an output's topics outside the base (Home
+        // Assistant's discovery configs) name the accessory's topics, and a consumer still
+        // holding one would read the emptied `$state` through it (a template failing on
+        // `value_json`). The accessory's own topics follow, then its characteristics'.
+        let stale = retained.topics.filter { !desired.contains($0) }
+        let inside = base + "/"
+        for topic in stale where !topic.hasPrefix(inside) { setRetained(topic, []) }
+        for topic in stale where topic.hasPrefix(inside) { setRetained(topic, []) }
         let old = publishedTree
         enqueue(publication.characteristicChanges(from: old, to: tree, value: currentValue))
         publication.published(tree)
