@@ -315,6 +315,12 @@ struct HomeAssistantComponents {
         if echoes.count == 1, !out.contains(where: { $0.component.config["name"] == .null }) {
             out[echoes[0]].component.config["name"] = .null
         }
+        // Home Assistant shows `<device> <entity>`: a name that starts with the words the
+        // device's name ends with says them twice ("Garden Valve Valve type" is "Garden Valve Type").
+        for index in out.indices {
+            guard let name = out[index].component.config["name"]?.stringValue else { continue }
+            out[index].component.config["name"] = .string(withoutEcho(of: deviceWords, in: name))
+        }
         var counts: [String: Int] = [:]
         for entry in out { counts[key(entry.component), default: 0] += 1 }
         for index in out.indices where counts[key(out[index].component), default: 0] > 1 {
@@ -332,6 +338,19 @@ struct HomeAssistantComponents {
             out[index].component.config["name"] = .string("\(shown) \(seen[name, default: 0])")
         }
         return out.map(\.component)
+    }
+
+    /// `name` without its first words where they are the last words of the device's name, the
+    /// longest such run; a name that is nothing else is kept whole.
+    static func withoutEcho(of deviceWords: [String], in name: String) -> String {
+        let nameWords = words(name)
+        let longest = min(deviceWords.count, nameWords.count - 1)
+        guard longest > 0 else { return name }
+        for k in stride(from: longest, through: 1, by: -1)
+        where Array(deviceWords.suffix(k)) == Array(nameWords.prefix(k)) {
+            return withoutPrefix(name, nameWords.prefix(k).joined(separator: " "))
+        }
+        return name
     }
 
     static func humanize(_ kebab: String) -> String {

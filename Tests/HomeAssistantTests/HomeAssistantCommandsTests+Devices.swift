@@ -119,7 +119,8 @@ extension HomeAssistantCommandsTests {
 
     /// The devices of issue 43, from a real Home Assistant's run: thermostats whose target
     /// temperature is on a grid not of whole numbers from 0 (4.5…32 in steps of 1, 2 and 5; 10…32
-    /// in steps of 5), and a Hunter SIMPLEconnect fan's light, whose brightness goes in steps of 10.
+    /// in steps of 5), a Hunter SIMPLEconnect fan's light, whose brightness goes in steps of 10, and
+    /// a valve and a light whose entities' names began with the device's last word.
     static func issue43Devices() throws -> [Accessory] {
         func c(_ name: String, _ iid: UInt64, min: Double? = nil, max: Double? = nil, step: Double? = nil) throws
             -> Characteristic
@@ -141,6 +142,13 @@ extension HomeAssistantCommandsTests {
                 id: id, name: name, manufacturer: "Issue", model: "43", serialNumber: id, firmwareRevision: "1",
                 services: [info, AccessoryService(iid: 9, type: type.uuid, characteristics: characteristics)])
         }
+        /// A vendor characteristic: a standard one's metadata under a custom UUID and name.
+        func custom(_ made: Characteristic, _ name: String, _ uuid: String) -> Characteristic {
+            var made = made
+            made.type = uuid
+            made.name = name
+            return made
+        }
         func thermostat(_ id: String, _ name: String, min: Double, step: Double) throws -> Accessory {
             try device(
                 id, name, "thermostat",
@@ -158,6 +166,17 @@ extension HomeAssistantCommandsTests {
             try device(
                 "hunter-light", "Hunter SIMPLEconnect", "lightbulb",
                 [c("power-state", 10), c("brightness", 11, min: 0, max: 100, step: 10)]),
+            // Names that said a word twice: "Garden Valve Valve type", "Mood Light Light effect mode".
+            try device(
+                "garden-valve", "Garden Valve", "valve",
+                [c("active", 10), c("in-use", 11), c("valve-type", 12)]),
+            try device(
+                "mood-light", "Mood Light", "lightbulb",
+                [
+                    c("power-state", 10),
+                    custom(c("brightness", 11), "Light effect mode", "D1A0E5C1-6B8F-4E0B-9B65-2F6C1E0A7701"),
+                    custom(c("power-state", 12), "Light effect flag", "D1A0E5C1-6B8F-4E0B-9B65-2F6C1E0A7702"),
+                ]),
         ]
     }
 }

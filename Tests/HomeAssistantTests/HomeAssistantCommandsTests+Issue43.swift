@@ -91,4 +91,20 @@ final class HomeAssistantIssue43Tests: XCTestCase {
             XCTAssertNil(HomeAssistantCommandsTests.refusal(payload ?? "", topic: topic, tree: tree))
         }
     }
+
+    /// Home Assistant shows `<device> <entity>`: an entity's name does not begin with the words
+    /// its device's name ends with ("Garden Valve Valve type" was shown).
+    func testEntityNamesDoNotRepeatTheDevicesLastWord() throws {
+        let rows = try HomeAssistantCommandsTests.table(try HomeAssistantCommandsTests.issue43Devices())
+            .filter { $0.hasPrefix("Garden Valve |") || $0.hasPrefix("Mood Light |") }
+        XCTAssertEqual(
+            rows,
+            [
+                "Garden Valve | (main) | valve | ",
+                "Garden Valve | Type | sensor | options generic-valve/irrigation/shower-head/water-faucet",
+                "Mood Light | (main) | light | ",
+                "Mood Light | Effect flag | switch | ",
+                "Mood Light | Effect mode | number | 0…100 step 1",
+            ])
+    }
 }
