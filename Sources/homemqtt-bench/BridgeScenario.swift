@@ -66,12 +66,16 @@ enum BridgeScenario {
         } catch {
             return [Row(name, "bridge rows against HAP-python", ours: "blocked", met: "blocked: \(error)")]
         }
-        let sizes =
+        var sizes =
             scale == .full
             // 149 and the bridge: the 150 accessory objects HAP allows a bridge (HomeKitConfig.maxAccessories).
             // 5,000 requests: a loop's CPU time is hundreds of clock ticks (10 ms) on either side.
             ? Sizes(accessories: 149, verifies: 30, documents: 20, operations: 5000, events: 10_000)
             : Sizes(accessories: 10, verifies: 2, documents: 2, operations: 20, events: 20)
+        // Under callgrind (`callgrindDump`): enough reads and writes that a loop's own costs dwarf its edges.
+        if let operations = ProcessInfo.processInfo.environment["HOMEMQTT_BENCH_BRIDGE_OPERATIONS"].flatMap(Int.init) {
+            sizes.operations = operations
+        }
         let files = try TemporaryDirectory(prefix: "homemqtt-bench-bridge")
         let directory = URL(fileURLWithPath: files.path).appendingPathComponent("accessories")
         try HomeGenerator.write(to: directory, accessories: sizes.accessories, services: 1, shape: .colourLight)
@@ -184,15 +188,18 @@ enum BridgeScenario {
         figures.verify = Stats.median(try await driver.samples("verify", ["side": name, "count": sizes.verifies]))
         figures.document = Stats.median(
             try await driver.samples("accessories", ["side": name, "count": sizes.documents]))
+        try await callgrindDump(side, "before-reads")
         var cpu = try cpuSeconds(side.pid)
         let count = sizes.operations
         figures.read = Stats.median(
             try await driver.samples("reads", ["side": name, "count": count, "id": side.readID]))
         figures.readCPU = (try cpuSeconds(side.pid) - cpu) / Double(count)
+        try await callgrindDump(side, "reads")
         cpu = try cpuSeconds(side.pid)
         figures.write = Stats.median(
             try await driver.samples("writes", ["side": name, "count": count, "id": side.readID]))
         figures.writeCPU = (try cpuSeconds(side.pid) - cpu) / Double(count)
+        try await callgrindDump(side, "writes")
         // Timed from the first event to the last: what the server delivers, not how fast it is told.
         _ = try await driver.call("listen", ["side": name, "id": side.eventID])
         cpu = try cpuSeconds(side.pid)
@@ -206,5 +213,16 @@ enum BridgeScenario {
         figures.delivered = delivered
         figures.eventsPerSecond = Double(delivered - 1) / (last - first)
         return figures
+    }
+
+    /// With HOMEMQTT_BENCH_BRIDGE_CALLGRIND set (our `homemqtt` started under valgrind's callgrind by
+    /// a wrapper next to the bench), asks callgrind to write its profile so far and start a new one:
+    /// the profile dumped as "reads" holds the read loop's instructions alone, "writes" the write loop's.
+    static func callgrindDump(_ side: Side, _ label: String) async throws {
+        guard ProcessInfo.processInfo.environment["HOMEMQTT_BENCH_BRIDGE_CALLGRIND"] != nil, side.name == ours else {
+            return
+        }
+        let result = try await runProcess("callgrind_control", ["-d", label, String(side.pid)], timeout: 120)
+        guard result.status == 0 else { throw BenchError("callgrind_control -d \(label): \(result.standardError)") }
     }
 }
