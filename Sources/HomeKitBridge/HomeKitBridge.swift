@@ -189,6 +189,13 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             }
         }
         let gateway = gateway
+        // One read (what a controller mostly asks) needs no child task: awaited here, it waits the same.
+        if reads.count == 1, let only = reads.first {
+            let (id, address, format) = only
+            let outcome = await gateway.perform(.read(address))
+            answers[id] = outcome.map { BridgeTree.json($0.value, format) }.mapError(Self.status)
+            return answers
+        }
         // Each from its accessory, side by side: one slow accessory holds up no other's answer.
         await withTaskGroup(of: (HAPCharacteristicID, Result<JSONValue, HAPStatus>).self) { group in
             for (id, address, format) in reads {
@@ -227,13 +234,12 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             }
         }
         let gateway = gateway
-        let outcomes = await withTaskGroup(of: (HAPWrite, GatewayOutcome).self) { group in
-            for (write, command, _, _) in commands {
-                group.addTask { (write, await gateway.perform(command)) }
-            }
-            var outcomes: [HAPCharacteristicID: GatewayOutcome] = [:]
-            for await (write, outcome) in group { outcomes[write.id] = outcome }
-            return outcomes
+        var outcomes: [HAPCharacteristicID: GatewayOutcome] = [:]
+        if commands.count == 1, let only = commands.first {
+            // As with one read: no child task for the one write a controller mostly sends.
+            outcomes[only.0.id] = await gateway.perform(only.1)
+        } else {
+            outcomes = await Self.performAll(commands.map { ($0.0, $0.1) }, on: gateway)
         }
         let answered = ContinuousClock.now.advanced(by: Self.echoWindow)
         for (write, _, address, format) in commands {
@@ -247,6 +253,20 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             }.mapError(Self.status)
         }
         return answers
+    }
+
+    /// Several writes side by side, each from its accessory.
+    private static func performAll(_ commands: [(HAPWrite, GatewayCommand)], on gateway: Gateway) async
+        -> [HAPCharacteristicID: GatewayOutcome]
+    {
+        await withTaskGroup(of: (HAPWrite, GatewayOutcome).self) { group in
+            for (write, command) in commands {
+                group.addTask { (write, await gateway.perform(command)) }
+            }
+            var outcomes: [HAPCharacteristicID: GatewayOutcome] = [:]
+            for await (write, outcome) in group { outcomes[write.id] = outcome }
+            return outcomes
+        }
     }
 
     /// `/identify` of the unpaired bridge.
