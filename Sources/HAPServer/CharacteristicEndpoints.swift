@@ -47,6 +47,9 @@ extension HAPServerConnection {
             }
         }
         let failed = !statuses.isEmpty
+        if !["meta", "perms", "type", "ev"].contains(where: flag) {
+            return .json(failed ? 207 : 200, Self.plainRows(ids, values: values, statuses: failed ? statuses : nil))
+        }
         var seen: Set<HAPCharacteristicID> = []
         var rows: [JSONValue] = []
         for id in ids where seen.insert(id).inserted {
@@ -62,6 +65,37 @@ extension HAPServerConnection {
             rows.append(.object(row))
         }
         return .json(failed ? 207 : 200, JSONValue.object(["characteristics": .array(rows)]).encodedUTF8())
+    }
+
+    /// The body of a read that asked for values only (what controllers poll with): the bytes the
+    /// `JSONValue` document of the same rows encodes to (keys sorted: aid, iid, status, value),
+    /// written without building that document and its dictionaries per request.
+    static func plainRows(
+        _ ids: [HAPCharacteristicID], values: [HAPCharacteristicID: JSONValue],
+        statuses: [HAPCharacteristicID: HAPStatus]?
+    ) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32 + 40 * ids.count)
+        out.append(contentsOf: #"{"characteristics":["#.utf8)
+        var seen: Set<HAPCharacteristicID> = []
+        for id in ids where seen.insert(id).inserted {
+            if seen.count > 1 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: #"{"aid":"#.utf8)
+            out.append(contentsOf: String(id.aid).utf8)
+            out.append(contentsOf: #","iid":"#.utf8)
+            out.append(contentsOf: String(id.iid).utf8)
+            if let statuses {
+                out.append(contentsOf: #","status":"#.utf8)
+                out.append(contentsOf: String(statuses[id]?.rawValue ?? 0).utf8)
+            }
+            if let value = values[id] {
+                out.append(contentsOf: #","value":"#.utf8)
+                out.append(contentsOf: value.encodedUTF8())
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(contentsOf: "]}".utf8)
+        return out
     }
 
     /// `1.10,2.10` → ids; nil if any part is malformed.
