@@ -63,6 +63,10 @@ def name_of(entry):
     return None
 
 
+# GatewayRoute.serviceType in Sources/HomeModel/GatewayRoute.swift.
+ROUTE_SERVICE = "318D0DC1-9886-4226-B388-11D7B6A0E1D2"
+
+
 def full_type(t):
     t = t.upper()
     return t if "-" in t else t.rjust(8, "0") + "-0000-1000-8000-0026BB765291"
@@ -132,7 +136,11 @@ class Driver:
         self.pairings[side] = pairing
         document = await pairing.connection.get_json("/accessories")
         accessories = document["accessories"]
-        services = [s for a in accessories for s in a["services"]]
+        # HomeMQTT serves a hidden route service on each accessory (its loop guard across
+        # gateways, Docs/homekit-bridge.md "Loops"): not one of the accessories' own, so the
+        # count that says both sides serve the same accessories leaves it out. GET /accessories
+        # still carries it, so our side's document is that much larger.
+        services = [s for a in accessories for s in a["services"] if full_type(s["type"]) != ROUTE_SERVICE]
         ids = [brightness(accessories, accessory, service) for accessory, service in cmd["targets"]]
         return {"accessories": len(accessories), "services": len(services),
                 "characteristics": sum(len(s["characteristics"]) for s in services), "ids": ids,
