@@ -44,7 +44,8 @@ extension Gateway {
 
     func applyRetained() {
         recordBeforePublishing(tree)
-        // Order does not matter between topics (each is one retained value): no sorting.
+        // What is published needs no order between topics (each is one retained value); what is
+        // cleared does (below).
         var desired = Set<String>(minimumCapacity: tree.accessories.count * 3 + 1)
         outputs.beginPass(over: tree, self)
         for node in tree.accessories {
