@@ -26,27 +26,12 @@ extension Gateway {
 
     private var treeInputs: TreeDocuments.Inputs {
         TreeDocuments.Inputs(
-            tree: tree, home: currentHome, base: base, treeTopic: treeTopic, budget: payloadBudget,
-            pageBudget: treeBudget, packetLimit: packetLimitText)
+            tree: tree, home: currentHome, base: base, treeTopic: treeTopic, budget: budget.payload,
+            pageBudget: budget.tree, packetLimit: budget.limitText)
     }
 
-    /// The largest payload of a retained tree document on `topic`: the broker's limit, and
-    /// `tree-page-size` below it.
-    nonisolated func treeBudget(_ topic: String) -> Int {
-        let packet = payloadBudget(topic)
-        return config.treePageSize > 0 ? min(packet, config.treePageSize) : packet
-    }
-
-    /// The largest payload a retained, typed JSON publication on `topic` may have under the
-    /// broker's maximum packet size (the remaining length's varint may grow by 3 bytes with it).
-    nonisolated func payloadBudget(_ topic: String) -> Int {
-        guard let limit = mqtt.brokerLimits.maximumPacketSize else { return .max }
-        let overhead = mqtt.packetSize(
-            topic: topic, payloadCount: 0, qos: TreeDocuments.qos(size: 0, mqtt: mqtt), properties: Outbox.json)
-        return limit - overhead - 3
-    }
-
-    var packetLimitText: String { BrokerReports.packetLimitText(mqtt) }
+    /// Payload sizes under the broker's limits (`PacketBudget`).
+    nonisolated var budget: PacketBudget { PacketBudget(mqtt: mqtt, treePageSize: config.treePageSize) }
 
     /// A packet limit the MQTT client learned from the broker's refusals (the broker announced
     /// none): said once (`BrokerReports.learned`), and the retained topics made again under it,

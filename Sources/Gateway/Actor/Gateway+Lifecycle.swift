@@ -75,7 +75,10 @@ extension Gateway {
         // With several homes, each gateway serves its own home's accessories.
         let initial = await source.accessories().filter { database.serves(accessoryID: $0.id) }
         try Task.checkCancellation()
-        try await loadInitial(initial)
+        try await database.adopt(initial)
+        await refreshHome()
+        for accessory in initial { remember(accessory) }
+        rebuild(announce: false)
         if let currentHome {
             for warning in scope.unmatchedEntries(accessories: initial, home: currentHome) {
                 logger.warning(
@@ -100,7 +103,7 @@ extension Gateway {
         }
         // The states end only when the client stops: the group is ending.
         guard connected, !Task.isCancelled else { throw CancellationError() }
-        connectedFirst()
+        _ = connection.connected() // The first connection of the run: nothing to republish yet.
         phase = .publishing
         BrokerReports.limits(mqtt, config: config, logger: logger)
 
@@ -114,8 +117,11 @@ extension Gateway {
         await publishAll()
         try Task.checkCancellation()
         clearRecordedGhosts()
-        publishFirstHealth()
-        markLastSeenStart()
+        // The first health document before `online` too (a client that sees `online` finds
+        // it there); the refreshes are counted from now.
+        publishHealth(sample: true)
+        healthState.refresh.start(now: clock.now)
+        lastSeen.refresh.start(now: clock.now)
         // `online` last: a client that sees it knows the whole tree is there.
         enqueue(statusTopic, Array("online".utf8), retain: true)
         phase = .serving
@@ -191,7 +197,7 @@ extension Gateway {
         for then in awaiting.takeAll() {
             then(self, .failure(GatewayFailure(code: .unavailable, message: "the gateway stopped")))
         }
-        answerLocalRequestsAtStop()
+        answerLocally(local.waiting.keys.sorted(), .unavailable, "the gateway stopped")
         outbox.finish()
         await outbox.wait(below: 1, until: deadline + Self.stopGrace)
         logger.info("gateway stopped")
@@ -219,11 +225,4 @@ extension Gateway {
 
     /// How long `stop` waits for answers in progress, and then for the outbox.
     static let stopGrace: Duration = .seconds(1)
-
-    func loadInitial(_ list: [Accessory]) async throws {
-        try await database.adopt(list)
-        await refreshHome()
-        for accessory in list { remember(accessory) }
-        rebuild(announce: false)
-    }
 }

@@ -106,7 +106,7 @@ extension Gateway {
         let topics = RetainedSnapshot.Topics(
             base: base, marker: markerTopic, status: statusTopic, health: healthTopic, tree: treeTopic,
             documents: accessoryDocuments,
-            earlierDocuments: ["$info", "$availability", Self.lastSeenLevel] + outputs.flatMap(\.earlierDocuments))
+            earlierDocuments: ["$info", "$availability", LastSeen.level] + outputs.flatMap(\.earlierDocuments))
         ownership.snapshot = RetainedSnapshot(
             marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), readsTree: loaded == nil,
             topics: topics)
@@ -142,7 +142,7 @@ extension Gateway {
 
     /// The documents every accessory has: the core's and the outputs'.
     var accessoryDocuments: [String] {
-        outputs.accessoryDocuments + (publishesLastSeen ? [Self.lastSeenLevel] : [])
+        outputs.accessoryDocuments + (lastSeen.refresh.isOn ? [LastSeen.level] : [])
     }
 
     nonisolated var markerTopic: String { "\(base)/$gateway/sync" }

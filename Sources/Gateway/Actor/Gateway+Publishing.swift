@@ -41,8 +41,7 @@ extension Gateway {
         case .all: only = nil
         case .output(let output): only = output
         }
-        await beginRepublication()
-        for id in await publishedAccessoryIDs() {
+        for id in await beginRepublication() {
             for (topic, payload) in await republication(of: id, only: only) {
                 await outbox.send(topic, payload, retain: true)
             }
@@ -56,9 +55,11 @@ extension Gateway {
         await outbox.send(statusTopic, Array("online".utf8), retain: true)
     }
 
-    func publishedAccessoryIDs() -> [String] { publishedTree.accessories.map(\.id) }
-
-    func beginRepublication() { outputs.beginPass(over: publishedTree, republishing: true, self) }
+    /// Begins the outputs' pass over the published tree; returns its accessories, in order.
+    func beginRepublication() -> [String] {
+        outputs.beginPass(over: publishedTree, republishing: true, self)
+        return publishedTree.accessories.map(\.id)
+    }
 
     /// An accessory's retained documents as they are on the broker, to publish again: all of
     /// them, or only one output's.
@@ -68,7 +69,7 @@ extension Gateway {
         if output == nil {
             out.append((node.topic + "/$info", Payloads.info(node).encodedUTF8()))
             out.append((node.topic + "/$availability", Payloads.availability(node)))
-            if let lastSeen = lastSeenDocument(of: node) { out.append(lastSeen) }
+            if let document = lastSeen.document(of: node) { out.append(document) }
         }
         return out + outputs.republication(of: node, only: output, self)
     }

@@ -1,56 +1,17 @@
 import HomeModel
 
-/// `scope.rate-limits` on the actor: the limits of each published tree, the decision for each
-/// change (`update` asks), the values released when their window closes, and a `get`'s value
-/// shown at once. The decisions are `RateLimiter`'s; the windows run on `clock`.
+/// `scope.rate-limits` on the actor: the values released when their window closes. The
+/// decisions for each change (`update` asks `RateLimiter.passes`) and for a `get`'s answer
+/// (`RateLimiter.answered`) are `RateLimiter`'s; the windows run on `clock`.
 extension Gateway {
-    /// The published tree changed (or the scope did): each characteristic's limit, looked up once.
-    func assignRateLimits() {
-        rateLimiter.assign(scope.rateLimits(of: publishedTree))
-    }
-
-    /// Whether a change of a limited characteristic goes out now. `previous` is the value the
-    /// change replaces (what the broker shows, when nothing was limited before it).
-    func passesRateLimit(
-        _ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, text: String,
-        previous: CharacteristicValue?
-    ) -> Bool {
-        let metadata = node.characteristic.metadata
-        let before = previous.map { previous -> (String, Double?) in
-            let text = ValueCodec.text(previous, metadata: metadata)
-            return (text, Self.number(previous, text: text))
-        }
-        let decision = rateLimiter.offer(
-            node.address, text: text, number: Self.number(value, text: text), previous: before, now: clock.now)
-        return decision == .publish
-    }
-
-    /// A number's value at the characteristic's precision (its `state` text); nil for others.
-    static func number(_ value: CharacteristicValue, text: String) -> Double? {
-        switch value {
-        case .int, .uint, .float: Double(text)
-        case .bool, .string, .data: nil
-        }
-    }
-
-    /// A `get` (or a `set`) was answered with `value`: whatever is held for it goes out now, and
-    /// the value itself when its source reports it (before or after this answer).
-    func rateLimitedAnswer(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue) {
-        guard !rateLimiter.isEmpty else { return }
-        let metadata = node.characteristic.metadata
-        let current = currentValue(node.address).map { ValueCodec.text($0, metadata: metadata) }
-        let text = ValueCodec.text(value, metadata: metadata)
-        if rateLimiter.read(node.address, text: text, current: current) { release(node.address) }
-    }
-
     /// Publishes the latest value of `address`, its window closed (or a `get` asked for it).
-    private func release(_ address: CharacteristicAddress) {
+    func release(_ address: CharacteristicAddress) {
         guard isStarted, let node = publishedTree.characteristic(address), let value = currentValue(address) else {
             return
         }
         let text = ValueCodec.text(value, metadata: node.characteristic.metadata)
         guard !rateLimiter.shows(address, text) else { return }
-        rateLimiter.published(address, text: text, number: Self.number(value, text: text), at: clock.now)
+        rateLimiter.published(address, value, text: text, at: clock.now)
         publishState(node, value, text: text)
     }
 

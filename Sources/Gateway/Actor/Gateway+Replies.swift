@@ -26,20 +26,12 @@ extension Gateway {
         return await withCheckedContinuation { continuation in local.wait(number, continuation) }
     }
 
-    /// The in-process requests past `LocalRequests.timeout`, from the deadline watchdog.
-    func expired(_ numbers: [Int]) {
-        let timeout = LocalRequests.timeout(config)
+    /// Answers in-process requests with an error: those past `LocalRequests.timeout` (from the
+    /// deadline watchdog), and at the end of `stop` those still waiting (the watchdog has ended,
+    /// so they are answered here rather than never).
+    func answerLocally(_ numbers: [Int], _ code: ErrorCode, _ message: String) {
         for number in numbers {
-            guard let json = local.error(number, .timeout, "no answer within \(timeout) s") else { continue }
-            answerLocally(number, json)
-        }
-    }
-
-    /// At the end of `stop`: the watchdog has ended, so what is still waiting is answered here
-    /// rather than never.
-    func answerLocalRequestsAtStop() {
-        for number in local.waiting.keys.sorted() {
-            guard let json = local.error(number, .unavailable, "the gateway stopped") else { continue }
+            guard let json = local.error(number, code, message) else { continue }
             answerLocally(number, json)
         }
     }

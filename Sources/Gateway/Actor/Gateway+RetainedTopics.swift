@@ -13,9 +13,9 @@ extension Gateway {
         setRetained(info, Payloads.info(node).encodedUTF8())
         setRetained(availability, Payloads.availability(node))
         var topics = [info, availability]
-        if let lastSeen = lastSeenDocument(of: node) {
-            setRetained(lastSeen.topic, lastSeen.payload)
-            topics.append(lastSeen.topic)
+        if let document = lastSeen.document(of: node) {
+            setRetained(document.topic, document.payload)
+            topics.append(document.topic)
         }
         return topics + outputs.documents(of: node, self)
     }
@@ -62,9 +62,7 @@ extension Gateway {
         for topic in stale where topic.hasPrefix(inside) { setRetained(topic, []) }
         let old = publishedTree
         enqueue(publication.characteristicChanges(from: old, to: tree, value: currentValue))
-        publication.published(tree)
-        assignRateLimits()
-        publishedTreeChanged()
+        treePublished()
         ownership.settleRequests.yield()
     }
 
@@ -91,10 +89,16 @@ extension Gateway {
             await outbox.wait(below: publication.backlog)
         }
         applyTree()
-        publication.published(tree)
-        assignRateLimits()
-        publishedTreeChanged()
+        treePublished()
         work.notificationTargets.yield(tree.notifyingAddresses())
+    }
+
+    /// The current tree is the one on the broker now: its characteristics' rate limits, looked
+    /// up once, and a snapshot for the observers.
+    private func treePublished() {
+        publication.published(tree)
+        rateLimiter.assign(scope.rateLimits(of: publishedTree))
+        notifyObservers(.snapshot(snapshot()))
     }
 
     public var retainedTopicList: [String] {

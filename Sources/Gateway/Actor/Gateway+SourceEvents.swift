@@ -7,7 +7,7 @@ import MQTT
 /// that cannot.
 extension Gateway {
     func remember(_ accessory: Accessory) {
-        heard(accessory.id)
+        lastSeen.heard(accessory.id)
         for (address, value) in served.values(describedIn: accessory) { update(address, value) }
         served.describe(accessory)
     }
@@ -25,7 +25,7 @@ extension Gateway {
             guard database.serves(accessoryID: id), served.setReachable(id, reachable) else { return }
             if reachable {
                 lastSeen.reconnected(id)
-                heard(id)
+                lastSeen.heard(id)
             }
             rebuild(announce: false)
             if let node = tree.accessory(id: id) {
@@ -87,7 +87,7 @@ extension Gateway {
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
         // Another home's value is not kept here (its gateway keeps it).
         if served.accessories[address.accessoryID] == nil, !database.serves(accessoryID: address.accessoryID) { return }
-        heard(address.accessoryID)
+        lastSeen.heard(address.accessoryID)
         let previous = served.record(value, at: address)
         guard isStarted, let node = publishedTree.characteristic(address) else { return }
         if node.isEvent {
@@ -104,7 +104,9 @@ extension Gateway {
         let text = ValueCodec.text(value, metadata: metadata)
         if let previous, ValueCodec.text(previous, metadata: metadata) == text { return }
         // `scope.rate-limits`: without any, one emptiness check and nothing else.
-        if !rateLimiter.isEmpty, !passesRateLimit(node, value, text: text, previous: previous) { return }
+        if !rateLimiter.isEmpty, !rateLimiter.passes(node, value, text: text, previous: previous, now: clock.now) {
+            return
+        }
         publishState(node, value, text: text)
     }
 

@@ -27,6 +27,4 @@ extension Gateway {
         guard !observers.isEmpty else { return }
         observers.yield(change())
     }
-
-    func publishedTreeChanged() { notifyObservers(.snapshot(snapshot())) }
 }

@@ -99,8 +99,12 @@ extension Gateway {
     /// watchdog, anything after `stop`) finds no one.
     func complete(_ job: Job, _ outcome: GatewayOutcome) {
         // A value read or written on request is never held back by `scope.rate-limits`.
-        if let node = job.node, case .success(.value(let value?)) = outcome { rateLimitedAnswer(node, value) }
-        if case .success = outcome { heard(job.accessoryID) }
+        if let node = job.node, case .success(.value(let value?)) = outcome,
+            rateLimiter.answered(node, value, current: currentValue(node.address))
+        {
+            release(node.address)
+        }
+        if case .success = outcome { lastSeen.heard(job.accessoryID) }
         guard let then = awaiting.take(job.ticket) else { return }
         guard job.isPart else { return answered(job.kind, job.label, outcome, then) }
         activity.answered(job.label, op: job.kind, outcome)
@@ -133,7 +137,9 @@ extension Gateway {
                     hapStatus: AccessoryError.Status.timedOut.rawValue)
                 await complete(job, .failure(failure))
             }
-            await expired(work.deadlines.takeExpiredLocal(now: clock.now))
+            await answerLocally(
+                work.deadlines.takeExpiredLocal(now: clock.now), .timeout,
+                "no answer within \(LocalRequests.timeout(config)) s")
         }
     }
 }

@@ -58,9 +58,9 @@ public actor Gateway: Service {
     /// `scope.rate-limits` applied: each limited characteristic's window and held value.
     var rateLimiter = RateLimiter()
     /// The health document's last sample and rates, and what it last said (`Gateway+Health`).
-    var healthState = GatewayHealth()
+    var healthState: GatewayHealth
     /// When each accessory was last heard from, and its reconnects (`Gateway+LastSeen`).
-    var lastSeen = LastSeen()
+    var lastSeen: LastSeen
 
     /// What a gateway works with, fixed when it is made.
     struct Parts: Sendable {
@@ -101,7 +101,7 @@ public actor Gateway: Service {
     /// Topic levels under an accessory's topic that the gateway publishes itself, its own and
     /// its answers': a message on one is never a request.
     static let outputKinds: Set<String> = [
-        "state", "meta", "result", "$info", "$availability", "$result", lastSeenLevel,
+        "state", "meta", "result", "$info", "$availability", "$result", LastSeen.level,
     ]
 
     public init(
@@ -124,6 +124,8 @@ public actor Gateway: Service {
             scope: try ScopeFilter(scopeStore?.load() ?? config.scope, file: config.file), base: config.baseTopic)
         publication = Publication(backlog: publicationBacklog, base: config.baseTopic)
         work = WorkQueues()
+        healthState = GatewayHealth(interval: config.healthInterval)
+        lastSeen = LastSeen(interval: config.lastSeenInterval)
     }
 
     // What the other files read of the parts and components.

@@ -5,7 +5,7 @@ import HomeModel
 /// refresh says what happened per second since the one before), the rates it gave, and what the
 /// last document said of the home and the broker (a change of those publishes at once).
 ///
-/// One document, one place: `Gateway.health()` makes it for the `health` request and for the
+/// One document, one place: `document(_:)` (`GatewayHealth+Document`) makes it for the `health` request and for the
 /// retained `<base>/$gateway/health`; its message counts are the ones `GatewayActivity` adds to
 /// `/metrics` (`homemqtt_mqtt_messages_*_total`, `homemqtt_broker_reconnects_total`), at the
 /// same calls.
@@ -40,8 +40,10 @@ struct GatewayHealth {
     var publishedKey: Key?
     /// Whether the log said that the document does not fit the broker's packets.
     var saidTooLarge = false
-    /// When the next refresh is due; nil before the first document.
-    var nextRefresh: ContinuousClock.Instant?
+    /// Every `health-interval`; the retained document is off at 0 (the request still answers).
+    var refresh: Refresh
+
+    init(interval seconds: Double) { refresh = Refresh(seconds: seconds) }
 
     /// Takes a sample; the rates become those since the previous one.
     mutating func sample(received: Int, published: Int, now: ContinuousClock.Instant = .now) {

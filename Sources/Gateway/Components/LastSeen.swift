@@ -24,14 +24,18 @@ struct LastSeen {
     }
 
     private var entries: [String: Entry] = [:]
-    /// When the next refresh is due; nil before the first publication.
-    var nextRefresh: ContinuousClock.Instant?
+    /// Every `last-seen-interval`; off (nothing heard, nothing published) at 0.
+    var refresh: Refresh
 
+    init(interval seconds: Double) { refresh = Refresh(seconds: seconds) }
+
+    /// The topic level under an accessory's topic.
+    static let level = "$last-seen"
     static let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     /// Heard from `id` now.
     mutating func heard(_ id: String, at date: Date = Date()) {
-        entries[id, default: Entry()].heard(at: date)
+        if refresh.isOn { entries[id, default: Entry()].heard(at: date) }
     }
 
     /// `id` is reachable again after being unreachable; counted once it had been heard from (an
@@ -45,12 +49,18 @@ struct LastSeen {
 
     /// `{"last-seen": "2026-11-27T17:30:00.120Z", "reconnects": 1}`; nil before it was heard from.
     /// Taking it counts as publishing it.
-    mutating func document(_ id: String) -> [UInt8]? {
+    private mutating func document(_ id: String) -> [UInt8]? {
         guard let entry = entries[id], let heard = entry.heard else { return nil }
         entries[id]?.changed = false
         return JSONValue.object([
             "last-seen": .string(Self.style.format(heard)), "reconnects": .int(Int64(entry.reconnects)),
         ]).encodedUTF8()
+    }
+
+    /// The accessory's `$last-seen` topic and document, once it was heard from (never when off).
+    mutating func document(of node: TopicTree.AccessoryNode) -> (topic: String, payload: [UInt8])? {
+        guard refresh.isOn, let payload = document(node.id) else { return nil }
+        return (node.topic + "/" + Self.level, payload)
     }
 
     /// The accessories heard from since their document was last made.

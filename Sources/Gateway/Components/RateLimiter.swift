@@ -131,6 +131,51 @@ struct RateLimiter {
     }
 }
 
+/// The same decisions for values as the gateway holds them: each compared at its
+/// characteristic's precision, as its `state` text (and that text's number, for a dead band).
+extension RateLimiter {
+    /// Whether a change of `node` to `value` (its `state` text `text`) goes out now. `previous`
+    /// is the value it replaces (what the broker shows, when nothing was limited before it).
+    mutating func passes(
+        _ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, text: String,
+        previous: CharacteristicValue?, now: ContinuousClock.Instant
+    ) -> Bool {
+        let metadata = node.characteristic.metadata
+        let before = previous.map { previous -> (String, Double?) in
+            let text = ValueCodec.text(previous, metadata: metadata)
+            return (text, Self.number(previous, text: text))
+        }
+        return offer(node.address, text: text, number: Self.number(value, text: text), previous: before, now: now)
+            == .publish
+    }
+
+    /// A `get` (or a `set`) was answered with `value` (`current`: the value recorded now):
+    /// `true` when what was held for it goes out now (`read`).
+    mutating func answered(
+        _ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, current: CharacteristicValue?
+    ) -> Bool {
+        guard !isEmpty else { return false }
+        let metadata = node.characteristic.metadata
+        let text = ValueCodec.text(value, metadata: metadata)
+        return read(node.address, text: text, current: current.map { ValueCodec.text($0, metadata: metadata) })
+    }
+
+    /// `value` went out as `text` at `now` (`published`).
+    mutating func published(
+        _ address: CharacteristicAddress, _ value: CharacteristicValue, text: String, at now: ContinuousClock.Instant
+    ) {
+        published(address, text: text, number: Self.number(value, text: text), at: now)
+    }
+
+    /// A number's value at the characteristic's precision (its `state` text); nil for others.
+    static func number(_ value: CharacteristicValue, text: String) -> Double? {
+        switch value {
+        case .int, .uint, .float: Double(text)
+        case .bool, .string, .data: nil
+        }
+    }
+}
+
 /// The releasing loop's wake-up: it sleeps until the earliest window closes, and a value held
 /// for an earlier one (a characteristic with a shorter interval) ends that sleep. One waiter;
 /// a wake-up while nobody waits is kept for the next wait.

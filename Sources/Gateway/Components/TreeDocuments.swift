@@ -10,14 +10,14 @@ struct TreeDocuments {
     private var reported: TreeForm?
 
     /// What a tree document needs besides the tree: the home, where it goes, and how large a
-    /// payload may be on a topic (`Gateway.payloadBudget`).
+    /// payload may be on a topic (`PacketBudget.payload`).
     struct Inputs {
         var tree: TopicTree
         var home: Home?
         var base: String
         var treeTopic: String
         var budget: (String) -> Int
-        /// How large a retained tree document may be (`Gateway.treeBudget`: `budget`, and
+        /// How large a retained tree document may be (`PacketBudget.tree`: `budget`, and
         /// `tree-page-size` below it).
         var pageBudget: (String) -> Int
         /// The broker's maximum packet size as logged and answered (`none`).
