@@ -26,6 +26,9 @@ public final class HAPAccessoryServer: Service, Sendable {
         public var maxConnections = 32
         /// A connection that has not finished pair-verify by then is closed.
         public var verifyTimeout: Duration = .seconds(30)
+        /// How a connection waits out `verifyTimeout`: `Task.sleep`, or a test's own wait, so
+        /// the deadline passes when the test says and not when a busy machine lets it.
+        public var verifyDeadline: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
         /// A read or write the database has not answered by then is -70408.
         public var databaseTimeout: Duration = .seconds(8)
 
@@ -62,7 +65,7 @@ public final class HAPAccessoryServer: Service, Sendable {
         context = ServerContext(
             state: state, registry: SessionRegistry(limit: max(8, configuration.maxConnections)), database: database,
             databaseTimeout: configuration.databaseTimeout,
-            verifyTimeout: configuration.verifyTimeout, logger: logger)
+            verifyTimeout: configuration.verifyTimeout, verifyDeadline: configuration.verifyDeadline, logger: logger)
     }
 
     /// `id`, `c#` and `sf` for the announcement, and whether anyone is paired.

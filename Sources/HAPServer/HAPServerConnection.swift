@@ -13,17 +13,20 @@ final class ServerContext: Sendable {
     let index = Mutex(CharacteristicIndex([]))
     let databaseTimeout: Duration
     let verifyTimeout: Duration
+    let verifyDeadline: @Sendable (Duration) async throws -> Void
     let logger: Logger
 
     init(
         state: AccessoryState, registry: SessionRegistry, database: any HAPAccessoryDatabase,
-        databaseTimeout: Duration, verifyTimeout: Duration, logger: Logger
+        databaseTimeout: Duration, verifyTimeout: Duration,
+        verifyDeadline: @escaping @Sendable (Duration) async throws -> Void, logger: Logger
     ) {
         self.state = state
         self.registry = registry
         self.database = database
         self.databaseTimeout = databaseTimeout
         self.verifyTimeout = verifyTimeout
+        self.verifyDeadline = verifyDeadline
         self.logger = logger
     }
 }
@@ -71,7 +74,7 @@ final class HAPServerConnection {
             setup.abandon(context.state)
             input.finish()
         }
-        let verifyTimeout = context.verifyTimeout
+        let (verifyTimeout, verifyDeadline) = (context.verifyTimeout, context.verifyDeadline)
         try? await channel.executeThenClose { inbound, outbound in
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -83,7 +86,7 @@ final class HAPServerConnection {
                 group.addTask {
                     // A connection that never finishes pair-verify holds a slot and possibly the
                     // pair-setup: it gets this long.
-                    guard (try? await Task.sleep(for: verifyTimeout)) != nil else { return }
+                    guard (try? await verifyDeadline(verifyTimeout)) != nil else { return }
                     input.yield(.verifyDeadline)
                 }
                 await serve(inputs, outbound)

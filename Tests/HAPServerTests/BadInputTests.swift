@@ -111,7 +111,9 @@ final class BadInputTests: XCTestCase {
     }
 
     func testAConnectionThatNeverVerifiesIsClosedAndReleasesPairSetup() async throws {
-        try await ServerHarness.with(configure: { $0.verifyTimeout = .milliseconds(500) }) { h in
+        // The deadline passes when the test says: a refusal while it holds, then a close.
+        let deadlines = HeldDeadlines()
+        try await ServerHarness.with(configure: { $0.verifyDeadline = deadlines.wait }) { h in
             let stalled = try await h.connect()
             let m2 = try await blocking {
                 try stalled.tlv("/pair-setup", [(TLVType.state, [1]), (TLVType.method, [0])])
@@ -122,10 +124,12 @@ final class BadInputTests: XCTestCase {
                 try other.tlv("/pair-setup", [(TLVType.state, [1]), (TLVType.method, [0])])
             }
             XCTAssertEqual(busy.tlv?[TLVType.error], [7])
-            // The stalled one is closed at its deadline; the pair-setup is free again.
+            // The stalled one is closed at its deadline (the other one's passes too); the
+            // pair-setup is free again.
+            try await waitUntil("both connections' deadlines are under way") { deadlines.count == 2 }
+            deadlines.pass()
             let closed = try await stalled.closes()
             XCTAssertTrue(closed)
-            // (Only M1: a whole pair-setup takes longer than this test's short deadline.)
             let third = try await h.connect()
             let free = try await blocking {
                 try third.tlv("/pair-setup", [(TLVType.state, [1]), (TLVType.method, [0])])
