@@ -264,19 +264,19 @@ extension HomeAssistantComponents {
             let scale = Self.speed(speed, into: &config)
             // Home Assistant sets a speed without switching the fan on, and expects a speed
             // above 0 to mean on: where the accessory's `$set` is served, the power goes with
-            // the speed (on above 0, off at 0).
+            // the speed (on above 0). Its 0 (`set_percentage 0`) is off alone: the speed is
+            // kept, so that `turn_on` (the power only) brings the fan back at the speed it had.
             if options.accessoryTopics {
+                let speedExpression = HomeAssistantTemplate.scaledExpression(
+                    step: scale.step, offset: scale.offset, floor: scale.floor)
+                // `{"fan":{"active":1,"rotation-speed":50}}`, or `{"fan":{"active":0}}` for 0.
+                let above = "value | int > 0"
+                let powerField = "\"\(power.slug)\":{{ '\(on)' if \(above) else '\(off)' }}"
+                let speedField =
+                    "{{ ',\"\(speed.slug)\":' if \(above) else '' }}{{ \(speedExpression) if \(above) else '' }}"
                 config["percentage_command_topic"] = .string(node.topic + "/$set")
                 config["percentage_command_template"] = .string(
-                    Self.setDocument(
-                        service.slug,
-                        [
-                            (power.slug, "{{ '\(on)' if value | int > 0 else '\(off)' }}"),
-                            (
-                                speed.slug,
-                                "{{ \(HomeAssistantTemplate.scaledExpression(step: scale.step, offset: scale.offset, floor: scale.floor)) }}"
-                            ),
-                        ]))
+                    "{\"\(service.slug)\":{\(powerField)\(speedField)}}")
             }
         }
         if let direction = find(service, "rotation-direction"), direction.haIsWritable {

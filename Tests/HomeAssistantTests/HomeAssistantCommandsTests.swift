@@ -132,12 +132,14 @@ final class HomeAssistantCommandsTests: XCTestCase {
 
         // The humidifier only humidifies: no modes to choose.
         XCTAssertNil(try main("vocolinc")["modes"])
-        // The fan: four steps, each a speed it takes; a speed switches it on, 0 off.
+        // The fan: four steps, each a speed it takes; a speed switches it on, 0 off (and keeps
+        // the speed it had, for `turn_on`).
         let fan = try main("hunter")
         let speed = try XCTUnwrap(fan["percentage_command_template"]?.stringValue)
         XCTAssertEqual(
             try (0...4).map { try HATemplate.render(speed, variables: ["value": .int(Int64($0))]) },
-            (0...4).map { #"{"ventilation-fan":{"active":\#($0 > 0 ? 1 : 0),"rotation-speed":\#($0 * 25)}}"# })
+            [#"{"ventilation-fan":{"active":0}}"#]
+                + (1...4).map { #"{"ventilation-fan":{"active":1,"rotation-speed":\#($0 * 25)}}"# })
         XCTAssertEqual(
             try HATemplate.render(try XCTUnwrap(fan["percentage_value_template"]?.stringValue), value: "75.0"), "3")
         // The heater-cooler: off is a mode, read from `active`.

@@ -1,0 +1,102 @@
+import Foundation
+import HomeModel
+import TestSupport
+import XCTest
+
+@testable import Gateway
+@testable import HomeAssistant
+@testable import HomeAssistantTestSupport
+
+/// Issue 43, what a person met in Home Assistant's UI: a fan set to 0 % came back at 0 %, a
+/// thermostat that only heats offered turn on and off (both answered with an error), and settings
+/// stood among the controls with raw option names. Templates are rendered by the real Jinja2.
+extension HomeAssistantIssue43Tests {
+    typealias Components = [String: Config]
+
+    /// Every component of every device, by `<device> | <name or (main)>`.
+    static func components(_ accessories: [Accessory], accessoryTopics: Bool) throws -> (TopicTree, Components) {
+        let tree = TopicTree(
+            base: "home", accessories: accessories, home: Home(), scope: try ScopeFilter(ScopeConfig()))
+        var out: Components = [:]
+        for document in HomeAssistantDiscovery.configs(
+            tree: tree, prefix: "homeassistant", gatewayStatusTopic: "home/$gateway/status",
+            options: .init(accessoryTopics: accessoryTopics)
+        ).values {
+            let device = try XCTUnwrap(document["device"]?["name"]?.stringValue)
+            for component in document["components"]?.objectValue?.values ?? [:].values {
+                let config = try XCTUnwrap(component.objectValue)
+                out["\(device) | \(config["name"]?.stringValue ?? "(main)")"] = config
+            }
+        }
+        return (tree, out)
+    }
+
+    /// Home Assistant's `set_percentage 0` turns the fan off and keeps its speed; `turn_on` (the
+    /// power alone) then shows it on at the speed it had, not at 0 %.
+    func testAFanSetToZeroComesBackAtItsSpeed() async throws {
+        let (tree, all) = try Self.components(try HomeAssistantCommandsTests.issueDevices(), accessoryTopics: true)
+        let fan = try XCTUnwrap(all["Hunter Fan | (main)"])
+        let setTopic = try XCTUnwrap(fan["percentage_command_topic"]?.stringValue)
+        XCTAssertTrue(setTopic.hasSuffix("/$set"))
+        // The fan's state as the gateway holds it: on, at 75 (step 3 of 4).
+        let service = try XCTUnwrap(
+            tree.accessories.first { $0.id == "hunter" }?.services.first { $0.slug == "ventilation-fan" })
+        func node(_ slug: String) throws -> TopicTree.CharacteristicNode {
+            try XCTUnwrap(service.characteristics.first { $0.slug == slug })
+        }
+        var values: [String: CharacteristicValue] = ["active": .int(1), "rotation-speed": .float(75)]
+        /// A payload on a topic as the gateway's `set` takes it, into `values`.
+        func write(_ payload: String, topic: String) throws {
+            XCTAssertNil(HomeAssistantCommandsTests.refusal(payload, topic: topic, tree: tree), payload)
+            var fields: [String: String] = [:]
+            if topic.hasSuffix("/$set") {
+                let document = try JSONValue(parsing: Array(payload.utf8))
+                for (key, value) in document["ventilation-fan"]?.objectValue ?? [:] { fields[key] = value.encoded() }
+            } else {
+                fields[try XCTUnwrap(tree.characteristic(topic: String(topic.dropLast("/set".count)))).slug] = payload
+            }
+            for (slug, text) in fields {
+                guard case .success(let (value, _)) = Gateway.parseSet(Array(text.utf8), node: try node(slug)) else {
+                    return XCTFail("\(slug) refused \(text)")
+                }
+                values[slug] = value
+            }
+        }
+        /// What Home Assistant shows: on or off from `active`, the percentage from the speed.
+        func shown() async throws -> (on: Bool, step: String?) {
+            let speed = try node("rotation-speed")
+            let text = ValueCodec.text(try XCTUnwrap(values["rotation-speed"]), metadata: speed.haMetadata)
+            let step = try await HAJinja.render([
+                .init(template: try XCTUnwrap(fan["percentage_value_template"]?.stringValue), payload: text)
+            ])
+            let power = ValueCodec.text(try XCTUnwrap(values["active"]), metadata: try node("active").haMetadata)
+            return (power == fan["payload_on"]?.stringValue, step.first ?? nil)
+        }
+        var now = try await shown()
+        XCTAssertEqual(now.on, true)
+        XCTAssertEqual(now.step, "3")
+
+        // set_percentage 0: off alone, the speed kept.
+        let zero = try await render(fan["percentage_command_template"], [.int(0)])
+        XCTAssertEqual(zero, [#"{"ventilation-fan":{"active":0}}"#])
+        try write(try XCTUnwrap(zero[0]), topic: setTopic)
+        now = try await shown()
+        XCTAssertEqual(now.on, false)
+        XCTAssertEqual(now.step, "3", "the speed is kept while off")
+
+        // turn_on without a percentage: the power only, back at step 3 (75 %).
+        try write(
+            try XCTUnwrap(fan["payload_on"]?.stringValue), topic: try XCTUnwrap(fan["command_topic"]?.stringValue))
+        now = try await shown()
+        XCTAssertEqual(now.on, true)
+        XCTAssertEqual(now.step, "3")
+
+        // A speed still switches it on with the speed.
+        let two = try await render(fan["percentage_command_template"], [.int(2)])
+        XCTAssertEqual(two, [#"{"ventilation-fan":{"active":1,"rotation-speed":50}}"#])
+        try write(try XCTUnwrap(two[0]), topic: setTopic)
+        now = try await shown()
+        XCTAssertEqual(now.on, true)
+        XCTAssertEqual(now.step, "2")
+    }
+}
