@@ -80,7 +80,7 @@ extension HomeAssistantComponents {
 
     /// The climate's modes from a mode characteristic: the values the accessory takes (valid
     /// values within min and max) that Home Assistant has a name for, read and written through
-    /// lookups both ways.
+    /// lookups both ways; written only where there are two or more to choose from.
     private static func hvacModes(
         _ mode: TopicTree.CharacteristicNode, names: [Int64: String], into config: inout [String: JSONValue]
     ) {
@@ -92,7 +92,9 @@ extension HomeAssistantComponents {
             config["mode_state_topic"] = .string(mode.haStateTopic)
             config["mode_state_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))
         }
-        if mode.haIsWritable {
+        // One mode is no choice: without a mode command Home Assistant offers no turn on or
+        // off (a thermostat that only heats answered both with an error: it takes no `off`).
+        if mode.haIsWritable, pairs.count > 1 {
             config["mode_command_topic"] = .string(mode.haSetTopic)
             config["mode_command_template"] = .string(
                 HomeAssistantTemplate.lookup(pairs.map { ($0.1, $0.0) }, fallback: ""))

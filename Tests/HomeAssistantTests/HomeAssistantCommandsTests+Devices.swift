@@ -158,7 +158,32 @@ extension HomeAssistantCommandsTests {
                     c("temperature-display-units", 14),
                 ])
         }
+        /// A service of its own kind beside the device's main one.
+        func adding(_ accessory: Accessory, _ type: String, _ iid: UInt64, _ characteristics: [Characteristic]) throws
+            -> Accessory
+        {
+            var accessory = accessory
+            let kind = try XCTUnwrap(Catalog.serviceType(named: type))
+            accessory.services.append(AccessoryService(iid: iid, type: kind.uuid, characteristics: characteristics))
+            return accessory
+        }
         return [
+            // A thermostat that only heats (its mode narrowed to 1…1), with a display unit.
+            try device(
+                "thermostat-heat", "Thermostat Heat Only", "thermostat",
+                [
+                    c("current-heating-cooling-state", 10), c("target-heating-cooling-state", 11, min: 1, max: 1),
+                    c("current-temperature", 12), c("target-temperature", 13), c("temperature-display-units", 14),
+                ]),
+            // Settings among the controls: a child lock, key sounds, a button's label and its namespace.
+            try adding(
+                try device(
+                    "hall-dimmer", "Hall Dimmer", "stateless-programmable-switch",
+                    [c("input-event", 10), c("service-label-index", 11)]),
+                "service-label", 20, [c("service-label-namespace", 21)]),
+            try device(
+                "heater-lock", "Panel Heater", "switch",
+                [c("power-state", 10), c("lock-physical-controls", 11), c("audio-feedback", 12)]),
             try thermostat("thermostat-1", "Thermostat Step One", min: 4.5, step: 1),
             try thermostat("thermostat-2", "Thermostat Step Two", min: 4.5, step: 2),
             try thermostat("thermostat-5", "Thermostat Step Five", min: 4.5, step: 5),

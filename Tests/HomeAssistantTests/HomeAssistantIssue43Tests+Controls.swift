@@ -99,4 +99,29 @@ extension HomeAssistantIssue43Tests {
         XCTAssertEqual(now.on, true)
         XCTAssertEqual(now.step, "2")
     }
+
+    /// A thermostat that only heats: Home Assistant shows it heating and offers no mode command,
+    /// so no turn on or off the device would refuse (`off` is not among the values it takes).
+    func testAThermostatThatOnlyHeatsOffersNoModeItCannotTake() async throws {
+        for accessoryTopics in [false, true] {
+            let (tree, all) = try Self.components(
+                try HomeAssistantCommandsTests.issue43Devices(), accessoryTopics: accessoryTopics)
+            let climate = try XCTUnwrap(all["Thermostat Heat Only | (main)"])
+            XCTAssertEqual(climate["modes"], ["heat"])
+            XCTAssertNil(climate["mode_command_topic"])
+            XCTAssertNil(climate["power_command_topic"])
+            let state = try XCTUnwrap(climate["mode_state_topic"]?.stringValue)
+            let shown = try await HAJinja.render([
+                .init(template: try XCTUnwrap(climate["mode_state_template"]?.stringValue), payload: "1")
+            ])
+            XCTAssertEqual(shown, ["heat"])
+            // What a turn off would have sent, the gateway refuses.
+            let set = state.replacingOccurrences(of: "/state", with: "/set")
+            XCTAssertEqual(
+                HomeAssistantCommandsTests.refusal("0", topic: set, tree: tree),
+                "target-heating-cooling must be 1…1, got 0")
+            // A thermostat with modes to choose from still has its mode command.
+            XCTAssertNotNil(all["Thermostat Step One | (main)"]?["mode_command_topic"])
+        }
+    }
 }
