@@ -130,6 +130,9 @@ extension HomeAssistantComponents {
             }
         }
         if config.isEmpty { return nil }
+        if Self.isSetting(c) {
+            config["entity_category"] = c.haIsWritable ? "config" : "diagnostic"
+        }
         if config["platform"] == "sensor", config["device_class"] != "enum", metadata.format.isNumeric,
             metadata.validValues.isEmpty
         {
@@ -139,6 +142,38 @@ extension HomeAssistantComponents {
         config["unique_id"] = .string("\(nodeID)_\(key)")
         config["name"] = .string(entityName(baseName, service: service))
         return HomeAssistantComponent(key: key, config: config)
+    }
+
+    /// Characteristics that set the device up or describe it rather than being what it does
+    /// (its display's unit, a child lock, its key sounds, a button's label, the mode an ecobee
+    /// schedule is in): Home Assistant shows them apart from the controls and sensors, under
+    /// configuration when settable and diagnostics when read-only, by catalog name.
+    static let settings: Set<String> = [
+        "temperature-units", "lock-physical-controls", "audio-feedback", "label-index", "label-namespace",
+        "ecobee-current-mode",
+    ]
+
+    static func isSetting(_ c: TopicTree.CharacteristicNode) -> Bool {
+        let name =
+            Catalog.characteristicType(uuid: c.characteristic.type)?.name
+            ?? VendorCatalog.characteristicType(uuid: c.characteristic.type)?.name
+        return settings.contains(name ?? c.typeName)
+    }
+
+    /// Value names as a person reads them: the words all of them begin with left out, the
+    /// first letter capitalised (`control-lock-disabled`, `control-lock-enabled` are
+    /// `Disabled`, `Enabled`; `celsius` is `Celsius`). Names that would then be empty or
+    /// alike stay whole.
+    static func readable(_ names: [String]) -> [String] {
+        let words = names.map { $0.split(separator: "-").map(String.init) }
+        var shared = 0
+        if names.count > 1, let first = words.first {
+            while shared < first.count - 1, words.allSatisfy({ $0.count > shared + 1 && $0[shared] == first[shared] }) {
+                shared += 1
+            }
+        }
+        let labels = words.map { humanize($0.dropFirst(shared).joined(separator: "-")) }
+        return Set(labels).count == labels.count ? labels : names.map(humanize)
     }
 
     /// The decimals a reading is shown with: its step's (0.1 → 1), none for an integer, and one
@@ -214,7 +249,9 @@ extension HomeAssistantComponents {
             // The values the accessory takes (its valid values, or the standard type's where its
             // `/accessories` lists none), by their names; written and read as numbers, which
             // every accessory takes (a dump's valid values have no names).
-            let pairs = allowed.map { (String($0.value), $0.name) }
+            // A setting's values by readable names: its options are what the select shows.
+            let names = allowed.map(\.name)
+            let pairs = zip(allowed, isSetting(c) ? readable(names) : names).map { (String($0.0.value), $0.1) }
             config["options"] = .array(pairs.map { .string($0.1) })
             if state {
                 config["value_template"] = .string(HomeAssistantTemplate.lookup(pairs, fallback: "None"))

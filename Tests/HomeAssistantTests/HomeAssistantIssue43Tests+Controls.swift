@@ -124,4 +124,40 @@ extension HomeAssistantIssue43Tests {
             XCTAssertNotNil(all["Thermostat Step One | (main)"]?["mode_command_topic"])
         }
     }
+
+    /// Settings are shown apart from the controls (configuration when settable, diagnostics when
+    /// read-only), and a select's options read as words.
+    func testSettingsAreConfigurationWithReadableOptions() async throws {
+        let (tree, all) = try Self.components(try HomeAssistantCommandsTests.issue43Devices(), accessoryTopics: true)
+        func row(_ key: String) -> String {
+            guard let config = all[key] else { return "missing" }
+            let options = config["options"]?.arrayValue?.compactMap(\.stringValue).joined(separator: "/") ?? ""
+            return
+                "\(config["platform"]?.stringValue ?? "?") \(config["entity_category"]?.stringValue ?? "-") \(options)"
+        }
+        XCTAssertEqual(row("Thermostat Heat Only | Temperature units"), "select config Celsius/Fahrenheit")
+        XCTAssertEqual(row("Panel Heater | Lock physical controls"), "select config Disabled/Enabled")
+        XCTAssertEqual(row("Panel Heater | Audio feedback"), "switch config ")
+        XCTAssertEqual(row("Hall Dimmer | Label index"), "sensor diagnostic ")
+        XCTAssertEqual(row("Hall Dimmer | Label namespace"), "sensor diagnostic Dots/Arabic numerals")
+        // The readable names are what the select sends and shows, and the gateway takes them.
+        let lock = try XCTUnwrap(all["Panel Heater | Lock physical controls"])
+        let sent = try await render(lock["command_template"], [.string("Disabled"), .string("Enabled")])
+        XCTAssertEqual(sent, ["0", "1"])
+        for payload in sent {
+            let topic = try XCTUnwrap(lock["command_topic"]?.stringValue)
+            XCTAssertNil(HomeAssistantCommandsTests.refusal(payload ?? "", topic: topic, tree: tree))
+        }
+        let shown = try await HAJinja.render([
+            .init(template: try XCTUnwrap(lock["value_template"]?.stringValue), payload: "1")
+        ])
+        XCTAssertEqual(shown, ["Enabled"])
+        // Eve Energy's child lock, from its dump.
+        let eve = try Self.components(try HomeAssistantDevicesTests.load("eve_energy.json"), accessoryTopics: true).1
+        let eveLock = try XCTUnwrap(eve["Eve Energy 3A35 | Lock Physical Controls"])
+        XCTAssertEqual(eveLock["options"], ["Disabled", "Enabled"])
+        XCTAssertEqual(eveLock["entity_category"], "config")
+        // The device's own control stays a main one.
+        XCTAssertNil(all["Panel Heater | (main)"]?["entity_category"])
+    }
 }
