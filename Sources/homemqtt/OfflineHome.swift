@@ -17,6 +17,8 @@ struct OfflineHome: HomeEditor {
     let tree: TopicTree
     let scopeStore: ScopeStore
     let scope: ScopeConfig
+    /// What the sources loaded, every home's.
+    var accessories: [Accessory] = []
     /// Each kind of source's pairing over the state directory (`HomeMQTTApp.offlinePairings`).
     var pairings: [any PairingManager] = []
 
@@ -67,7 +69,8 @@ struct OfflineHome: HomeEditor {
         return OfflineHome(
             config: config, database: database, home: home,
             tree: TopicTree(base: config.baseTopic, accessories: accessories, home: home, scope: filter),
-            scopeStore: scopeStore, scope: scope, pairings: HomeMQTTApp.offlinePairings(config, logger: logger))
+            scopeStore: scopeStore, scope: scope, accessories: accessories,
+            pairings: HomeMQTTApp.offlinePairings(config, logger: logger))
     }
 
     /// Another command may hold the lock for a moment (commands run in parallel by a script);
@@ -108,6 +111,9 @@ struct OfflineHome: HomeEditor {
         if home.isKnown(accessoryID: key) { return NamedAccessory(id: key, node: nil) }
         throw .unknownAccessory(key)
     }
+
+    /// What the sources loaded: the tree's accessories before the scope.
+    func sourceAccessories() -> [Accessory] { accessories }
 
     func remove(_ accessory: TopicTree.AccessoryNode) async throws(GatewayFailure) {
         try await change { db throws(ModelError) in try await db.removeAccessory(id: accessory.id) }
@@ -163,6 +169,7 @@ struct PairingsOnly: HomeEditor {
 
     func room(named key: String) throws(GatewayFailure) -> Room { throw Self.theGateways }
     func accessory(named key: String) throws(GatewayFailure) -> NamedAccessory { throw Self.theGateways }
+    func sourceAccessories() -> [Accessory] { [] }
     func homeChanged() {}
     func changeRefused(_ error: ModelError) {}
     func remove(_ accessory: TopicTree.AccessoryNode) throws(GatewayFailure) { throw Self.theGateways }

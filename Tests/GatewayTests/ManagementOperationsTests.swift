@@ -125,7 +125,7 @@ struct OfflineCopy {
             let offline = OfflineHome(
                 config: config, database: database, home: home,
                 tree: TopicTree(base: config.baseTopic, accessories: accessories, home: home, scope: filter),
-                scopeStore: scopeStore, scope: scope)
+                scopeStore: scopeStore, scope: scope, accessories: accessories)
             let data = try await offline.perform(op, fields: fields)
             // As it reads on the wire, where a number has no sign of its own.
             return ["status": "ok", "data": (try? JSONValue(parsing: Array(data.encoded().utf8))) ?? data]

@@ -66,6 +66,7 @@ struct AnotherHome: HomeEditor {
 
     func room(named key: String) throws(GatewayFailure) -> Room { try base.room(named: key) }
     func accessory(named key: String) throws(GatewayFailure) -> NamedAccessory { try base.accessory(named: key) }
+    func sourceAccessories() -> [Accessory] { base.sourceAccessories() }
     func homeChanged() {}
     func changeRefused(_ error: ModelError) {}
     func remove(_ accessory: TopicTree.AccessoryNode) async throws(GatewayFailure) { try await base.remove(accessory) }

@@ -27,6 +27,10 @@ extension Gateway {
             return NamedAccessory(id: accessory.id, node: accessory)
         }
 
+        func sourceAccessories() async -> [Accessory] {
+            await gateway.source.accessories()
+        }
+
         func homeChanged() async {
             await gateway.homeChanged()
         }

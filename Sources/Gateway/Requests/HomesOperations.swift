@@ -4,12 +4,15 @@
 // `$gateway/event` and serves a new home at once.
 public import HomeModel
 
-/// A home as the operations answer it.
-func homeAnswer(_ home: Home, primaryID: String, gatewayBase: String) -> JSONValue {
-    .object([
+/// A home as the operations answer it. `present`: the accessories its sources have now, when
+/// known; the home database keeps one its source dropped (a simulated accessory's file deleted),
+/// so that its room and names stick if it comes back, but the home does not hold it meanwhile.
+func homeAnswer(_ home: Home, primaryID: String, gatewayBase: String, present: Set<String>? = nil) -> JSONValue {
+    let accessories = present.map { present in home.knownAccessoryIDs.filter(present.contains) }
+    return .object([
         "id": .string(home.id), "name": .string(home.name), "primary": .bool(home.id == primaryID),
         "base-topic": .string(home.baseTopic ?? gatewayBase), "rooms": .uint(UInt64(home.allRooms.count)),
-        "accessories": .uint(UInt64(home.knownAccessoryIDs.count)),
+        "accessories": .uint(UInt64((accessories ?? home.knownAccessoryIDs).count)),
     ])
 }
 
@@ -35,8 +38,42 @@ extension HomeEditor {
         }
     }
 
+    /// The home as the database holds it now. Its accessories are those its sources have, as
+    /// the running gateway knows; without it a paired accessory's source does not run, so the
+    /// count is of every accessory the database knows.
     func describe(_ home: Home) async -> JSONValue {
-        homeAnswer(home, primaryID: await database.primaryHomeID, gatewayBase: gatewayBase)
+        homeAnswer(home, primaryID: await database.primaryHomeID, gatewayBase: gatewayBase, present: await present())
+    }
+
+    func present() async -> Set<String>? {
+        running == nil ? nil : Set(await sourceAccessories().map(\.id))
+    }
+
+    /// The accessory `key` names in any home, for moving it between homes: this home's by id,
+    /// name or topic; else any home's by id; else one present in a home by its name there (the
+    /// user's, else its own; any case). Another home's topics are its gateway's, so not here.
+    func accessoryID(inAnyHome key: String) async throws(GatewayFailure) -> String {
+        do throws(GatewayFailure) {
+            return try await accessory(named: key).id
+        } catch {
+            guard error.code == .unknownAccessory else { throw error }
+            let homes = await database.homes
+            if homes.contains(where: { $0.holds(accessoryID: key) }) { return key }
+            let lower = key.lowercased()
+            let named = await sourceAccessories().compactMap { accessory -> (String, Home)? in
+                guard let home = homes.first(where: { $0.isKnown(accessoryID: accessory.id) }),
+                    home.displayName(accessory: accessory).lowercased() == lower
+                else { return nil }
+                return (accessory.id, home)
+            }
+            guard named.count <= 1 else {
+                let which = named.map { "\($0.0) (\($0.1.name))" }.joined(separator: ", ")
+                throw GatewayFailure(
+                    code: .ambiguous, message: "\(named.count) accessories are named '\(key)'; use its id: \(which)")
+            }
+            guard let (id, _) = named.first else { throw error }
+            return id
+        }
     }
 }
 
@@ -50,9 +87,10 @@ public struct HomesList: ManagementOperation {
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
         let primary = await editor.database.primaryHomeID
+        let present = await editor.present()
         return .array(
             await editor.database.homes.map {
-                homeAnswer($0, primaryID: primary, gatewayBase: editor.gatewayBase)
+                homeAnswer($0, primaryID: primary, gatewayBase: editor.gatewayBase, present: present)
             })
     }
 }
@@ -219,11 +257,12 @@ public struct HomeBaseTopic: ManagementOperation {
 }
 
 /// `accessory/home`: an accessory moved to another home, with its names; its topics in the home
-/// it leaves are cleared.
+/// it leaves are cleared. Answered with both homes as they are after the move.
 public struct AccessoryHome: ManagementOperation {
     public static let name = "accessory/home"
     public static let access = OperationAccess.homeList
-    /// The accessory: id, name or topic (in the home the request is sent to), or any home's id.
+    /// The accessory: id, name or topic in the home on the gateway's base topic (where the
+    /// request is sent), or any home's id, or its name in the home it is in.
     public var accessory: String
     public var home: String
 
@@ -241,16 +280,14 @@ public struct AccessoryHome: ManagementOperation {
 
     public func perform(on editor: some HomeEditor) async throws(GatewayFailure) -> JSONValue {
         let target = try await editor.home(named: home)
-        let id: String
-        do throws(GatewayFailure) {
-            id = try await editor.accessory(named: accessory).id
-        } catch {
-            // An accessory of another home is named by its id.
-            guard await editor.database.homes.contains(where: { $0.holds(accessoryID: accessory) }) else { throw error }
-            id = accessory
-        }
+        let id = try await editor.accessoryID(inAnyHome: accessory)
+        let from = await editor.database.homes.first { $0.holds(accessoryID: id) }
         try await editor.change { db throws(ModelError) in try await db.moveAccessory(id: id, toHome: target.id) }
-        return .object(["id": .string(id), "home": await editor.describe(target)])
+        var answer: [String: JSONValue] = [
+            "id": .string(id), "home": await editor.describe(try await editor.home(named: target.id)),
+        ]
+        if let from { answer["from"] = await editor.describe(try await editor.home(named: from.id)) }
+        return .object(answer)
     }
 }
 
@@ -280,6 +317,9 @@ public struct SourceHome: ManagementOperation {
         let prefix = self.prefix
         try await editor.change { db throws(ModelError) in try await db.assignSource(prefix: prefix, toHome: target.id)
         }
-        return .object(["prefix": .string(prefix), "home": await editor.describe(target)])
+        // The home as it is after its new accessories came.
+        return .object([
+            "prefix": .string(prefix), "home": await editor.describe(try await editor.home(named: target.id)),
+        ])
     }
 }

@@ -76,6 +76,10 @@ public protocol HomeEditor: Sendable {
     func room(named key: String) async throws(GatewayFailure) -> Room
     /// The accessory `key` names: its id, topic or name.
     func accessory(named key: String) async throws(GatewayFailure) -> NamedAccessory
+    /// The accessories the sources have now, of every home: the running gateway's shared
+    /// source; without it, what the sources load alone (no paired accessory: only a running
+    /// source reaches those).
+    func sourceAccessories() async -> [Accessory]
     /// After the database took a change: the running gateway's topics follow it before the answer.
     func homeChanged() async
     /// The database refused a change: a failure of the storage itself is for the log too.
