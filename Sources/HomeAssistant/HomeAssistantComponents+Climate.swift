@@ -125,9 +125,11 @@ extension HomeAssistantComponents {
     }
 
     /// A heater-cooler's single target, where the gateway serves the accessory's `$state` and
-    /// `$set`: in cooling the cooling threshold, otherwise the heating one; a target sets both
-    /// (each within its range), since which one the device uses follows the mode Home Assistant
-    /// does not pass with the temperature.
+    /// `$set`: in heating the heating threshold, in cooling the cooling one, each written alone
+    /// (the other keeps its value) and held to what it takes; the mode is the entity's own state
+    /// (`this.state`, which Home Assistant passes to a command template). In auto (`heat_cool`)
+    /// the single target reads `None`, so Home Assistant shows the range, the two thresholds.
+    /// Home Assistant has one `min_temp`…`max_temp`, so the slider spans both thresholds.
     private func singleTarget(
         _ service: TopicTree.ServiceNode, mode: TopicTree.CharacteristicNode, into config: inout [String: JSONValue]
     ) {
@@ -139,17 +141,18 @@ extension HomeAssistantComponents {
         func field(_ c: TopicTree.CharacteristicNode) -> String {
             "\(fields)[\(HomeAssistantTemplate.literal(c.slug))]"
         }
+        let cool = "this.state == 'cool'"
+        func which(_ c: String, _ h: String) -> String { "{{ \(c) if \(cool) else \(h) }}" }
+        let key = which(HomeAssistantTemplate.literal(cooling.slug), HomeAssistantTemplate.literal(heating.slug))
+        let value = which(
+            "(\(HomeAssistantTemplate.withinExpression(cooling.haMetadata) ?? "value"))",
+            "(\(HomeAssistantTemplate.withinExpression(heating.haMetadata) ?? "value"))")
         config["temperature_command_topic"] = .string(node.topic + "/$set")
-        config["temperature_command_template"] = .string(
-            Self.setDocument(
-                service.slug,
-                [
-                    (heating.slug, HomeAssistantTemplate.within(heating.haMetadata) ?? "{{ value }}"),
-                    (cooling.slug, HomeAssistantTemplate.within(cooling.haMetadata) ?? "{{ value }}"),
-                ]))
+        config["temperature_command_template"] = .string("{\"\(service.slug)\":{\"\(key)\":\(value)}}")
         config["temperature_state_topic"] = .string(node.topic + "/$state")
         config["temperature_state_template"] = .string(
-            "{{ \(field(cooling)) if \(field(mode)) == 2 else \(field(heating)) }}")
+            "{{ \(field(cooling)) if \(field(mode)) == 2 else (\(field(heating)) if \(field(mode)) == 1 else 'None') }}"
+        )
     }
 
     /// HomeKit's heater-cooler: `active` is the power, `target-heater-cooler-state` the mode

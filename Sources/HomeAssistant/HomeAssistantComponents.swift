@@ -68,9 +68,14 @@ enum HomeAssistantTemplate {
     /// value it takes. With a step, the nearest point of its grid (`snapped`); without one, the
     /// nearest value within min…max (`{{ [[value | float, 0] | max, 25] | min }}`); nil without bounds.
     static func within(_ metadata: CharacteristicMetadata) -> String? {
-        if let grid = Grid(metadata) { return "{{ \(grid.snapped("value | float")) }}" }
+        withinExpression(metadata).map { "{{ \($0) }}" }
+    }
+
+    /// `within`'s expression, without the braces, to be a part of a larger one.
+    static func withinExpression(_ metadata: CharacteristicMetadata) -> String? {
+        if let grid = Grid(metadata) { return grid.snapped("value | float") }
         guard let low = metadata.minValue, let high = metadata.maxValue else { return nil }
-        return "{{ [[value | float, \(number(low))] | max, \(number(high))] | min\(roundedToStep(metadata)) }}"
+        return "[[value | float, \(number(low))] | max, \(number(high))] | min\(roundedToStep(metadata))"
     }
 
     /// The values a characteristic with bounds and a step takes: `low + k × step` for k in

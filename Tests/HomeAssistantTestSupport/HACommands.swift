@@ -84,9 +84,16 @@ enum HACommands {
             let step = c["temp_step"]?.doubleValue ?? 1
             let fromZero = numbers((low / step).rounded(.up) * step, high, step)
             var seen = Set<String>()
-            return (numbers(low, high, step) + fromZero).map { v in
+            let values: [Variables] = (numbers(low, high, step) + fromZero).map { v in
                 v.mapValues { if case .int(let i) = $0 { .float(Double(i)) } else { $0 } }
             }.filter { seen.insert($0["value"]?.text ?? "").inserted }
+            // A template that reads the entity's mode (`this.state`: a heater-cooler's single
+            // target writes the threshold of its mode) is sent in every mode.
+            let template = option.replacingOccurrences(of: "_topic", with: "_template")
+            guard c[template]?.stringValue?.contains("this.") == true else { return values }
+            return (c["modes"]?.arrayValue ?? []).compactMap(\.stringValue).flatMap { mode in
+                values.map { $0.merging(["this": HATemplate.Value.dict(["state": .string(mode)])]) { $1 } }
+            }
         case "target_humidity_command_topic":
             if platform == "humidifier" { return try ints("min_humidity", "max_humidity") }
             let low = c["min_humidity"]?.doubleValue ?? 30, high = c["max_humidity"]?.doubleValue ?? 99

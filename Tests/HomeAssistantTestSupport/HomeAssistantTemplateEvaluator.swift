@@ -3,7 +3,7 @@ import HomeModel
 
 /// A small evaluator of the Jinja that the discovery configs' templates use, with Jinja's (and
 /// so Python's) meaning: text with `{{ expression }}` blocks; literals (numbers, strings, lists,
-/// dicts), the variables Home Assistant passes (`value`, `value_json`, `hue`, `sat`), subscripts,
+/// dicts), the variables Home Assistant passes (`value`, `value_json`, `hue`, `sat`, `this`), subscripts,
 /// the filters `int`, `float`, `round(n)`, `default(x)`, `string`, `max`, `min`, arithmetic,
 /// comparisons and `a if c else b`. Anything else (statements, other filters or functions,
 /// another variable) is an error, so a template the evaluator does not understand fails the
@@ -91,7 +91,8 @@ enum HATemplate {
         case expression(Node)
     }
 
-    static let variables: Set<String> = ["value", "value_json", "hue", "sat"]
+    /// `this`: the entity's state object, of which the templates read `this.state`.
+    static let variables: Set<String> = ["value", "value_json", "hue", "sat", "this"]
     static let filters: Set<String> = ["int", "float", "round", "default", "string", "max", "min"]
 
     static func parse(_ template: String) throws -> [Part] {
