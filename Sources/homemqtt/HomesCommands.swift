@@ -83,7 +83,8 @@ struct HomeCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "accessory", abstract: "Move an accessory to another home, with its names.")
         @OptionGroup var options: RequestOptions
-        @Argument(help: "The accessory: id, name or topic.") var accessory: String
+        @Argument(help: "The accessory: id, or its name in the home it is in (a topic: in the first home).")
+        var accessory: String
         @Argument(help: "The home: id, name or base topic.") var home: String
 
         func run() async throws {
