@@ -190,4 +190,12 @@ public protocol HAPAccessoryDatabase: Sendable {
         -> [HAPCharacteristicID: Result<JSONValue?, HAPStatus>]
     /// `/identify` of an unpaired accessory.
     func identify() async
+    /// The values of `ids` it can answer with at once, without waiting and without asking an
+    /// accessory: those it keeps current by other means (an accessory that notifies every
+    /// change). The server reads the others through `read`. None by default.
+    func valuesAtHand(_ ids: [HAPCharacteristicID]) -> [HAPCharacteristicID: JSONValue]
+}
+
+extension HAPAccessoryDatabase {
+    public func valuesAtHand(_ ids: [HAPCharacteristicID]) -> [HAPCharacteristicID: JSONValue] { [:] }
 }

@@ -31,6 +31,10 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
     var ids: BridgeIDs
     var tree = BridgeTree()
     var values: [CharacteristicAddress: CharacteristicValue] = [:]
+    /// The characteristics whose values the gateway keeps current, and the reads answered from
+    /// them at once (`BridgeReadCache`).
+    var current: Set<CharacteristicAddress> = []
+    nonisolated let cache = BridgeReadCache()
     /// Whether the gateway's view has given its first snapshot.
     var hasSnapshot = false
     /// Who waits for the first snapshot (the server starts after it, so that its first `c#`
@@ -86,10 +90,11 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             await shapeChanged()
         case .value(let node, let value):
             if !node.isEvent { values[node.address] = value }
-            guard let id = tree.addresses[node.address], let server else { return }
-            let cause = takeWriter(of: node.address, value)
-            let format = node.characteristic.metadata.format
-            server.notify([HAPValueChange(id: id, value: BridgeTree.json(value, format))], cause: cause)
+            guard let id = tree.addresses[node.address] else { return }
+            let json = BridgeTree.json(value, node.characteristic.metadata.format)
+            if current.contains(node.address) { cache.set(id, json) }
+            guard let server else { return }
+            server.notify([HAPValueChange(id: id, value: json)], cause: takeWriter(of: node.address, value))
         case .event, .connection:
             break
         }
@@ -114,6 +119,8 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
         tree = BridgeTree(
             tree: published, filter: filter, ownPrefixes: own, identity: identity, ids: &ids, standalone: standalone,
             gatewayID: gatewayID)
+        current = BridgeReadCache.current(in: published)
+        cache.replace(BridgeReadCache.table(tree, current: current, values: values))
         if standalone == nil {
             standalones = published.accessories.filter { node in
                 node.accessory.isHomeKitStandalone
@@ -247,6 +254,11 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             if let address, writers[address]?.session == context.session {
                 if outcome.failure == nil { writers[address]?.until = answered } else { writers[address] = nil }
             }
+            // Accepted: the accessory's value now, whichever comes first, its change or a read.
+            if let address, let format, case .success(.value(let value?)) = outcome, current.contains(address) {
+                values[address] = value
+                cache.set(write.id, BridgeTree.json(value, format))
+            }
             answers[write.id] = outcome.map { answer in
                 guard write.wantsResponse, let format else { return nil }
                 return BridgeTree.json(answer.value, format)
@@ -267,6 +279,10 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             for await (write, outcome) in group { outcomes[write.id] = outcome }
             return outcomes
         }
+    }
+
+    public nonisolated func valuesAtHand(_ ids: [HAPCharacteristicID]) -> [HAPCharacteristicID: JSONValue] {
+        cache.values(ids)
     }
 
     /// `/identify` of the unpaired bridge.

@@ -129,11 +129,14 @@ final class BridgeServingTests: XCTestCase {
 
             // Unreachable: -70402 for a read and a write.
             await gw.home.setReachable(Self.garage, false)
-            try await waitUntil("the gateway to know", timeout: 5) {
-                await gw.gateway.tree.accessory(id: Self.garage)?.accessory.isReachable == false
+            // The bridge knows once the gateway's view tells it (its reads of current values are
+            // answered from that view: `BridgeReadCacheTests`).
+            try await waitUntil("a read answers -70402", timeout: 5) {
+                let read = try? await writer.readCharacteristics([brightness])
+                return read?[brightness]?.error?.status == .communicationFailure
             }
-            let unreachable = try await writer.readCharacteristics([brightness])
-            XCTAssertEqual(unreachable[brightness]?.error?.status, .communicationFailure)
+            let known = await gw.gateway.tree.accessory(id: Self.garage)?.accessory.isReachable
+            XCTAssertEqual(known, false, "the bridge answered -70402 before the gateway knew")
             let unwritable = try await writer.writeCharacteristics([brightness: ["value": 30]])
             XCTAssertEqual(unwritable[brightness]?.status, .communicationFailure)
             await gw.home.setReachable(Self.garage, true)
