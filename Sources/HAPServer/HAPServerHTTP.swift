@@ -57,12 +57,15 @@ struct HTTPRequestParser: Sendable {
             throw HTTPRequestError(message: "request header is not UTF-8")
         }
         var lines = Self.lines(head)
-        let requestLine = lines.removeFirst().split(separator: 32, omittingEmptySubsequences: false)
-            .map { String(decoding: $0, as: UTF8.self) }
-        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1."),
-            !requestLine[0].isEmpty, requestLine[0].allSatisfy({ $0.isASCII && $0.isUppercase }),
-            requestLine[1].hasPrefix("/")
-        else { throw HTTPRequestError(message: "malformed request line") }
+        let parts = lines.removeFirst().split(separator: 32, omittingEmptySubsequences: false)
+        // The method in upper-case ASCII letters, checked as bytes.
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy({ $0 >= 65 && $0 <= 90 }) else {
+            throw HTTPRequestError(message: "malformed request line")
+        }
+        let requestLine = parts.map { String(decoding: $0, as: UTF8.self) }
+        guard requestLine[2].hasPrefix("HTTP/1."), requestLine[1].hasPrefix("/") else {
+            throw HTTPRequestError(message: "malformed request line")
+        }
         var headers: [String: String] = [:]
         for line in lines where !line.isEmpty {
             guard let colon = line.firstIndex(of: 58) else { throw HTTPRequestError(message: "malformed header line") }
@@ -121,13 +124,17 @@ struct HTTPRequestParser: Sendable {
         return String(decoding: bytes.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
     }
 
+    /// The path and the query's pairs, split at `?`, `&` and `=` as bytes (as HTTP has them;
+    /// splitting `String` characters cost a read 12 k instructions).
     static func split(_ target: String) -> (String, [(String, String)]) {
-        guard let mark = target.firstIndex(of: "?") else { return (target, []) }
-        let pairs = target[target.index(after: mark)...].split(separator: "&").map { item -> (String, String) in
-            guard let eq = item.firstIndex(of: "=") else { return (String(item), "") }
-            return (String(item[..<eq]), String(item[item.index(after: eq)...]))
+        let bytes = Array(target.utf8)
+        guard let mark = bytes.firstIndex(of: UInt8(ascii: "?")) else { return (target, []) }
+        func text(_ slice: ArraySlice<UInt8>) -> String { String(decoding: slice, as: UTF8.self) }
+        let pairs = bytes[(mark + 1)...].split(separator: UInt8(ascii: "&")).map { item -> (String, String) in
+            guard let eq = item.firstIndex(of: UInt8(ascii: "=")) else { return (text(item), "") }
+            return (text(item[..<eq]), text(item[(eq + 1)...]))
         }
-        return (String(target[..<mark]), pairs)
+        return (text(bytes[..<mark]), pairs)
     }
 
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
