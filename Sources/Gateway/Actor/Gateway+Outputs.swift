@@ -10,6 +10,13 @@ extension Gateway {
     /// The base topic (`home`).
     public nonisolated var baseTopic: String { base }
 
+    /// The retained health document's topic (`<base>/$gateway/health`); nil when it is not
+    /// published (`health-interval` 0).
+    public nonisolated var publishedHealthTopic: String? { publishesHealth ? healthTopic : nil }
+
+    /// Whether every accessory's `$last-seen` is published (`last-seen-interval` above 0).
+    public nonisolated var publishesLastSeen: Bool { config.lastSeenInterval > 0 }
+
     /// The home as the database last said; nil only before the first read.
     public var home: Home? { currentHome }
 

@@ -47,12 +47,20 @@ extension Gateway {
             }
             if only == nil { await outbox.send(await characteristicRepublication(of: id)) }
         }
+        for (topic, payload) in await gatewayRepublication(only: only) {
+            await outbox.send(topic, payload, retain: true)
+        }
         guard only == nil else { return }
         for (topic, payload) in await treeMessages() {
             await outbox.send(topic, payload, retain: true, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
         }
         if publishesHealth, let health = await healthPayload() { await outbox.send(healthTopic, health, retain: true) }
         await outbox.send(statusTopic, Array("online".utf8), retain: true)
+    }
+
+    /// The outputs' documents of the gateway itself, after every accessory's.
+    func gatewayRepublication(only output: ObjectIdentifier?) -> [(String, [UInt8])] {
+        outputs.gatewayRepublication(only: output, self)
     }
 
     /// Begins the outputs' pass over the published tree; returns its accessories, in order.

@@ -51,6 +51,7 @@ extension Gateway {
         for node in tree.accessories {
             desired.formUnion(applyDocuments(node))
         }
+        desired.formUnion(outputs.gatewayDocuments(self))
         desired.formUnion(applyTree())
         // What goes away is cleared pointers first: an output's topics outside the base (Home
         // Assistant's discovery configs) name the accessory's topics, and a consumer still
@@ -88,6 +89,7 @@ extension Gateway {
             enqueue(publication.characteristicTopics(of: node, old: empty, texts: &texts, value: currentValue))
             await outbox.wait(below: publication.backlog)
         }
+        _ = outputs.gatewayDocuments(self)
         applyTree()
         treePublished()
         work.notificationTargets.yield(tree.notifyingAddresses())

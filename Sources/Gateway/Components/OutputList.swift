@@ -37,6 +37,16 @@ extension Gateway {
             return out
         }
 
+        /// Every output's documents of the gateway itself, published; their topics.
+        func gatewayDocuments(_ gateway: isolated Gateway) -> [String] {
+            all.flatMap { $0.publishGatewayDocuments(gateway) }
+        }
+
+        /// The outputs' documents of the gateway itself; only `output`'s when given.
+        func gatewayRepublication(only output: ObjectIdentifier?, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
+            all.filter { output == nil || ObjectIdentifier($0) == output }.flatMap { $0.gatewayRepublication(gateway) }
+        }
+
         func valueChanged(_ accessoryID: String, _ gateway: isolated Gateway) {
             for output in all { output.valueChanged(accessoryID: accessoryID, gateway) }
         }

@@ -48,6 +48,15 @@ public protocol GatewayOutput: AnyObject {
     /// (or when the output asks, `republish(_:)`).
     func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])]
 
+    /// Publishes what changed of its documents of the gateway itself (of no one accessory), once
+    /// per pass after the accessories'; returns every topic it holds, so that the gateway clears
+    /// those it no longer holds (and every one when the home is retired).
+    func publishGatewayDocuments(_ gateway: isolated Gateway) -> [String]
+
+    /// Its documents of the gateway itself as they are on the broker, to publish again after the
+    /// accessories' (a reconnect, or `republish(_:)`).
+    func gatewayRepublication(_ gateway: isolated Gateway) -> [(String, [UInt8])]
+
     /// A published value of the accessory changed (its `state` is queued already).
     func valueChanged(accessoryID: String, _ gateway: isolated Gateway)
 
@@ -71,6 +80,8 @@ extension GatewayOutput {
     public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
         []
     }
+    public func publishGatewayDocuments(_ gateway: isolated Gateway) -> [String] { [] }
+    public func gatewayRepublication(_ gateway: isolated Gateway) -> [(String, [UInt8])] { [] }
     public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {}
     public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool { false }
     public func run(_ gateway: isolated Gateway) async {}
