@@ -31,11 +31,16 @@ public enum HomeAssistantDiscovery {
         /// homes' rooms of one name are two areas.
         public var homeName: String?
 
+        /// Set when the gateway publishes each accessory's `$last-seen`: every device gets a
+        /// last-seen sensor (disabled by default).
+        public var lastSeen: Bool
+
         public init(
             defaultRoomID: String? = nil, accessoryTopics: Bool = false, supportURL: String? = nil,
-            homeName: String? = nil
+            homeName: String? = nil, lastSeen: Bool = false
         ) {
             self.homeName = homeName
+            self.lastSeen = lastSeen
             self.defaultRoomID = defaultRoomID
             self.accessoryTopics = accessoryTopics
             self.supportURL = supportURL
@@ -115,6 +120,11 @@ public enum HomeAssistantDiscovery {
                 components.append(builder.connectivity(gatewayStatusTopic: gatewayStatusTopic))
             }
             guard !components.isEmpty else { return nil }
+            if options.lastSeen {
+                components.append(
+                    HomeAssistantDiscovery.lastSeenSensor(
+                        node: node, nodeID: nodeID, gatewayStatusTopic: gatewayStatusTopic))
+            }
             return (
                 configTopic(prefix: prefix, nodeID: nodeID),
                 document(

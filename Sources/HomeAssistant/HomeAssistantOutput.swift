@@ -28,7 +28,31 @@ public final class HomeAssistantOutput: GatewayOutput {
             options: .init(
                 defaultRoomID: gateway.home?.roomForEntireHome.id, accessoryTopics: accessoryTopics,
                 supportURL: config.supportURL,
-                homeName: gateway.config.gatewayBaseTopic == nil ? nil : gateway.home?.name))
+                homeName: homeName(gateway), lastSeen: gateway.publishesLastSeen))
+    }
+
+    private func homeName(_ gateway: isolated Gateway) -> String? {
+        gateway.config.gatewayBaseTopic == nil ? nil : gateway.home?.name
+    }
+
+    /// The gateway device's config, while the health document it reads is published.
+    private func gatewayConfig(_ gateway: isolated Gateway) -> (topic: String, document: JSONValue)? {
+        guard let healthTopic = gateway.publishedHealthTopic else { return nil }
+        return HomeAssistantDiscovery.gatewayConfig(
+            base: gateway.baseTopic, healthTopic: healthTopic, prefix: config.prefix,
+            gatewayStatusTopic: gateway.statusTopic,
+            options: .init(supportURL: config.supportURL, homeName: homeName(gateway)))
+    }
+
+    public func publishGatewayDocuments(_ gateway: isolated Gateway) -> [String] {
+        guard let (topic, document) = gatewayConfig(gateway) else { return [] }
+        gateway.publishRetained(topic, document.encodedUTF8())
+        return [topic]
+    }
+
+    public func gatewayRepublication(_ gateway: isolated Gateway) -> [(String, [UInt8])] {
+        guard let (topic, document) = gatewayConfig(gateway) else { return [] }
+        return [(topic, document.encodedUTF8())]
     }
 
     public func requestFilters(_ gateway: isolated Gateway) -> [String] {

@@ -46,7 +46,10 @@ extension HATemplate {
             switch (container, index) {
             case (.dict(let d), .string(let k)): return d[k] ?? .undefined
             case (.dict, _): return .undefined
-            case (.list(let l), .int(let i)): return l.indices.contains(Int(i)) ? l[Int(i)] : .undefined
+            case (.list(let l), .int(let i)):
+                // Python's: a negative index counts from the end (`[-1]` is the last).
+                let at = i < 0 ? l.count + Int(i) : Int(i)
+                return l.indices.contains(at) ? l[at] : .undefined
             case (.undefined, _): throw RenderError()
             default: return .undefined
             }
