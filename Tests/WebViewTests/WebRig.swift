@@ -39,10 +39,12 @@ struct WebRig: Sendable {
     /// Runs a gateway and its web view until `body` returns, then stops both.
     /// `token`: `web.token`; `yaml`: more of the config file (`access:`); `logLevel`: what the
     /// log keeps (warnings and errors go to standard error too); `homeKitSetup`: what the web
-    /// view is told of the home's HomeKit bridge (the composition root's is a running bridge's).
+    /// view is told of the home's HomeKit bridge (the composition root's is a running bridge's);
+    /// `configure`: the gateway's config beyond the rig's; `clock`: what the gateway's timers read.
     static func run(
         token: String? = nil, yaml: String = "", logLevel: Logger.Level = .info,
         homeKitSetup: @escaping @Sendable () async -> HomeKitSetup? = { nil },
+        configure: (inout GatewayConfig) -> Void = { _ in }, clock: GatewayClock = .continuous,
         _ body: @Sendable (WebRig) async throws -> Void
     ) async throws {
         TestCensus.record(.memory)
@@ -58,6 +60,7 @@ struct WebRig: Sendable {
         config.stateDirectory = state.path
         config.pollInterval = 0
         config.requestTimeout = 2
+        configure(&config)
         var web = WebConfig()
         web.enabled = true
         web.token = token
@@ -68,6 +71,7 @@ struct WebRig: Sendable {
         let transport = broker.transport(configuration: HomeMQTTApp.gatewayConnection(config))
         var options = HomeMQTTApp.Options()
         options.transport = { _, _ in transport }
+        options.clock = clock
         // The web section stays off in the config: the test serves the web view itself.
         let parts = try HomeMQTTApp.build(
             config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
