@@ -314,6 +314,8 @@ let package = Package(
             name: "WebViewTests",
             dependencies: [
                 "HomeMQTTApp", "WebView", "Gateway", "HomeModel", "Simulator", "MQTT", "TestSupport", "WebTestSupport",
+                // HealthMetricsAgreementTests turns `accessory-state` off (AccessoryStateConfig).
+                "TopicAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),

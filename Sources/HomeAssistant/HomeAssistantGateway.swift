@@ -40,12 +40,14 @@ extension HomeAssistantDiscovery {
             config["entity_category"] = "diagnostic"
             components[key] = .object(config)
         }
+        var device: [String: JSONValue] = [
+            "identifiers": .array([.string(nodeID)]), "name": .string(name),
+            "manufacturer": .string(originName), "model": "Gateway", "sw_version": .string(HomeMQTTVersion.current),
+        ]
+        // A home on a base of its own: its area, as its accessories in its default room have.
+        if let home = options.homeName { device["suggested_area"] = .string(home) }
         let document: JSONValue = .object([
-            "device": .object([
-                "identifiers": .array([.string(nodeID)]), "name": .string(name),
-                "manufacturer": .string(originName), "model": "Gateway",
-                "sw_version": .string(HomeMQTTVersion.current),
-            ]),
+            "device": .object(device),
             "origin": .object(origin),
             "availability": .array([availability(gatewayStatusTopic)]),
             "components": .object(components),

@@ -67,6 +67,8 @@ final class HomeAssistantGatewayDeviceTests: XCTestCase {
             base: "lake", healthTopic: "lake/$gateway/health", prefix: "homeassistant",
             gatewayStatusTopic: "lake/$gateway/status", options: .init(homeName: "Cabin"))
         XCTAssertEqual(named.document["device"]?["name"], "HomeMQTT Cabin")
+        XCTAssertEqual(named.document["device"]?["suggested_area"], "Cabin", "the home's area, as its accessories'")
+        XCTAssertNil(Self.gatewayConfig().document["device"]?["suggested_area"])
         XCTAssertEqual(Self.gatewayConfig(base: "site-b").document["device"]?["name"], "HomeMQTT site-b")
     }
 
