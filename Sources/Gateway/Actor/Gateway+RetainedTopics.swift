@@ -100,7 +100,7 @@ extension Gateway {
     private func treePublished() {
         publication.published(tree)
         rateLimiter.assign(scope.rateLimits(of: publishedTree))
-        notifyObservers(.snapshot(snapshot()))
+        notifyObservers(.snapshot(snapshot))
     }
 
     public var retainedTopicList: [String] {

@@ -14,11 +14,12 @@ extension Gateway {
         let key = observers.add(continuation)
         // Synchronous: the table is behind its own lock, so no task is needed to reach the actor.
         continuation.onTermination = { [observers] _ in observers.remove(key) }
-        if isStarted { continuation.yield(.snapshot(snapshot())) }
+        if isStarted { continuation.yield(.snapshot(snapshot)) }
         return stream
     }
 
-    func snapshot() -> GatewaySnapshot {
+    /// The published tree with its values and the connection, as an observer starts from.
+    var snapshot: GatewaySnapshot {
         GatewaySnapshot(of: publishedTree, isConnected: mqtt.connectionState.isConnected, value: currentValue)
     }
 
