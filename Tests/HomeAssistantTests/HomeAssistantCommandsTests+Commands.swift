@@ -12,6 +12,32 @@ import XCTest
 extension HomeAssistantCommandsTests {
     static func isCommand(_ option: String) -> Bool { HACommands.isCommand(option) }
 
+    /// The values a command sets, as the gateway's `set` (or `$set`) takes it: accepted whole
+    /// (`refusal`), then each field of `service` (of a `$set` document) or the one
+    /// characteristic, parsed by the gateway's own `parseSet` against `node(slug)`.
+    static func accepted(
+        _ payload: String, topic: String, service: String, tree: TopicTree,
+        node: (String) throws -> TopicTree.CharacteristicNode
+    ) throws -> [String: CharacteristicValue] {
+        XCTAssertNil(refusal(payload, topic: topic, tree: tree), payload)
+        var fields: [String: String] = [:]
+        if topic.hasSuffix("/$set") {
+            let document = try JSONValue(parsing: Array(payload.utf8))
+            for (key, value) in document[service]?.objectValue ?? [:] { fields[key] = value.encoded() }
+        } else {
+            fields[try XCTUnwrap(tree.characteristic(topic: String(topic.dropLast("/set".count)))).slug] = payload
+        }
+        var values: [String: CharacteristicValue] = [:]
+        for (slug, text) in fields {
+            guard case .success(let (value, _)) = Gateway.parseSet(Array(text.utf8), node: try node(slug)) else {
+                XCTFail("\(slug) refused \(text)")
+                continue
+            }
+            values[slug] = value
+        }
+        return values
+    }
+
     /// Why the gateway refuses `payload` on `topic`, or nil when it answers `ok`.
     static func refusal(_ payload: String, topic: String, tree: TopicTree) -> String? {
         if topic.hasSuffix("/$set") {

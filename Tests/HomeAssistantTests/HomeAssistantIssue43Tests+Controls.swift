@@ -47,20 +47,9 @@ extension HomeAssistantIssue43Tests {
         var values: [String: CharacteristicValue] = ["active": .int(1), "rotation-speed": .float(75)]
         /// A payload on a topic as the gateway's `set` takes it, into `values`.
         func write(_ payload: String, topic: String) throws {
-            XCTAssertNil(HomeAssistantCommandsTests.refusal(payload, topic: topic, tree: tree), payload)
-            var fields: [String: String] = [:]
-            if topic.hasSuffix("/$set") {
-                let document = try JSONValue(parsing: Array(payload.utf8))
-                for (key, value) in document["ventilation-fan"]?.objectValue ?? [:] { fields[key] = value.encoded() }
-            } else {
-                fields[try XCTUnwrap(tree.characteristic(topic: String(topic.dropLast("/set".count)))).slug] = payload
-            }
-            for (slug, text) in fields {
-                guard case .success(let (value, _)) = Gateway.parseSet(Array(text.utf8), node: try node(slug)) else {
-                    return XCTFail("\(slug) refused \(text)")
-                }
-                values[slug] = value
-            }
+            let accepted = try HomeAssistantCommandsTests.accepted(
+                payload, topic: topic, service: "ventilation-fan", tree: tree, node: node)
+            values.merge(accepted) { $1 }
         }
         /// What Home Assistant shows: on or off from `active`, the percentage from the speed.
         func shown() async throws -> (on: Bool, step: String?) {

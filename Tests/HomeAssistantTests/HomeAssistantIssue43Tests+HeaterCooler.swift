@@ -67,20 +67,9 @@ extension HomeAssistantIssue43Tests {
 
         /// A payload on a topic, as the gateway's `set` (or `$set`) takes it, into `values`.
         mutating func write(_ payload: String, topic: String) throws {
-            XCTAssertNil(HomeAssistantCommandsTests.refusal(payload, topic: topic, tree: tree), payload)
-            var fields: [String: String] = [:]
-            if topic.hasSuffix("/$set") {
-                let document = try JSONValue(parsing: Array(payload.utf8))
-                for (key, value) in document[service.slug]?.objectValue ?? [:] { fields[key] = value.encoded() }
-            } else {
-                fields[try XCTUnwrap(tree.characteristic(topic: String(topic.dropLast("/set".count)))).slug] = payload
-            }
-            for (slug, text) in fields {
-                guard case .success(let (value, _)) = Gateway.parseSet(Array(text.utf8), node: try node(slug)) else {
-                    return XCTFail("\(slug) refused \(text)")
-                }
-                values[slug] = value
-            }
+            let accepted = try HomeAssistantCommandsTests.accepted(
+                payload, topic: topic, service: service.slug, tree: tree, node: node)
+            values.merge(accepted) { $1 }
         }
 
         /// Home Assistant's `set_hvac_mode`.
