@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HomeModel
 
 /// When the gateway last heard from each accessory (a value reported, polled, read or written,
@@ -65,4 +65,23 @@ struct LastSeen {
 
     /// The accessories heard from since their document was last made.
     func changedIDs() -> [String] { entries.filter(\.value.changed).map(\.key).sorted() }
+
+    /// Every accessory heard from, by id (what its `$last-seen` would say now).
+    var records: [String: AccessorySeen] {
+        entries.compactMapValues { entry in entry.heard.map { AccessorySeen(date: $0, reconnects: entry.reconnects) } }
+    }
+}
+
+/// When the gateway last heard from an accessory, and how often it came back after being
+/// unreachable: the content of its `$last-seen`, for views that do not read MQTT.
+public struct AccessorySeen: Sendable, Equatable {
+    public var date: Date
+    public var reconnects: Int
+}
+
+extension Gateway {
+    /// Every accessory heard from since it was described, by id; empty when `last-seen-interval`
+    /// is 0. A view reads it when it wants to (it changes with every value heard: no observer
+    /// is told each time).
+    public var lastSeenByAccessory: [String: AccessorySeen] { lastSeen.records }
 }
