@@ -12,6 +12,8 @@ enum HomeDocument {
     struct Inputs {
         var tree: TopicTree
         var values: [CharacteristicAddress: CharacteristicValue]
+        /// When the gateway last heard from each accessory (none when `last-seen-interval` is 0).
+        var seen: [String: AccessorySeen] = [:]
         var connected: Bool
     }
 
@@ -52,7 +54,9 @@ enum HomeDocument {
                 if let control = service.primaryControl { object["toggle"] = .string(control.slug) }
                 services.append(.object(object))
             }
-            accessories.append(accessory(node, services: services))
+            var object = accessory(node, services: services)
+            if let record = inputs.seen[node.id] { object["seen"] = LiveHub.json(record) }
+            accessories.append(.object(object))
         }
         let rooms: [JSONValue] = tree.rooms.map { room in
             .object(["id": .string(room.room.id), "name": .string(room.room.name), "topic": .string(room.topic)])
@@ -70,7 +74,7 @@ enum HomeDocument {
         values[node.address] ?? node.characteristic.value
     }
 
-    private static func accessory(_ node: TopicTree.AccessoryNode, services: [JSONValue]) -> JSONValue {
+    private static func accessory(_ node: TopicTree.AccessoryNode, services: [JSONValue]) -> [String: JSONValue] {
         let accessory = node.accessory
         var object: [String: JSONValue] = [
             "id": .string(node.id), "name": .string(node.displayName), "topic": .string(node.topic),
@@ -82,7 +86,7 @@ enum HomeDocument {
             object["tile"] = .array([.int(Int64(service)), .int(Int64(characteristic))])
         }
         if let (service, _) = toggle(node) { object["toggle"] = .int(Int64(service)) }
-        return .object(object)
+        return object
     }
 
     /// The service a tile toggles: the primary service's primary control, else the first

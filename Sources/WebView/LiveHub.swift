@@ -11,10 +11,16 @@ import Synchronization
 ///
 /// A structural change (an accessory, a room, a name, reachability, the scope) sends the
 /// whole home again: the page redraws from it rather than patching its structure.
+///
+/// When the gateway last heard from each accessory is no change it tells observers (it changes
+/// with every value heard): the hub reads it (`Gateway.lastSeenByAccessory`) every
+/// `seenInterval` while a page is open, before a page's first home and for `/api/home`, and
+/// sends what moved in the next update.
 actor LiveHub {
     let gateway: Gateway
     let activity: GatewayActivity
     let flushInterval: Duration
+    let seenInterval: Duration
     /// How many events and errors a page opened later still sees.
     static let historyLimit = 200
 
@@ -27,6 +33,9 @@ actor LiveHub {
     private(set) var isObserving = false
     private var homeChanged = false
     private var pendingValues: [String: JSONValue] = [:]
+    /// When each accessory was last heard from, as last read, and what moved since the last flush.
+    private var seen: [String: AccessorySeen] = [:]
+    private var pendingSeen: [String: JSONValue] = [:]
     private var pendingEvents: [JSONValue] = []
     private var connectionChanged = false
     private var events: [JSONValue] = []
@@ -40,11 +49,15 @@ actor LiveHub {
     /// Frames a page may have waiting before it is let go (`Outlet.limit`).
     let pageQueue: Int
 
-    init(gateway: Gateway, pageQueue: Int = 256, flushInterval: Duration = .milliseconds(100)) {
+    init(
+        gateway: Gateway, pageQueue: Int = 256, flushInterval: Duration = .milliseconds(100),
+        seenInterval: Duration = .seconds(1)
+    ) {
         self.pageQueue = pageQueue
         self.gateway = gateway
         self.activity = gateway.activity
         self.flushInterval = flushInterval
+        self.seenInterval = seenInterval
     }
 
     /// Observes the gateway until it stops or this task is cancelled; every page is then let go
@@ -54,6 +67,7 @@ actor LiveHub {
         isObserving = true
         await withDiscardingTaskGroup { group in
             group.addTask { await self.flushEvery() }
+            group.addTask { await self.readSeenEvery() }
             for await change in changes {
                 if case .snapshot(let snapshot) = change, tree == nil {
                     // Changes of the connection come as they happen; where it stands now, with the first snapshot.
@@ -74,6 +88,28 @@ actor LiveHub {
             try? await Task.sleep(for: flushInterval)
             flush()
         }
+    }
+
+    /// Reads last seen while a page is open: a gateway nobody looks at is not asked.
+    private func readSeenEvery() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: seenInterval)
+            if !clients.isEmpty { await readSeen() }
+        }
+    }
+
+    /// Takes the gateway's last seen now; what moved goes out with the next update.
+    func readSeen() async {
+        let now = await gateway.lastSeenByAccessory
+        guard now != seen else { return }
+        for (id, record) in now where seen[id] != record { pendingSeen[id] = Self.json(record) }
+        seen = now
+        homeFrame = nil
+    }
+
+    /// `{"at": <ms since 1970>, "reconnects": n}`, as the page reads it.
+    static func json(_ record: AccessorySeen) -> JSONValue {
+        .object(["at": .double(record.date.timeIntervalSince1970 * 1000), "reconnects": .int(Int64(record.reconnects))])
     }
 
     func apply(_ change: GatewayChange) {
@@ -111,15 +147,17 @@ actor LiveHub {
         if homeChanged {
             homeChanged = false
             pendingValues = [:]
+            pendingSeen = [:]
             // Made only for pages that are open: a gateway nobody looks at keeps no document.
             if !clients.isEmpty, let frame = home() { broadcast(frame) }
         }
         var update: [String: JSONValue] = [:]
         if !pendingValues.isEmpty { update["values"] = .object(pendingValues) }
+        if !pendingSeen.isEmpty { update["seen"] = .object(pendingSeen) }
         if !pendingEvents.isEmpty { update["events"] = .array(pendingEvents) }
         if !newErrors.isEmpty { update["errors"] = .array(newErrors) }
         if connectionChanged { update["connected"] = .bool(isConnected) }
-        (pendingValues, pendingEvents, connectionChanged) = ([:], [], false)
+        (pendingValues, pendingSeen, pendingEvents, connectionChanged) = ([:], [:], [], false)
         if !update.isEmpty {
             update["type"] = "update"
             broadcast(JSONValue.object(update).encoded())
@@ -147,7 +185,8 @@ actor LiveHub {
 
     /// A new page: its frames, the home first (when the gateway has described it) and the
     /// events and errors so far.
-    func join() -> (id: Int, outlet: Outlet) {
+    func join() async -> (id: Int, outlet: Outlet) {
+        await readSeen()
         let outlet = Outlet(limit: pageQueue)
         let id = nextClient
         nextClient += 1
@@ -170,11 +209,17 @@ actor LiveHub {
 
     var clientCount: Int { clients.count }
 
+    /// The home document with last seen as the gateway has it now (for `/api/home`).
+    func currentHome() async -> String? {
+        await readSeen()
+        return home()
+    }
+
     /// The home document as text; nil until the gateway described it.
     func home() -> String? {
         if let homeFrame { return homeFrame }
         guard let tree else { return nil }
-        let frame = HomeDocument.make(.init(tree: tree, values: values, connected: isConnected)).encoded()
+        let frame = HomeDocument.make(.init(tree: tree, values: values, seen: seen, connected: isConnected)).encoded()
         homeFrame = frame
         return frame
     }

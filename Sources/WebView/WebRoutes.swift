@@ -52,7 +52,7 @@ struct WebRoutes: Sendable {
         }
         router.get("/api/home") { request, _ in
             try await access.check(request)
-            guard let home = await hub.home() else {
+            guard let home = await hub.currentHome() else {
                 throw WebError(
                     status: .serviceUnavailable, code: .unreachable, message: "the gateway has not loaded the home yet")
             }

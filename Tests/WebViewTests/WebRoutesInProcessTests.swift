@@ -119,6 +119,66 @@ final class WebRoutesInProcessTests: XCTestCase {
 
     /// Without a token the web view refuses a page of another site (any page the user visits
     /// could otherwise reach 127.0.0.1); the same request from its own page is served.
+    /// Issue 44: each accessory's last seen in the home document, as its `$last-seen` says it;
+    /// later after the gateway hears from it, kept while it is unreachable, and its reconnect
+    /// counted when it is back.
+    func testTheHomeDocumentHasEachAccessorysLastSeen() async throws {
+        let light = Self.light
+        let garageTopic = "home/garage/garage-door-opener"
+        try await WebRig.run { web in
+            func garage() async throws -> (object: JSONValue, at: Double, reconnects: Int?) {
+                let home = try await web.get("/api/home")
+                XCTAssertEqual(home.status, 200, home.body)
+                let accessories = try XCTUnwrap(home.json?["accessories"]?.arrayValue)
+                // Every accessory was heard from when it was described.
+                XCTAssertEqual(accessories.filter { $0["seen"] == nil }.map { $0["topic"] }, [])
+                let object = try XCTUnwrap(accessories.first { $0["topic"] == .string(garageTopic) })
+                let at = try XCTUnwrap(object["seen"]?["at"]?.doubleValue, "\(object)")
+                return (object, at, object["seen"]?["reconnects"]?.intValue)
+            }
+            let first = try await garage()
+            XCTAssertEqual(first.reconnects, 0)
+            // Not before the retained `$last-seen` published at start (the page reads the gateway's
+            // table, which only moves on; MQTT gets it at most once per `last-seen-interval`).
+            let retained = try XCTUnwrap(
+                web.broker.retainedText(under: garageTopic + "/$last-seen")[garageTopic + "/$last-seen"])
+            let document = try JSONValue(parsing: Array(retained.utf8))
+            let published = try XCTUnwrap(
+                document["last-seen"]?.stringValue.flatMap {
+                    try? Date($0, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+                })
+            XCTAssertGreaterThanOrEqual(first.at, (published.timeIntervalSince1970 * 1000).rounded(.down))
+            XCTAssertEqual(document["reconnects"], 0)
+
+            web.seen.clear()
+            try await web.publish(light + "/brightness/set", "37")
+            try await web.seen.waitFor("brightness 37 on MQTT") {
+                $0.topic == light + "/brightness/state" && $0.string == "37"
+            }
+            let afterWrite = try await garage()
+            XCTAssertGreaterThan(afterWrite.at, first.at, "the write is hearing from it")
+
+            let id = try XCTUnwrap(first.object["id"]?.stringValue)
+            let markedFalse = await web.home.setReachable(id, false)
+            XCTAssertTrue(markedFalse, "\(id) is in the simulated home")
+            try await web.seen.waitFor("garage offline") {
+                $0.topic == garageTopic + "/$availability" && $0.string == "offline"
+            }
+            let away = try await garage()
+            XCTAssertEqual(away.object["reachable"], false)
+            XCTAssertEqual(away.at, afterWrite.at, "an unreachable accessory keeps its last seen")
+            let markedTrue = await web.home.setReachable(id, true)
+            XCTAssertTrue(markedTrue, "\(id) is in the simulated home")
+            try await web.seen.waitFor("garage online") {
+                $0.topic == garageTopic + "/$availability" && $0.string == "online"
+            }
+            let back = try await garage()
+            XCTAssertEqual(back.object["reachable"], true)
+            XCTAssertEqual(back.reconnects, 1)
+            XCTAssertGreaterThan(back.at, away.at)
+        }
+    }
+
     func testAnotherSitesPageIsRefused() async throws {
         try await WebRig.run { web in
             let body = #"{"topic": "\#(Self.light)/$toggle", "payload": ""}"#

@@ -59,6 +59,31 @@ final class WebSocketInProcessTests: XCTestCase {
         }
     }
 
+    /// Issue 44, live: the first home has each accessory's last seen; after a write the gateway
+    /// heard from the accessory, an update carries its later last seen (the hub reads it every
+    /// second while a page is open).
+    func testLastSeenComesWithTheHomeAndMovesOnLive() async throws {
+        let light = light
+        try await WebRig.run { web in
+            try await web.page { page in
+                let home = try await page.frames.waitFor("the first home") { $0["type"] == "home" }
+                let garage = try XCTUnwrap(
+                    home["accessories"]?.arrayValue?.first { $0["topic"] == "home/garage/garage-door-opener" })
+                let id = try XCTUnwrap(garage["id"]?.stringValue)
+                let before = try XCTUnwrap(garage["seen"]?["at"]?.doubleValue, "\(garage)")
+                XCTAssertEqual(garage["seen"]?["reconnects"], 0)
+
+                try await web.publish(light + "/brightness/set", "38")
+                let update = try await page.frames.waitFor("a later last seen of the garage") { frame in
+                    frame["type"] == "update" && (frame["seen"]?[id]?["at"]?.doubleValue ?? 0) > before
+                }
+                XCTAssertEqual(update["seen"]?[id]?["reconnects"], 0)
+                // The write itself reached the page too.
+                try await page.update(of: light + "/brightness") { $0 == 38 }
+            }
+        }
+    }
+
     /// Every kind of bad input is answered with its code; the socket stays open and the gateway
     /// goes on answering.
     func testBadInputIsAnsweredNeverFatal() async throws {
