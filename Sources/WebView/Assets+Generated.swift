@@ -5,7 +5,7 @@
 extension WebAssets {
     static let generated: [String: Asset] = [
         "accessory.js": Asset(
-            etag: "\"3542536fe8f2dab8\"",
+            etag: "\"2894e6752ac06430\"",
             text: #"""
 // An accessory: every in-scope service and characteristic with its live value, unit and
 // permissions, a control fit for its metadata, each write's answer, and the MQTT topics.
@@ -25,7 +25,7 @@ App.pages.accessory = {
       '<div class="accessory-head"><div>',
       '<h1>', App.esc(acc.name), acc.reachable ? '' : ' <span class="badge unreachable">Unreachable</span>', '</h1>',
       '<p class="muted">', App.esc(acc.manufacturer), ' · ', App.esc(acc.model), ' · ', App.esc(Format.words(acc.category)),
-      '</p></div>',
+      '</p>', App.seenTag(acc), '</div>',
       '<div class="row"><button data-identify>Identify</button><span class="answer" data-identify-answer hidden></span></div>',
       '</div>',
       '<details class="topics"><summary>Accessory topics</summary>', this.topicList([
@@ -192,7 +192,7 @@ App.pages.accessory = {
 
 """#),
         "app.css": Asset(
-            etag: "\"3907f8a386cd2e36\"",
+            etag: "\"7cadeebca924b08f\"",
             text: #"""
 /* The web view's one style sheet: light, or dark when the system is. No fonts or images from
    elsewhere: the page works on a network with no internet. */
@@ -262,6 +262,7 @@ textarea { width: 100%; font: 13px/1.4 ui-monospace, Menlo, Consolas, monospace;
 .tile.has-toggle h3, .tile.has-toggle .category { padding-right: 44px; }
 .tile .category { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 .tile .maker { font-size: 12px; color: var(--muted); }
+.seen { font-size: 11px; color: var(--muted); }
 .tile .value { margin-top: auto; font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .tile.unreachable { opacity: .6; }
 .tile .badge { position: absolute; left: 14px; bottom: 44px; }
@@ -366,7 +367,7 @@ table.homes .actions button { margin-right: 6px; }
 
 """#),
         "app.js": Asset(
-            etag: "\"71afd7c7cd2cd7a2\"",
+            etag: "\"80b6dccaff79d3de\"",
             text: #"""
 // The page's core: the live feed over the WebSocket (reconnecting by itself), the home as the
 // gateway last described it, requests and their answers, and the hash routes to the pages.
@@ -473,6 +474,7 @@ App.receive = function (frame) {
       break;
     case 'update':
       if (frame.values) App.applyValues(frame.values);
+      if (frame.seen) App.applySeen(frame.seen);
       if (frame.events) { App.remember(App.events, frame.events); App.notify('events', frame.events); }
       if (frame.errors) { App.remember(App.errors, frame.errors); App.notify('errors', frame.errors); }
       if (frame.connected !== undefined) { App.connected = frame.connected; App.setLink(); }
@@ -527,6 +529,33 @@ App.applyValues = function (values) {
   }
 };
 
+/** When the gateway last heard from accessories (`{id: {at, reconnects}}`): kept, and shown where the page shows it. */
+App.applySeen = function (seen) {
+  for (const id in seen) {
+    const acc = App.accessories.get(id);
+    if (acc) acc.seen = seen[id];
+  }
+  App.showSeen();
+};
+
+/** An accessory's last seen, as an element `App.showSeen` keeps up to date; empty before it was heard from. */
+App.seenTag = function (acc) {
+  return '<span class="seen muted" data-seen="' + App.esc(acc.id) + '" hidden></span>';
+};
+
+/** Writes every last seen on the page: after an update, and every few seconds ("5 s ago" moves on by itself). */
+App.showSeen = function () {
+  for (const element of document.querySelectorAll('[data-seen]')) {
+    const acc = App.accessories.get(element.dataset.seen);
+    if (!acc || !acc.seen) { element.hidden = true; continue; }
+    const shown = Format.seen(acc.seen);
+    element.textContent = shown.text;
+    element.title = shown.title;
+    element.hidden = false;
+  }
+};
+setInterval(() => App.showSeen(), 5000);
+
 /** Calls `listener(value)` whenever the characteristic at `topic` changes, while this page shows. */
 App.bind = function (topic, listener) {
   let list = App.bindings.get(topic);
@@ -573,6 +602,7 @@ App.route = function () {
   old.replaceWith(main);
   if (!App.home) { main.innerHTML = '<p class="muted loading">Waiting for the gateway to describe the home…</p>'; return; }
   App.pages[page].render(main, rest.map(decodeURIComponent));
+  App.showSeen();
 };
 
 App.askToken = function (refused) {
@@ -699,7 +729,7 @@ App.on('errors', (entries) => {
 
 """#),
         "format.js": Asset(
-            etag: "\"ca8b6c99bae901d9\"",
+            etag: "\"6d069b2a498838b4\"",
             text: #"""
 // Values as a person reads them: named valid values, units, on/off; and names made readable.
 'use strict';
@@ -763,6 +793,23 @@ Format.duration = function (seconds) {
   const h = Math.floor((s % 86400) / 3600);
   const m = Math.floor((s % 3600) / 60);
   return (d ? d + ' d ' : '') + (d || h ? h + ' h ' : '') + m + ' min ' + (s % 60) + ' s';
+};
+
+/** How long ago `ms` was, roughly: `5 s`, `3 min`, `2 h`, `4 d` (never negative: clocks may differ a little). */
+Format.ago = function (ms) {
+  const s = Math.max(0, Math.floor((Date.now() - ms) / 1000));
+  if (s < 60) return s + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' min';
+  if (s < 86400) return Math.floor(s / 3600) + ' h';
+  return Math.floor(s / 86400) + ' d';
+};
+
+/** An accessory's last seen (`{at, reconnects}`, from the gateway) as its text and its exact time. */
+Format.seen = function (seen) {
+  const text = 'last seen ' + Format.ago(seen.at) + ' ago' +
+    (seen.reconnects > 0 ? ' · ' + seen.reconnects + (seen.reconnects === 1 ? ' reconnect' : ' reconnects') : '');
+  const date = new Date(seen.at);
+  return {text, title: date.toLocaleString(undefined, {hour12: false}) + ' (' + date.toISOString() + ')'};
 };
 
 """#),
@@ -844,7 +891,7 @@ App.pages.gateway = {
 
 """#),
         "home.js": Asset(
-            etag: "\"c034deae5b82c975\"",
+            etag: "\"b8a07dc6f7fe6e6c\"",
             text: #"""
 // The home: every accessory as a tile (name, manufacturer, reachable or not, its main value and
 // a toggle), grouped by room or by category as the person chooses.
@@ -918,7 +965,7 @@ App.pages.home = {
       '<a class="tile-main" href="#/accessory/', encodeURIComponent(acc.id), '">',
       '<span class="category">', App.esc(Format.words(acc.category)), '</span>',
       '<h3>', App.esc(acc.name), '</h3>',
-      '<span class="maker">', App.esc(acc.manufacturer), '</span>',
+      '<span class="maker">', App.esc(acc.manufacturer), '</span>', App.seenTag(acc),
     ];
     if (tileChar) {
       parts.push('<span class="value" data-value="', App.esc(tileChar.topic), '">',

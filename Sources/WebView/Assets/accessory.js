@@ -16,7 +16,7 @@ App.pages.accessory = {
       '<div class="accessory-head"><div>',
       '<h1>', App.esc(acc.name), acc.reachable ? '' : ' <span class="badge unreachable">Unreachable</span>', '</h1>',
       '<p class="muted">', App.esc(acc.manufacturer), ' · ', App.esc(acc.model), ' · ', App.esc(Format.words(acc.category)),
-      '</p></div>',
+      '</p>', App.seenTag(acc), '</div>',
       '<div class="row"><button data-identify>Identify</button><span class="answer" data-identify-answer hidden></span></div>',
       '</div>',
       '<details class="topics"><summary>Accessory topics</summary>', this.topicList([

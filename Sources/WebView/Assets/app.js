@@ -103,6 +103,7 @@ App.receive = function (frame) {
       break;
     case 'update':
       if (frame.values) App.applyValues(frame.values);
+      if (frame.seen) App.applySeen(frame.seen);
       if (frame.events) { App.remember(App.events, frame.events); App.notify('events', frame.events); }
       if (frame.errors) { App.remember(App.errors, frame.errors); App.notify('errors', frame.errors); }
       if (frame.connected !== undefined) { App.connected = frame.connected; App.setLink(); }
@@ -157,6 +158,33 @@ App.applyValues = function (values) {
   }
 };
 
+/** When the gateway last heard from accessories (`{id: {at, reconnects}}`): kept, and shown where the page shows it. */
+App.applySeen = function (seen) {
+  for (const id in seen) {
+    const acc = App.accessories.get(id);
+    if (acc) acc.seen = seen[id];
+  }
+  App.showSeen();
+};
+
+/** An accessory's last seen, as an element `App.showSeen` keeps up to date; empty before it was heard from. */
+App.seenTag = function (acc) {
+  return '<span class="seen muted" data-seen="' + App.esc(acc.id) + '" hidden></span>';
+};
+
+/** Writes every last seen on the page: after an update, and every few seconds ("5 s ago" moves on by itself). */
+App.showSeen = function () {
+  for (const element of document.querySelectorAll('[data-seen]')) {
+    const acc = App.accessories.get(element.dataset.seen);
+    if (!acc || !acc.seen) { element.hidden = true; continue; }
+    const shown = Format.seen(acc.seen);
+    element.textContent = shown.text;
+    element.title = shown.title;
+    element.hidden = false;
+  }
+};
+setInterval(() => App.showSeen(), 5000);
+
 /** Calls `listener(value)` whenever the characteristic at `topic` changes, while this page shows. */
 App.bind = function (topic, listener) {
   let list = App.bindings.get(topic);
@@ -203,6 +231,7 @@ App.route = function () {
   old.replaceWith(main);
   if (!App.home) { main.innerHTML = '<p class="muted loading">Waiting for the gateway to describe the home…</p>'; return; }
   App.pages[page].render(main, rest.map(decodeURIComponent));
+  App.showSeen();
 };
 
 App.askToken = function (refused) {

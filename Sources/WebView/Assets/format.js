@@ -61,3 +61,20 @@ Format.duration = function (seconds) {
   const m = Math.floor((s % 3600) / 60);
   return (d ? d + ' d ' : '') + (d || h ? h + ' h ' : '') + m + ' min ' + (s % 60) + ' s';
 };
+
+/** How long ago `ms` was, roughly: `5 s`, `3 min`, `2 h`, `4 d` (never negative: clocks may differ a little). */
+Format.ago = function (ms) {
+  const s = Math.max(0, Math.floor((Date.now() - ms) / 1000));
+  if (s < 60) return s + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' min';
+  if (s < 86400) return Math.floor(s / 3600) + ' h';
+  return Math.floor(s / 86400) + ' d';
+};
+
+/** An accessory's last seen (`{at, reconnects}`, from the gateway) as its text and its exact time. */
+Format.seen = function (seen) {
+  const text = 'last seen ' + Format.ago(seen.at) + ' ago' +
+    (seen.reconnects > 0 ? ' · ' + seen.reconnects + (seen.reconnects === 1 ? ' reconnect' : ' reconnects') : '');
+  const date = new Date(seen.at);
+  return {text, title: date.toLocaleString(undefined, {hour12: false}) + ' (' + date.toISOString() + ')'};
+};

@@ -70,7 +70,7 @@ App.pages.home = {
       '<a class="tile-main" href="#/accessory/', encodeURIComponent(acc.id), '">',
       '<span class="category">', App.esc(Format.words(acc.category)), '</span>',
       '<h3>', App.esc(acc.name), '</h3>',
-      '<span class="maker">', App.esc(acc.manufacturer), '</span>',
+      '<span class="maker">', App.esc(acc.manufacturer), '</span>', App.seenTag(acc),
     ];
     if (tileChar) {
       parts.push('<span class="value" data-value="', App.esc(tileChar.topic), '">',

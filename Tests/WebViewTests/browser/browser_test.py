@@ -26,6 +26,7 @@ Exit status 0 when every step passed; a step that fails says which and why.
 """
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -104,6 +105,12 @@ def main_test(args):
               f"{time.monotonic() - started:.3f} s", flush=True)
         wait(driver, "the live indicator", lambda d: css(d, "#link").get_attribute("data-state") == "live")
         assert "Kilgo Devices" in tile.text, tile.text
+        # Issue 44: the tile says when the gateway last heard from the accessory, the exact time on hover.
+        seen = wait(driver, "the garage's last seen", lambda d: css(d, f'article.tile[data-acc="{GARAGE}"] .seen'))
+        wait(driver, "last seen shown", lambda d: seen.is_displayed())
+        assert re.fullmatch(r"last seen \d+ (s|min) ago", seen.text), seen.text
+        assert re.search(r"\(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)$", seen.get_attribute("title")), \
+            seen.get_attribute("title")
         driver.save_screenshot(f"{args.artifacts}/web-home.png")
 
         step("toggle the garage light on the page; its state changes on MQTT")
@@ -111,6 +118,9 @@ def main_test(args):
         driver.get(args.url + "/#/accessory/" + GARAGE.replace(":", "%3A"))
         driver.execute_script("window.__noReload = 1")
         toggle = wait(driver, "the light's toggle", lambda d: css(d, f'button[data-toggle="{LIGHT}"]'))
+        seen = wait(driver, "the accessory's last seen", lambda d: css(d, f'.accessory-head [data-seen="{GARAGE}"]'))
+        wait(driver, "its last seen shown", lambda d: seen.text.startswith("last seen "))
+        seen_before = seen.get_attribute("title")
         states = Subscriber(args.broker_port, LIGHT + "/power-state/state")
         retained, before = states.next()
         assert retained, "the first state should be the retained one"
@@ -118,6 +128,9 @@ def main_test(args):
         retained, after = states.next(timeout=5)
         assert not retained and after != before, f"power-state went {before} → {after}"
         states.close()
+        # The gateway heard from the accessory: the page's last seen moves on by itself.
+        wait(driver, "a later last seen", lambda d: seen.get_attribute("title") != seen_before)
+        assert re.fullmatch(r"last seen \d+ s ago", seen.text), seen.text
         switch = css(driver, f'input[data-role="switch"][data-topic="{LIGHT}/power-state"]')
         wait(driver, "the page's switch to follow", lambda d: switch.is_selected() == (after == "true"))
 
