@@ -23,6 +23,11 @@ extension Gateway {
         GatewaySnapshot(of: publishedTree, isConnected: mqtt.connectionState.isConnected, value: currentValue)
     }
 
+    /// Every accessory heard from since it was described, by id (`LastSeen`); empty when
+    /// `last-seen-interval` is 0. A view reads it when it wants to (it changes with every value
+    /// heard: no observer is told each time).
+    public var lastSeenByAccessory: [String: AccessorySeen] { lastSeen.records }
+
     /// Tells every observer; the snapshot is made only when someone observes.
     func notifyObservers(_ change: @autoclosure () -> GatewayChange) {
         guard !observers.isEmpty else { return }

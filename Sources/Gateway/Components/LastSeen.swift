@@ -78,10 +78,3 @@ public struct AccessorySeen: Sendable, Equatable {
     public var date: Date
     public var reconnects: Int
 }
-
-extension Gateway {
-    /// Every accessory heard from since it was described, by id; empty when `last-seen-interval`
-    /// is 0. A view reads it when it wants to (it changes with every value heard: no observer
-    /// is told each time).
-    public var lastSeenByAccessory: [String: AccessorySeen] { lastSeen.records }
-}
