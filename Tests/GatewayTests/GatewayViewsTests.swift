@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HomeModel
 import MQTT
 import TestSupport
@@ -52,4 +53,63 @@ final class GatewayViewsTests: RigTestCase {
             }
         }
     }
+}
+
+/// Views that go away while the gateway tells the others of changes. Cancelling a view's task
+/// runs its stream's `onTermination` (which takes the observers' lock) while the task's status
+/// is locked; the gateway yielding under the observers' lock took the same two locks the other
+/// way round, and a `.ci/run` hung in that deadlock. Here 300 views come and go during 300 changes;
+/// a deadlock stops the process with its message rather than hanging the suite.
+final class GatewayViewsChurnTests: RigTestCase {
+    func testViewsThatComeAndGoDuringChangesNeverStopTheGateway() async throws {
+        let finished = DispatchSemaphore(value: 0)
+        let watchdog = Thread {
+            if finished.wait(timeout: .now() + 120) == .timedOut {
+                fatalError("GatewayViewsChurnTests: not done in 120 s: the gateway and a view deadlocked")
+            }
+        }
+        watchdog.start()
+        defer { finished.signal() }
+        let light = "home/garage/garage-door-opener/garage-light"
+        await onEveryRig { gw in
+            let gateway = gw.gateway
+            let churning = ManagedFlag()
+            await withTaskGroup(of: Void.self) { group in
+                // Changes all the time while views come and go: four writers.
+                for writer in 0..<4 {
+                    group.addTask {
+                        var round = writer
+                        while !churning.isDone {
+                            round += 1
+                            let answer = await gateway.request(
+                                topic: light + "/brightness/set", payload: Array("\(round % 100)".utf8))
+                            XCTAssertEqual(answer["status"], "ok", "\(answer)")
+                        }
+                    }
+                }
+                group.addTask {
+                    defer { churning.done() }
+                    for _ in 0..<300 {
+                        await withTaskGroup(of: Void.self) { view in
+                            // A view that has its snapshot and takes changes, cancelled mid-stream.
+                            view.addTask { for await _ in await gateway.observe() {} }
+                            view.addTask { try? await Task.sleep(for: .microseconds(Int.random(in: 50...2000))) }
+                            await view.next()
+                            view.cancelAll()
+                        }
+                    }
+                }
+            }
+            // Still serving: a view that comes now gets the home.
+            var changes = await gateway.observe().makeAsyncIterator()
+            guard case .snapshot? = await changes.next() else { return XCTFail("no snapshot") }
+        }
+    }
+}
+
+/// A flag one task sets and others read.
+private final class ManagedFlag: Sendable {
+    private let flag = Mutex(false)
+    var isDone: Bool { flag.withLock { $0 } }
+    func done() { flag.withLock { $0 = true } }
 }

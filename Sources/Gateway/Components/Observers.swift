@@ -49,31 +49,56 @@ extension GatewaySnapshot {
 
 /// The observers of a gateway, behind a lock of their own: a stream's `onTermination` (which
 /// may run on any thread) removes its entry at once, and the actor yields to all of them.
+///
+/// What holds: nothing is yielded or finished while the lock is held. Yielding resumes the
+/// observer's waiting task, which takes that task's status lock; cancelling the task holds the
+/// same status lock while it runs the stream's `onTermination`, which takes this lock. Yielding
+/// under this lock deadlocked the two (a `.ci/run` hung: the gateway's thread in `yield`, a
+/// bridge's cancelled view in `remove`). So the lock only guards the table, and `list` is the
+/// table's continuations as an array, taken with one retain per yield.
 final class Observers: Sendable {
-    private let table = Mutex<(next: Int, continuations: [Int: AsyncStream<GatewayChange>.Continuation])>((0, [:]))
+    private struct Table {
+        var next = 0
+        var continuations: [Int: AsyncStream<GatewayChange>.Continuation] = [:]
+        /// `continuations`' values, made again at each change of the table.
+        var list: [AsyncStream<GatewayChange>.Continuation] = []
 
-    var isEmpty: Bool { table.withLock { $0.continuations.isEmpty } }
+        mutating func changed() { list = Array(continuations.values) }
+    }
+
+    private let table = Mutex(Table())
+
+    var isEmpty: Bool { table.withLock { $0.list.isEmpty } }
 
     func add(_ continuation: AsyncStream<GatewayChange>.Continuation) -> Int {
         table.withLock { table in
             table.next += 1
             table.continuations[table.next] = continuation
+            table.changed()
             return table.next
         }
     }
 
-    func remove(_ key: Int) { _ = table.withLock { $0.continuations.removeValue(forKey: key) } }
+    func remove(_ key: Int) {
+        table.withLock { table in
+            if table.continuations.removeValue(forKey: key) != nil { table.changed() }
+        }
+    }
 
-    /// Yielding runs no `onTermination`, so it is done under the lock.
+    /// Yields outside the lock (see above). A stream that ended meanwhile takes nothing.
     func yield(_ change: GatewayChange) {
-        table.withLock { table in for continuation in table.continuations.values { continuation.yield(change) } }
+        let list = table.withLock { $0.list }
+        for continuation in list { continuation.yield(change) }
     }
 
     /// Finishing runs `onTermination`, which takes the lock: done outside it.
     func finish() {
         let all = table.withLock { table in
-            defer { table.continuations = [:] }
-            return Array(table.continuations.values)
+            defer {
+                table.continuations = [:]
+                table.list = []
+            }
+            return table.list
         }
         for continuation in all { continuation.finish() }
     }
