@@ -108,8 +108,7 @@ extension Gateway {
             documents: accessoryDocuments,
             earlierDocuments: ["$info", "$availability", LastSeen.level] + outputs.flatMap(\.earlierDocuments))
         ownership.snapshot = RetainedSnapshot(
-            marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), readsTree: loaded == nil,
-            topics: topics)
+            marker: marker, accessoryTopics: Set(tree.accessories.map(\.topic)), kept: loaded, topics: topics)
         do {
             try await mqtt.subscribe(snapshotFilters, ownMessages: true)
             // A persistent session still holds the request filters of the last run. Under MQTT 5
@@ -128,7 +127,7 @@ extension Gateway {
         }
         let snapshot =
             ownership.snapshot
-            ?? RetainedSnapshot(marker: marker, accessoryTopics: [], readsTree: false, topics: topics)
+            ?? RetainedSnapshot(marker: marker, accessoryTopics: [], kept: OwnedTopics(), topics: topics)
         ownership.snapshot = nil
         try Task.checkCancellation()
         try await mqtt.subscribe(requestFilters)
@@ -157,6 +156,9 @@ extension Gateway {
     /// (`RetainedSnapshot.take`).
     func takeForSnapshot(_ message: MQTTMessage) -> Bool {
         guard var snapshot = ownership.snapshot else { return false }
+        // Taken out while it changes, so that its topics are appended to in place, not copied
+        // at each message (a large home's look is thousands of them).
+        ownership.snapshot = nil
         defer { ownership.snapshot = snapshot }
         return snapshot.take(message, isCharacteristic: { tree.characteristic(topic: $0) != nil }) { message in
             let readers = outputs.filter { output in

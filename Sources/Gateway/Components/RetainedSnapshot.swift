@@ -11,17 +11,19 @@ struct RetainedSnapshot {
     var marker: [UInt8]
     /// The current tree's accessory topics, to tell its documents' topics at once.
     var accessoryTopics: Set<String>
-    /// Whether an earlier run's tree is read as the record: only when the state directory has
-    /// none (a large home's tree is tens of megabytes to parse).
-    var readsTree: Bool
+    /// The record the state directory kept (nil: none, and an earlier run's tree is read as the
+    /// record instead — only then, as a large home's tree is tens of megabytes to parse).
+    var kept: OwnedTopics?
     /// The gateway's topics and documents, as they are for this start.
     var topics: Topics
     var complete = false
     /// The topics a retained `$gateway/tree` (or its pages) says an earlier run published, and
     /// the outputs' topics elsewhere that they know as this gateway's (`isOwnEarlierTopic`).
     var fromTree = OwnedTopics()
-    /// Retained topics of other clients where this gateway is about to publish (a few kept to
-    /// name in the log; every one counted).
+    /// Retained topics where this gateway is about to publish that no kept record calls its own:
+    /// other clients' (a few kept to name in the log; every one counted). Without a kept record
+    /// an earlier run's topics are among them until its tree is read, so each one is kept for
+    /// `report` to tell: they are topics of the current tree, so no more than it has.
     var collisions: [String] = []
     var collisionCount = 0
     var retainedSeen = 0
@@ -72,12 +74,23 @@ struct RetainedSnapshot {
             }
             return true
         }
-        if willPublish(message.topic, isCharacteristic: isCharacteristic) {
+        guard willPublish(message.topic, isCharacteristic: isCharacteristic) else { return true }
+        // An earlier run's own topic is told here when the record was kept, not after the names
+        // are cut at a thousand: a home of more topics than that, restarted, counted those past
+        // the thousandth as another client's (issue 43, item 11).
+        guard let kept else {
             collisionCount += 1
-            if collisions.count < 1_000 { collisions.append(message.topic) }
+            collisions.append(message.topic)
+            return true
         }
+        if kept.contains(message.topic) { return true }
+        collisionCount += 1
+        if collisions.count < 1_000 { collisions.append(message.topic) }
         return true
     }
+
+    /// Whether an earlier run's tree is read as the record (the state directory kept none).
+    var readsTree: Bool { kept == nil }
 
     /// Whether the current tree puts a retained message on `topic`.
     private func willPublish(_ topic: String, isCharacteristic: (String) -> Bool) -> Bool {
