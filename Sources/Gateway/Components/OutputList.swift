@@ -69,9 +69,15 @@ extension Gateway {
         }
 
         /// What the look at the broker reads: the whole base, and where the outputs published
-        /// elsewhere (whose content tells this gateway's, `isOwnEarlierTopic`).
+        /// elsewhere (whose content tells this gateway's, `isOwnEarlierTopic`). At QoS 0: the
+        /// broker sends every retained message at once, and mosquitto keeps at most 20 QoS 1
+        /// messages in flight and 1,000 queued per client (`max_inflight_messages`,
+        /// `max_queued_messages`), dropping the rest — a home of more than a thousand topics lost
+        /// its `$gateway/tree`, and with it the record of a lost state directory, while the marker,
+        /// sent after, still came (issue 43, item 11). Nothing is lost at QoS 0 on a live
+        /// connection; one that drops loses the marker too, and the look says it read in part.
         func snapshotFilters(_ gateway: isolated Gateway) -> [(String, MQTTQoS)] {
-            (["\(gateway.baseTopic)/#"] + all.flatMap { $0.snapshotFilters(gateway) }).map { ($0, MQTTQoS.atLeastOnce) }
+            (["\(gateway.baseTopic)/#"] + all.flatMap { $0.snapshotFilters(gateway) }).map { ($0, MQTTQoS.atMostOnce) }
         }
     }
 }
