@@ -37,6 +37,14 @@ let package = Package(
             pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]
         ),
+        // HAP's session frames (HAPSessionCipher): libsodium's ChaCha20-Poly1305, in place in our
+        // buffers. swift-crypto's `ChaChaPoly` boxes each frame in `Data` and was most of a read's
+        // cost in the HomeKit bridge; it still does everything else (HKDF, Ed25519, X25519, SHA).
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
         // The HomeKit bridge's setup QR code: libqrencode's matrix, drawn as SVG and as terminal text.
         .target(name: "SetupQR", dependencies: ["CQREncode"]),
         .target(
@@ -78,7 +86,7 @@ let package = Package(
         .target(
             name: "HAP",
             dependencies: [
-                "HomeModel", "MDNS",
+                "HomeModel", "MDNS", "CSodium",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "BigInt", package: "BigInt"),
                 .product(name: "NIOCore", package: "swift-nio"),

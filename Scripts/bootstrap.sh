@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what HomeMQTT needs on a Debian machine, idempotently and without questions:
-# libmosquitto and libqrencode (build), mosquitto and its clients (tests, local broker), zbar-tools
+# libmosquitto, libsodium and libqrencode (build), mosquitto and its clients (tests, local broker), zbar-tools
 # (zbarimg reads the setup QR codes back in the tests), openssl (TLS tests),
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
 # tests run the gateway against), chromium and chromium-driver (the web view's browser test),
@@ -12,8 +12,8 @@
 # HomeKit controller; python-zeroconf, an independent mDNS browser of the bridge's announcement;
 # Jinja2, Home Assistant's template engine, for HomeAssistantTests).
 #
-# With --run: only what running the gateway needs (Scripts/run-simulated-home.sh): libmosquitto and
-# libqrencode to build it, and mosquitto and its clients for the local broker; none of the test tools.
+# With --run: only what running the gateway needs (Scripts/run-simulated-home.sh): libmosquitto,
+# libsodium and libqrencode to build it, and mosquitto and its clients for the local broker; none of the test tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +31,8 @@ install_missing() {
 need=()
 command -v pkg-config >/dev/null || need+=(pkg-config)
 pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
+# HAP's session frames (HAPSessionCipher, ChaCha20-Poly1305); the -dev package brings libsodium23.
+pkg-config --exists libsodium 2>/dev/null || need+=(libsodium-dev)
 # The HomeKit bridge's setup QR code (SetupQR); the -dev package brings the runtime libqrencode4.
 pkg-config --exists libqrencode 2>/dev/null || need+=(libqrencode-dev)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)

@@ -4,7 +4,7 @@
 #   dist/homemqtt-<version>-linux-<arch>.tar.gz  the static binary, for other distributions
 # The binary is a release build with the Swift runtime and Foundation linked statically
 # (--static-swift-stdlib) and stripped, so it needs only what Debian ships: `Depends` is what
-# dpkg-shlibdeps finds the binary links (libc6, libmosquitto1, libqrencode4, …), at the versions of
+# dpkg-shlibdeps finds the binary links (libc6, libmosquitto1, libsodium23, libqrencode4, …), at the versions of
 # the build machine: build on the oldest Debian the package is for (Debian 12 for 12 and 13). The
 # network is used only by Scripts/bootstrap.sh (Debian's packages, PyPI) and by SwiftPM to fetch the Swift
 # packages Package.swift names into its own build folder (.build-package).

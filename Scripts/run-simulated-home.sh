@@ -3,7 +3,7 @@
 # installing what is missing first and starting a local mosquitto if none answers there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Only what running needs (libmosquitto, libqrencode, mosquitto and its clients), none of the test tools.
+# Only what running needs (libmosquitto, libsodium, libqrencode, mosquitto and its clients), none of the test tools.
 Scripts/bootstrap.sh --run >/dev/null
 
 broker_pid=""

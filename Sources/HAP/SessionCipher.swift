@@ -1,19 +1,18 @@
-import Crypto
+import CSodium
 import Foundation
-import NIOCore
+public import NIOCore
 
 /// The encrypted framing after pair-verify: each frame is a 2-byte little-endian length
 /// (also the AAD), at most 1024 bytes of ChaCha20-Poly1305 ciphertext and a 16-byte tag, with a
 /// 64-bit nonce counter per direction.
 ///
 /// The connection seals and opens through the buffer-based methods, once per request each way:
-/// the keys are made once, a frame is sealed straight into the outgoing `ByteBuffer` and opened
-/// into the parser's bytes, and the only arrays are the ones swift-crypto itself returns.
+/// the keys are made once, a frame is sealed in place in the outgoing `ByteBuffer` and opened in
+/// place at the end of the parser's bytes, by libsodium: no allocation per frame.
 public struct HAPSessionCipher: Sendable {
     public static let maxFrameLength = 1024
-    /// ChaCha20-Poly1305's nonce and tag sizes (swift-crypto keeps its own constants internal).
-    static let nonceLength = 12
-    static let tagLength = 16
+    /// ChaCha20-Poly1305's tag.
+    static let tagLength = Int(crypto_aead_chacha20poly1305_ietf_ABYTES)
 
     let writeKey: SessionKey
     let readKey: SessionKey
@@ -26,15 +25,20 @@ public struct HAPSessionCipher: Sendable {
     public init(sharedSecret: [UInt8], isController: Bool = true) {
         let c2a = HAPCrypto.hkdfSHA512(key: sharedSecret, salt: "Control-Salt", info: "Control-Write-Encryption-Key")
         let a2c = HAPCrypto.hkdfSHA512(key: sharedSecret, salt: "Control-Salt", info: "Control-Read-Encryption-Key")
-        writeKey = SessionKey(SymmetricKey(data: isController ? c2a : a2c))
-        readKey = SessionKey(SymmetricKey(data: isController ? a2c : c2a))
+        writeKey = SessionKey(isController ? c2a : a2c)
+        readKey = SessionKey(isController ? a2c : c2a)
     }
 
     public mutating func encrypt(_ plaintext: [UInt8]) throws(HAPError) -> [UInt8] {
         var out = ByteBuffer()
+        try encrypt(plaintext, into: &out)
+        return Array(out.readableBytesView)
+    }
+
+    /// Seals `plaintext` as frames written to the end of `out` (a connection's outgoing buffer).
+    public mutating func encrypt(_ plaintext: [UInt8], into out: inout ByteBuffer) throws(HAPError) {
         // Array's closure rethrows untyped errors; a Result carries the typed one out.
         try plaintext.withUnsafeBytes { raw in Result { () throws(HAPError) in try encrypt(raw, into: &out) } }.get()
-        return Array(out.readableBytesView)
     }
 
     /// Feeds received bytes; returns the plaintext of every complete frame.
@@ -50,20 +54,21 @@ public struct HAPSessionCipher: Sendable {
         repeat {
             let n = min(Self.maxFrameLength, plaintext.count - offset)
             var aad = UInt16(n).littleEndian
-            let sealed: ChaChaPoly.SealedBox
-            do {
-                sealed = try withUnsafeBytes(of: &aad) { aadBytes in
-                    try ChaChaPoly.seal(
-                        UnsafeRawBufferPointer(rebasing: plaintext[offset..<offset + n]), using: writeKey.key,
-                        nonce: Self.nonce(writeCounter), authenticating: aadBytes)
-                }
-            } catch {
-                throw HAPError(code: .protocolError, message: "encryption failed: \(error)")
-            }
+            var nonce = Self.nonceBytes(writeCounter)
             out.writeInteger(UInt16(n), endianness: .little)
-            // `combined` is nonce, ciphertext, tag: the frame is all but the nonce.
-            sealed.combined.withUnsafeBytes {
-                out.writeBytes(UnsafeRawBufferPointer(rebasing: $0[Self.nonceLength...]))
+            // The frame after its length: ciphertext, then tag, sealed where it will be sent.
+            let sealed = out.writeWithUnsafeMutableBytes(minimumWritableBytes: n + Self.tagLength) { frame in
+                let result = writeKey.withBytes { key in
+                    crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+                        frame.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        frame.baseAddress!.assumingMemoryBound(to: UInt8.self) + n, nil,
+                        plaintext.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) + offset }, UInt64(n),
+                        Self.bytes(&aad), 2, nil, Self.bytes(&nonce), key)
+                }
+                return result == 0 ? n + Self.tagLength : 0
+            }
+            guard sealed == n + Self.tagLength else {
+                throw HAPError(code: .protocolError, message: "encryption failed")
             }
             writeCounter += 1
             offset += n
@@ -98,29 +103,32 @@ public struct HAPSessionCipher: Sendable {
         }
     }
 
-    /// Opens the frame whose length prefix is at `start` of `inbound`.
+    /// Opens the frame whose length prefix is at `start` of `inbound`, appending its plaintext to
+    /// `plain`; `plain` is as it was when the frame fails.
     private func open(frameAt start: Int, length: Int, appendingTo plain: inout [UInt8]) throws(HAPError) {
-        // swift-crypto opens a sealed box made of nonce, ciphertext and tag in one `Data`; building
-        // it whole (rather than from the three parts) is one copy and no generic slow path.
-        var combined = Data(count: Self.nonceLength + length + Self.tagLength)
         let counter = readCounter
-        combined.withUnsafeMutableBytes { dst in
-            withUnsafeBytes(of: Self.nonceBytes(counter)) { dst.copyMemory(from: $0) }
-            inbound.withUnsafeBytes { src in
-                let frame = UnsafeRawBufferPointer(rebasing: src[start + 2..<start + 2 + length + Self.tagLength])
-                UnsafeMutableRawBufferPointer(rebasing: dst[Self.nonceLength...]).copyMemory(from: frame)
+        var aad = UInt16(length).littleEndian
+        var nonce = Self.nonceBytes(counter)
+        let before = plain.count
+        plain.append(contentsOf: repeatElement(0, count: length))
+        let result = plain.withUnsafeMutableBufferPointer { out in
+            inbound.withUnsafeBufferPointer { src in
+                readKey.withBytes { key in
+                    crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                        out.baseAddress! + before, nil, src.baseAddress! + start + 2, UInt64(length),
+                        src.baseAddress! + start + 2 + length, Self.bytes(&aad), 2, Self.bytes(&nonce), key)
+                }
             }
         }
-        var aad = UInt16(length).littleEndian
-        do {
-            let opened = try withUnsafeBytes(of: &aad) { aadBytes in
-                try ChaChaPoly.open(
-                    ChaChaPoly.SealedBox(combined: combined), using: readKey.key, authenticating: aadBytes)
-            }
-            opened.withUnsafeBytes { plain.append(contentsOf: $0) }
-        } catch {
+        guard result == 0 else {
+            plain.removeLast(length)
             throw .badFrame("frame \(counter) from the accessory failed authentication")
         }
+    }
+
+    /// A trivial value's bytes for a C call (the value is a local, alive for the call).
+    static func bytes<T>(_ value: inout T) -> UnsafePointer<UInt8> {
+        withUnsafeMutableBytes(of: &value) { UnsafePointer($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
     }
 
     /// HAP's nonce for frame `counter`: four zero bytes, then the counter little-endian (12
@@ -129,15 +137,33 @@ public struct HAPSessionCipher: Sendable {
         (0, UInt32(truncatingIfNeeded: counter).littleEndian, UInt32(truncatingIfNeeded: counter >> 32).littleEndian)
     }
 
-    static func nonce(_ counter: UInt64) throws -> ChaChaPoly.Nonce {
-        try withUnsafeBytes(of: nonceBytes(counter)) { try ChaChaPoly.Nonce(data: $0) }
+}
+
+/// A session key, made once per connection and direction: 32 bytes of its own, wiped when the
+/// session ends. Immutable after `init`, so it can be shared (`Sendable`).
+final class SessionKey: @unchecked Sendable {
+    private let storage: UnsafeMutableRawBufferPointer
+
+    init(_ bytes: [UInt8]) {
+        precondition(bytes.count == Int(crypto_aead_chacha20poly1305_ietf_KEYBYTES), "a session key is 32 bytes")
+        Sodium.ready()
+        storage = .allocate(byteCount: bytes.count, alignment: 16)
+        storage.copyBytes(from: bytes)
+    }
+
+    deinit {
+        sodium_memzero(storage.baseAddress, storage.count)
+        storage.deallocate()
+    }
+
+    func withBytes<R>(_ body: (UnsafePointer<UInt8>) -> R) -> R {
+        body(UnsafePointer(storage.baseAddress!.assumingMemoryBound(to: UInt8.self)))
     }
 }
 
-/// A session key made once per connection and direction. swift-crypto's `SymmetricKey` is an
-/// immutable value (its bytes are never changed after `init`) that this version does not mark
-/// `Sendable`; the cipher, which is, holds it through this.
-struct SessionKey: @unchecked Sendable {
-    let key: SymmetricKey
-    init(_ key: SymmetricKey) { self.key = key }
+/// libsodium picks its fastest implementations for this CPU in `sodium_init`, once per process
+/// (it may be called again; it is safe from any thread).
+enum Sodium {
+    private static let initialised: Bool = sodium_init() >= 0
+    static func ready() { precondition(initialised, "libsodium could not be initialised") }
 }

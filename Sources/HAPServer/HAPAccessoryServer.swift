@@ -117,7 +117,7 @@ public final class HAPAccessoryServer: Service, Sendable {
     }
 
     public func run() async throws {
-        let listeners: [NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>]
+        let listeners: [NIOAsyncChannel<AcceptedConnection, Never>]
         do {
             try await databaseChanged()
             listeners = try await bind()
@@ -141,10 +141,8 @@ public final class HAPAccessoryServer: Service, Sendable {
         }
     }
 
-    private func bind() async throws(HAPServerError) -> [NIOAsyncChannel<
-        NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never
-    >] {
-        var listeners: [NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>] = []
+    private func bind() async throws(HAPServerError) -> [NIOAsyncChannel<AcceptedConnection, Never>] {
+        var listeners: [NIOAsyncChannel<AcceptedConnection, Never>] = []
         var port = configuration.port
         for (n, address) in configuration.bindAddresses.enumerated() {
             do {
@@ -161,36 +159,35 @@ public final class HAPAccessoryServer: Service, Sendable {
         return listeners
     }
 
-    private func listen(on address: String, port: Int) async throws -> NIOAsyncChannel<
-        NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never
-    > {
+    private func listen(on address: String, port: Int) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            // Each connection asks for its next read when it has handled the last (`ConnectionInputHandler`).
+            .childChannelOption(.autoRead, value: false)
         if address.contains(":") {
             bootstrap = bootstrap.serverChannelOption(
                 ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
         }
         return try await bootstrap.bind(host: address, port: port) { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-            }
+            channel.eventLoop.makeCompletedFuture { try AcceptedConnection.make(channel) }
         }
     }
 
     /// Accepts connections until the listener closes; each is served by a child task.
-    private func accept(_ listener: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>) async {
+    private func accept(_ listener: NIOAsyncChannel<AcceptedConnection, Never>) async {
         let context = context
         try? await listener.executeThenClose { inbound in
             await withDiscardingTaskGroup { group in
                 do {
-                    for try await channel in inbound {
+                    for try await accepted in inbound {
                         let id = nextConnection.wrappingAdd(1, ordering: .relaxed).newValue
-                        let peer = channel.channel.remoteAddress?.description ?? "?"
-                        group.addTask {
-                            await HAPServerConnection(id: id, context: context, peer: peer).run(channel)
+                        let peer = accepted.channel.remoteAddress?.description ?? "?"
+                        // On the channel's own loop: see `EventLoopTaskExecutor`.
+                        group.addTask(executorPreference: EventLoopTaskExecutor(accepted.channel.eventLoop)) {
+                            await HAPServerConnection(id: id, context: context, peer: peer).run(accepted)
                         }
                     }
                 } catch {

@@ -62,11 +62,12 @@ final class HAPServerConnection {
 
     /// Serves the channel until the peer leaves, breaks the protocol, misses pair-verify's
     /// deadline, or the server closes the session.
-    func run(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
-        let (inputs, input) = AsyncStream.makeStream(of: ConnectionInput.self)
+    func run(_ accepted: AcceptedConnection) async {
+        let (channel, input) = (accepted.channel, accepted.input)
         guard context.registry.register(id, input: input) else {
             logger.info("refusing a connection: \(context.registry.limit) are open already")
-            try? await channel.executeThenClose { _, _ in }
+            input.finish()
+            try? await channel.close()
             return
         }
         defer {
@@ -75,36 +76,30 @@ final class HAPServerConnection {
             input.finish()
         }
         let (verifyTimeout, verifyDeadline) = (context.verifyTimeout, context.verifyDeadline)
-        try? await channel.executeThenClose { inbound, outbound in
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        for try await buffer in inbound { input.yield(.bytes(buffer)) }
-                    } catch {}
-                    input.yield(.peerClosed)
-                }
-                group.addTask {
-                    // A connection that never finishes pair-verify holds a slot and possibly the
-                    // pair-setup: it gets this long.
-                    guard (try? await verifyDeadline(verifyTimeout)) != nil else { return }
-                    input.yield(.verifyDeadline)
-                }
-                await serve(inputs, outbound)
-                // Before the channel closes: a controller that sees the close may try again at once.
-                setup.abandon(context.state)
-                context.registry.unregister(id)
-                group.cancelAll()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // A connection that never finishes pair-verify holds a slot and possibly the
+                // pair-setup: it gets this long.
+                guard (try? await verifyDeadline(verifyTimeout)) != nil else { return }
+                input.yield(.verifyDeadline)
             }
+            await serve(accepted.inputs, channel)
+            // Before the channel closes: a controller that sees the close may try again at once.
+            setup.abandon(context.state)
+            context.registry.unregister(id)
+            group.cancelAll()
         }
+        try? await channel.close()
     }
 
-    private func serve(_ inputs: AsyncStream<ConnectionInput>, _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>)
-        async
-    {
+    private func serve(_ inputs: AsyncStream<ConnectionInput>, _ channel: any Channel) async {
+        channel.read()
         for await item in inputs {
             switch item {
             case .bytes(let buffer):
-                guard await receive(Array(buffer.readableBytesView), outbound) else { return }
+                guard await receive(Array(buffer.readableBytesView), channel) else { return }
+                // Handled: the socket may be read again (`ConnectionInputHandler`).
+                channel.read()
             case .peerClosed:
                 logger.debug("the controller closed the connection")
                 return
@@ -117,7 +112,7 @@ final class HAPServerConnection {
                 guard cipher != nil else { continue }
                 let wanted = events.filter { context.registry.isSubscribed(id, to: $0.id) }
                 guard !wanted.isEmpty else { continue }
-                guard await send(Self.event(wanted), outbound, event: true) else { return }
+                guard await send(Self.event(wanted), channel, event: true) else { return }
             case .close(let reason):
                 logger.info("closing the session: \(reason)")
                 return
@@ -136,7 +131,7 @@ final class HAPServerConnection {
     }
 
     /// Takes bytes from the socket; false when the connection must close.
-    func receive(_ bytes: [UInt8], _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async -> Bool {
+    func receive(_ bytes: [UInt8], _ channel: any Channel) async -> Bool {
         guard feed(bytes) else { return false }
         while true {
             let request: HAPRequest?
@@ -144,12 +139,12 @@ final class HAPServerConnection {
                 request = try parser.next()
             } catch {
                 logger.info("closing the connection: invalid HTTP (\(error.message))")
-                _ = await send(.status(400, .invalidValue), outbound)
+                _ = await send(.status(400, .invalidValue), channel)
                 return false
             }
             guard let request else { return true }
             let (response, after) = await route(request)
-            guard await send(response, outbound) else { return false }
+            guard await send(response, channel) else { return false }
             switch after {
             case .none: continue
             case .close: return false
@@ -179,17 +174,28 @@ final class HAPServerConnection {
     }
 
     /// Writes a response or event, sealed in a session; false if the socket is gone.
-    func send(_ response: HAPResponse, _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, event: Bool = false)
-        async -> Bool
-    {
-        var bytes = response.encoded(event: event)
+    ///
+    /// Written without waiting while the channel takes more; when it does not (a controller that
+    /// stopped reading while events pile up), waits until this write is out, so what is queued for
+    /// a slow reader stays bounded.
+    func send(_ response: HAPResponse, _ channel: any Channel, event: Bool = false) async -> Bool {
+        let bytes = response.encoded(event: event)
+        guard channel.isActive else { return false }
+        var buffer: ByteBuffer
         if var session = cipher {
-            guard let sealed = try? session.encrypt(bytes) else { return false }
+            // Sealed straight into the buffer that is written: 18 bytes of framing per 1024.
+            buffer = channel.allocator.buffer(capacity: bytes.count + (bytes.count / 1024 + 1) * 18)
+            guard (try? session.encrypt(bytes, into: &buffer)) != nil else { return false }
             cipher = session
-            bytes = sealed
+        } else {
+            buffer = channel.allocator.buffer(bytes: bytes)
+        }
+        guard !channel.isWritable else {
+            channel.writeAndFlush(buffer, promise: nil)
+            return true
         }
         do {
-            try await outbound.write(ByteBuffer(bytes: bytes))
+            try await channel.writeAndFlush(buffer).get()
             return true
         } catch {
             return false
