@@ -4,6 +4,7 @@ public import Gateway
 public import HomeModel
 public import Logging
 public import MQTT
+public import Metrics
 public import ServiceLifecycle
 
 // The running parts, made in one place for `homemqtt run`, the bench and the tests: the gateway's
@@ -43,6 +44,10 @@ extension HomeMQTTApp {
         public var outputs: (@Sendable (GatewayConfig) -> [any GatewayOutput])?
         /// What the gateway's timers read: the continuous clock, or a test's manual one.
         public var clock: GatewayClock
+        /// Where the gateway's counters go: the process's `MetricsSystem` factory when nil (what
+        /// `/metrics` exports), or a test's own exporter (`WebMetrics.separate()`), which then
+        /// counts this gateway alone.
+        public var metrics: (any MetricsFactory)? = nil
 
         public init(
             pairings: [any PairingManager] = [],
@@ -112,7 +117,8 @@ extension HomeMQTTApp {
             config: config, source: source, database: database,
             mqtt: options.transport(config.mqtt, logger), scopeStore: ScopeStore(directory: state),
             pairings: options.pairings, operations: options.operations, publicationBacklog: options.publicationBacklog,
-            ownedTopics: OwnedTopicsStore(config: config), outputs: outputs, clock: options.clock, logger: logger)
+            ownedTopics: OwnedTopicsStore(config: config), outputs: outputs, clock: options.clock,
+            metrics: options.metrics, logger: logger)
         let home = HomeContext(
             gateway: gateway, database: database, config: config, logger: logger, webListening: options.webListening)
         return (gateway, gateway.services + features.flatMap { $0.services(in: home) })

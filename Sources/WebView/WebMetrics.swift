@@ -1,4 +1,4 @@
-import Metrics
+public import Metrics
 public import Prometheus
 
 /// `/metrics`: every swift-metrics counter and timer of the process (the gateway's
@@ -18,9 +18,17 @@ public final class WebMetrics: Sendable {
     /// The process's one exporter. swift-metrics takes one factory per process, and the
     /// gateway makes its metric handles from it when it is created: touch this before making
     /// the gateway (`homemqtt run` does when `web.enabled`).
-    public static let shared = WebMetrics()
+    public static let shared = WebMetrics(bootstrap: true)
 
-    private init() {
+    /// An exporter of its own, not the process's: give `factory` to one gateway
+    /// (`HomeMQTTApp.Options.metrics`) and this web view's `/metrics` counts that gateway alone,
+    /// whatever else runs in the process (the in-process tests).
+    public static func separate() -> WebMetrics { WebMetrics(bootstrap: false) }
+
+    /// What makes the counters this exporter exports.
+    public let factory: PrometheusMetricsFactory
+
+    private init(bootstrap: Bool) {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -31,7 +39,8 @@ public final class WebMetrics: Sendable {
             .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
             .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
         ]
-        MetricsSystem.bootstrap(factory)
+        self.factory = factory
+        if bootstrap { MetricsSystem.bootstrap(factory) }
         func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
             registry.makeGauge(
                 descriptor: MetricNameDescriptor(namespace: "homemqtt", metricName: name, unitName: "", helpText: help))

@@ -48,8 +48,9 @@ struct WebRig: Sendable {
         _ body: @Sendable (WebRig) async throws -> Void
     ) async throws {
         TestCensus.record(.memory)
-        // The exporter before the gateway, as `homemqtt run` makes it with `web.enabled`.
-        _ = WebMetrics.shared
+        // This gateway's own exporter: `/metrics` counts it alone, not the other tests' gateways
+        // in this process (HealthMetricsAgreementTests compares its counts with the gateway's).
+        let metrics = WebMetrics.separate()
         let state = try TemporaryDirectory(prefix: "homemqtt-web-inprocess")
         let home = try SimulatedHome.load(
             directory: repositoryRoot.appendingPathComponent("Config/accessories"), clock: .manual)
@@ -72,6 +73,7 @@ struct WebRig: Sendable {
         var options = HomeMQTTApp.Options()
         options.transport = { _, _ in transport }
         options.clock = clock
+        options.metrics = metrics.factory
         // The web section stays off in the config: the test serves the web view itself.
         let parts = try HomeMQTTApp.build(
             config: config, source: home, database: HomeDatabase(directory: URL(fileURLWithPath: state.path)),
@@ -83,7 +85,7 @@ struct WebRig: Sendable {
         let publisher = broker.transport()
         publisher.connect()
         let view = WebView(
-            gateway: parts.gateway, config: web, access: config[AccessConfig.self], logger: logger,
+            gateway: parts.gateway, config: web, access: config[AccessConfig.self], metrics: metrics, logger: logger,
             homeKitSetup: homeKitSetup)
         let app = await view.application()
 

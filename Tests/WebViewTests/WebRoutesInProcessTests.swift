@@ -70,8 +70,8 @@ final class WebRoutesInProcessTests: XCTestCase {
             XCTAssertEqual(pairings.json?["hap"], false, "no hap source: no pairings to list")
             XCTAssertEqual(pairings.json?["pairings"], [])
 
-            // The exporter is the process's, shared by every test here: its counters are read as
-            // differences across this test.
+            // The rig's exporter is this gateway's alone (`WebMetrics.separate()`); the counters
+            // are still read as differences across this test.
             let okBefore = try await web.metric(#"homemqtt_answers_total{op="set",code="ok"}"#)
             let refusedBefore = try await web.metric(#"homemqtt_answers_total{op="set",code="out-of-range"}"#)
             let reconnectsBefore = try await web.metric("homemqtt_broker_reconnects_total")

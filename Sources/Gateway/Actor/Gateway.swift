@@ -2,6 +2,7 @@ import Foundation
 public import HomeModel
 public import Logging
 public import MQTT
+public import Metrics
 public import ServiceLifecycle
 import Synchronization
 
@@ -110,13 +111,14 @@ public actor Gateway: Service {
         operations: [any ManagementOperation.Type] = [],
         publicationBacklog: Int = 20_000, ownedTopics: OwnedTopicsStore? = nil,
         outputs: sending [any GatewayOutput] = [], clock: GatewayClock = .continuous,
-        logger: Logger = Logger(label: "homemqtt.gateway")
+        metrics: (any MetricsFactory)? = nil, logger: Logger = Logger(label: "homemqtt.gateway")
     ) throws(ConfigError) {
         self.config = config
         parts = Parts(
             source: source, database: database, mqtt: mqtt, logger: logger, scopeStore: scopeStore, pairings: pairings,
             operations: ManagementOperations.all(adding: operations),
-            outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger), clock: clock)
+            outbox: Outbox(mqtt: mqtt, defaultQoS: config.qos, logger: logger), clock: clock,
+            activity: GatewayActivity(factory: metrics ?? MetricsSystem.factory))
         self.outputs = Outputs(
             all: outputs, publishedKinds: Self.outputKinds.union(outputs.flatMap(\.earlierDocuments)))
         ownership = Ownership(store: ownedTopics)
