@@ -5,7 +5,8 @@ import HomeModel
 extension HAPServerConnection {
     func accessories() async -> HAPResponse {
         let database = context.database
-        guard let tree = await withDeadline(context.databaseTimeout, { await database.accessories() }) else {
+        guard let tree = await withDeadline(context.databaseTimeout, on: eventLoop, { await database.accessories() })
+        else {
             return .status(500, .timedOut)
         }
         context.index.withLock { $0 = CharacteristicIndex(tree) }
@@ -38,7 +39,9 @@ extension HAPServerConnection {
             let database = context.database
             let who = requestContext
             let pending = toRead.filter { values[$0] == nil }
-            let answers = await withDeadline(context.databaseTimeout) { await database.read(pending, context: who) }
+            let answers = await withDeadline(context.databaseTimeout, on: eventLoop) {
+                await database.read(pending, context: who)
+            }
             for id in pending {
                 switch answers?[id] {
                 case .success(let value)?: values[id] = value
@@ -171,7 +174,9 @@ extension HAPServerConnection {
             let database = context.database
             let who = requestContext
             let pending = writes
-            let answers = await withDeadline(context.databaseTimeout) { await database.write(pending, context: who) }
+            let answers = await withDeadline(context.databaseTimeout, on: eventLoop) {
+                await database.write(pending, context: who)
+            }
             for write in writes {
                 switch answers?[write.id] {
                 case .success(let value)?:
@@ -201,20 +206,5 @@ extension HAPServerConnection {
         else { return .json(400, Array("{\"status\":\(HAPStatus.invalidValue.rawValue)}".utf8)) }
         prepared = (pid, ContinuousClock.now.advanced(by: .milliseconds(ttl)))
         return .json(200, Array("{\"status\":0}".utf8))
-    }
-}
-
-/// Runs `operation`, or gives up after `timeout` (nil): the operation is cancelled then, and the
-/// wait ends when it returns, which a database honouring cancellation does at once.
-func withDeadline<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async -> T) async -> T? {
-    await withTaskGroup(of: T?.self) { group in
-        group.addTask { await operation() }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
     }
 }

@@ -187,7 +187,10 @@ public final class HAPAccessoryServer: Service, Sendable {
                         let peer = accepted.channel.remoteAddress?.description ?? "?"
                         // On the channel's own loop: see `EventLoopTaskExecutor`.
                         group.addTask(executorPreference: EventLoopTaskExecutor(accepted.channel.eventLoop)) {
-                            await HAPServerConnection(id: id, context: context, peer: peer).run(accepted)
+                            await HAPServerConnection(
+                                id: id, context: context, peer: peer, eventLoop: accepted.channel.eventLoop
+                            )
+                            .run(accepted)
                         }
                     }
                 } catch {

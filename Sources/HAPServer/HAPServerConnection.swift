@@ -46,9 +46,12 @@ final class HAPServerConnection {
     private(set) var controller: HAPControllerPairing?
     /// A timed write's `/prepare`: its id and when it expires.
     var prepared: (pid: UInt64, expires: ContinuousClock.Instant)?
+    /// The channel's loop: the database's deadlines are timers on it (`withDeadline`).
+    let eventLoop: any EventLoop
 
-    init(id: UInt64, context: ServerContext, peer: String) {
+    init(id: UInt64, context: ServerContext, peer: String, eventLoop: any EventLoop) {
         self.id = id
+        self.eventLoop = eventLoop
         self.context = context
         self.setup = PairSetupMachine(connection: id)
         var logger = context.logger
