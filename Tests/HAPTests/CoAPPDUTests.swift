@@ -176,6 +176,10 @@ import Testing
             _ = try? CoAPRequestPDU.decodeAll(bytes)
             _ = try? CoAPEventPDU.decodeAll(bytes)
             _ = try? HAPBLEBody.decode(bytes)
+            if let db = try? ThreadAttributeDatabase.decode(bytes) {
+                var problems: [String] = []
+                _ = try? db.accessories(idPrefix: "x", problems: &problems) { _, _ in bytes }
+            }
             for f in CharacteristicFormat.allCases { _ = try? HAPBLEValue.decode(bytes, format: f) }
         }
         // Some of them decode: the loop reached past the first checks.
