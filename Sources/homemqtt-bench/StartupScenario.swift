@@ -124,7 +124,7 @@ enum StartupScenario {
             ) { subscriber in
                 subscriber.reset(recording: true)
                 let start = ContinuousClock.now
-                let child = try ChildProcess(try executablePath(), ["gateway-child", "--config", config])
+                let child = try gatewayChild(config: config)
                 do {
                     let online = try await subscriber.waitOnline(
                         timeout: 600, what: "the gateway process to say online"
@@ -178,6 +178,18 @@ enum StartupScenario {
         return status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
             .flatMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first }
             .flatMap { Int($0) }
+    }
+
+    /// The gateway process. With HOMEMQTT_BENCH_STARTUP_WRAPPER set (a command and its arguments,
+    /// split at spaces, e.g. `heaptrack -o /tmp/startup`), the gateway runs under it: a heap
+    /// profile of a start-up at scale, on the scenario's own generated home and broker. Its time
+    /// and peak RSS are then the wrapper's too.
+    static func gatewayChild(config: String) throws -> ChildProcess {
+        let arguments = ["gateway-child", "--config", config]
+        let wrapper = (ProcessInfo.processInfo.environment["HOMEMQTT_BENCH_STARTUP_WRAPPER"] ?? "")
+            .split(separator: " ").map(String.init)
+        guard let command = wrapper.first else { return try ChildProcess(try executablePath(), arguments) }
+        return try ChildProcess(command, Array(wrapper.dropFirst()) + [try executablePath()] + arguments)
     }
 
     static func executablePath() throws -> String {
