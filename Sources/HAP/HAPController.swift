@@ -22,7 +22,8 @@ public actor HAPController {
         let connection = try await HAPConnection.connect(host: host, port: port, logger: logger)
         var pairing: HAPPairing
         do {
-            pairing = try await PairingProtocol.pairSetup(connection, setupCode: setupCode, featureFlags: featureFlags)
+            pairing = try await PairingProtocol.pairSetup(
+                HTTPPairingChannel(connection: connection), setupCode: setupCode, featureFlags: featureFlags)
         } catch {
             await connection.close()
             throw error

@@ -16,18 +16,13 @@ enum PairingProtocol {
         return String(d[0..<3]) + "-" + String(d[3..<5]) + "-" + String(d[5..<8])
     }
 
-    static func exchange(_ connection: HAPConnection, path: String, _ tlv: TLV8, step: String, expectState: UInt8)
-        async throws(HAPError) -> TLV8
-    {
-        let response = try await connection.request("POST", path, body: tlv.encoded(), contentType: tlvContentType)
-        guard response.status == 200 else {
-            if response.status == 470 || response.status == 401 {
-                throw HAPError(
-                    code: .authentication, message: "the accessory refused \(step) (HTTP \(response.status))")
-            }
-            throw HAPError.proto("the accessory answered \(step) with HTTP \(response.status)")
-        }
-        let reply = try TLV8.decode(response.body)
+    /// One request of pair-setup or pair-verify over `channel`, its answer checked: a TLV
+    /// error becomes the `HAPError` the user can act on, a wrong state a `bad-tlv`.
+    static func exchange(
+        _ channel: some PairingChannel, path: String, _ tlv: TLV8, step: String, expectState: UInt8
+    ) async throws(HAPError) -> TLV8 {
+        let body = try await channel.post(path, tlv.encoded(), step: step)
+        let reply = try TLV8.decode(body)
         if let err = reply[TLVType.error], let code = err.first {
             throw (PairingTLVError(rawValue: code) ?? .unknown).hapError(during: step)
         }
@@ -37,6 +32,13 @@ enum PairingProtocol {
             )
         }
         return reply
+    }
+
+    static func exchange(_ connection: HAPConnection, path: String, _ tlv: TLV8, step: String, expectState: UInt8)
+        async throws(HAPError) -> TLV8
+    {
+        try await exchange(
+            HTTPPairingChannel(connection: connection), path: path, tlv, step: step, expectState: expectState)
     }
 
     static func require(_ tlv: TLV8, _ type: UInt8, _ what: String, step: String, count: Int? = nil) throws(HAPError)
@@ -50,8 +52,8 @@ enum PairingProtocol {
     }
 
     /// Runs pair-setup with the setup code; returns the new pairing (not yet saved).
-    static func pairSetup(_ connection: HAPConnection, setupCode: String, featureFlags: Int) async throws(HAPError)
-        -> HAPPairing
+    static func pairSetup(_ connection: some PairingChannel, setupCode: String, featureFlags: Int)
+        async throws(HAPError) -> HAPPairing
     {
         let password = try normalizeSetupCode(setupCode)
         // ff bit 0: the accessory has an Apple authentication coprocessor and wants method 1.
@@ -59,7 +61,7 @@ enum PairingProtocol {
         var m1 = TLV8()
         m1.append(TLVType.state, byte: 1)
         m1.append(TLVType.method, byte: method)
-        let m2 = try await exchange(connection, path: "/pair-setup", m1, step: "pair-setup M2", expectState: 2)
+        let m2 = try await exchange(connection, path: connection.setupPath, m1, step: "pair-setup M2", expectState: 2)
         let salt = try require(m2, TLVType.salt, "salt", step: "pair-setup M2", count: 16)
         let B = try require(m2, TLVType.publicKey, "SRP public key", step: "pair-setup M2")
 
@@ -69,7 +71,7 @@ enum PairingProtocol {
         m3.append(TLVType.state, byte: 3)
         m3.append(TLVType.publicKey, srp.A)
         m3.append(TLVType.proof, proof.M)
-        let m4 = try await exchange(connection, path: "/pair-setup", m3, step: "pair-setup M4", expectState: 4)
+        let m4 = try await exchange(connection, path: connection.setupPath, m3, step: "pair-setup M4", expectState: 4)
         let hamk = try require(m4, TLVType.proof, "SRP proof", step: "pair-setup M4")
         guard hamk == proof.expectedHAMK else {
             throw HAPError.badSignature(
@@ -95,7 +97,7 @@ enum PairingProtocol {
         m5.append(
             TLVType.encryptedData,
             try HAPCrypto.seal(sub.encoded(), key: encKey, nonce: HAPCrypto.nonce(label: "PS-Msg05")))
-        let m6 = try await exchange(connection, path: "/pair-setup", m5, step: "pair-setup M6", expectState: 6)
+        let m6 = try await exchange(connection, path: connection.setupPath, m5, step: "pair-setup M6", expectState: 6)
         let sealed = try require(m6, TLVType.encryptedData, "encrypted data", step: "pair-setup M6")
         let plain = try HAPCrypto.open(sealed, key: encKey, nonce: HAPCrypto.nonce(label: "PS-Msg06"))
         let inner = try TLV8.decode(plain)
@@ -123,13 +125,20 @@ enum PairingProtocol {
     /// Runs pair-verify, pinning the accessory's long-term key, and switches the connection to
     /// the encrypted session.
     static func pairVerify(_ connection: HAPConnection, pairing: HAPPairing) async throws(HAPError) {
+        let shared = try await pairVerify(HTTPPairingChannel(connection: connection), pairing: pairing)
+        await connection.enableEncryption(sharedSecret: shared)
+    }
+
+    /// Runs pair-verify over `connection`, pinning the accessory's long-term key; returns the
+    /// shared secret the session's keys come from.
+    static func pairVerify(_ connection: some PairingChannel, pairing: HAPPairing) async throws(HAPError) -> [UInt8] {
         let keys = try pairing.keys()
         let ephemeral = Curve25519.KeyAgreement.PrivateKey()
         let ourPublic = Array(ephemeral.publicKey.rawRepresentation)
         var m1 = TLV8()
         m1.append(TLVType.state, byte: 1)
         m1.append(TLVType.publicKey, ourPublic)
-        let m2 = try await exchange(connection, path: "/pair-verify", m1, step: "pair-verify M2", expectState: 2)
+        let m2 = try await exchange(connection, path: connection.verifyPath, m1, step: "pair-verify M2", expectState: 2)
         let theirPublic = try require(m2, TLVType.publicKey, "session public key", step: "pair-verify M2", count: 32)
         let sealed = try require(m2, TLVType.encryptedData, "encrypted data", step: "pair-verify M2")
         let shared = try HAPCrypto.x25519(privateKey: Array(ephemeral.rawRepresentation), peerPublicKey: theirPublic)
@@ -165,7 +174,7 @@ enum PairingProtocol {
             TLVType.encryptedData,
             try HAPCrypto.seal(sub.encoded(), key: sessionKey, nonce: HAPCrypto.nonce(label: "PV-Msg03")))
         do {
-            _ = try await exchange(connection, path: "/pair-verify", m3, step: "pair-verify M4", expectState: 4)
+            _ = try await exchange(connection, path: connection.verifyPath, m3, step: "pair-verify M4", expectState: 4)
         } catch  where error.code == .authentication {
             throw HAPError(
                 code: .unknownPairing,
@@ -173,6 +182,37 @@ enum PairingProtocol {
                     "the accessory \(pairing.accessoryPairingID) no longer knows this controller (pairing removed on the accessory?); pair again"
             )
         }
-        await connection.enableEncryption(sharedSecret: shared)
+        return shared
+    }
+}
+
+/// What carries pairing's TLVs: HTTP (`/pair-setup`, `/pair-verify`) or CoAP (`/1`, `/2`).
+/// `post` returns the body of a successful answer; a refusal is a `HAPError`.
+protocol PairingChannel: Sendable {
+    var setupPath: String { get }
+    var verifyPath: String { get }
+    var host: String { get }
+    var port: Int { get }
+    func post(_ path: String, _ body: [UInt8], step: String) async throws(HAPError) -> [UInt8]
+}
+
+struct HTTPPairingChannel: PairingChannel {
+    let connection: HAPConnection
+    var setupPath: String { "/pair-setup" }
+    var verifyPath: String { "/pair-verify" }
+    var host: String { connection.host }
+    var port: Int { connection.port }
+
+    func post(_ path: String, _ body: [UInt8], step: String) async throws(HAPError) -> [UInt8] {
+        let response = try await connection.request(
+            "POST", path, body: body, contentType: PairingProtocol.tlvContentType)
+        guard response.status == 200 else {
+            if response.status == 470 || response.status == 401 {
+                throw HAPError(
+                    code: .authentication, message: "the accessory refused \(step) (HTTP \(response.status))")
+            }
+            throw HAPError.proto("the accessory answered \(step) with HTTP \(response.status)")
+        }
+        return response.body
     }
 }
