@@ -255,7 +255,8 @@ let package = Package(
         .testTarget(
             name: "HAPServerTests",
             dependencies: [
-                "HAPServer", "HAPServerTestSupport", "HAP", "HomeModel", "TestSupport",
+                // Simulator: the HAP-over-CoAP tests serve an accessory file of Config/accessories.
+                "HAPServer", "HAPServerTestSupport", "HAP", "HomeModel", "Simulator", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
