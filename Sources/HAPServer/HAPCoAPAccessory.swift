@@ -19,6 +19,10 @@ public final class HAPCoAPAccessory: Sendable {
         /// A pair-setup another address began and left this long ago no longer holds the
         /// accessory (there is no connection whose close would free it, as over IP).
         public var abandonedSetup: Duration = .seconds(60)
+        /// Addresses kept at most (HAP asks for 8 sessions at least). A new address past the
+        /// limit pushes out one without a session and without a pair-setup under way; when every
+        /// address has one, the new one is refused (5.03) rather than a session dropped.
+        public var maxPeers = 32
 
         public init(stateDirectory: URL, setupCode: HAPSetupCode) {
             self.stateDirectory = stateDirectory
@@ -117,16 +121,33 @@ public final class HAPCoAPAccessory: Sendable {
             return CoAPReply(.badRequest, PairSetupMachine.error(.unknown, state: 2).encoded())
         }
         let now = ContinuousClock.now
-        let step = peers.withLock { p in
+        let step: PairSetupMachine.Step? = peers.withLock { p in
             if request[TLVType.state] == [1] { releaseAbandonedSetups(&p, except: peer, now: now) }
-            var entry = p[peer] ?? Peer(connection: nextID.wrappingAdd(1, ordering: .relaxed).newValue)
+            guard var entry = p[peer] ?? newPeer(&p) else { return nil }
             let step = entry.setup.handle(request, state: state)
-            if case .awaitingM3 = entry.setup.phase, request[TLVType.state] == [1] { entry.setupStarted = now }
+            switch entry.setup.phase {
+            case .idle: entry.setupStarted = nil
+            case .awaitingM3 where request[TLVType.state] == [1]: entry.setupStarted = now
+            default: break
+            }
             p[peer] = entry
             return step
         }
+        guard let step else { return CoAPReply(.serviceUnavailable) }
         if let paired = step.paired { logger.notice("controller \(paired.id) paired over CoAP from \(peer)") }
         return CoAPReply(.changed, step.response.encoded())
+    }
+
+    /// A new address's entry, room made for it (see `maxPeers`); nil when there is none.
+    private func newPeer(_ p: inout [String: Peer]) -> Peer? {
+        if p.count >= configuration.maxPeers {
+            guard let idle = p.first(where: { $0.value.session == nil && $0.value.setupStarted == nil })?.key else {
+                return nil
+            }
+            p[idle]?.setup.abandon(state)
+            p.removeValue(forKey: idle)
+        }
+        return Peer(connection: nextID.wrappingAdd(1, ordering: .relaxed).newValue)
     }
 
     /// Frees the pair-setup another address left under way longer than `abandonedSetup` ago.
@@ -142,8 +163,8 @@ public final class HAPCoAPAccessory: Sendable {
         guard let request = try? TLV8.decode(payload) else {
             return CoAPReply(.badRequest, PairSetupMachine.error(.unknown, state: 2).encoded())
         }
-        let step = peers.withLock { p in
-            var entry = p[peer] ?? Peer(connection: nextID.wrappingAdd(1, ordering: .relaxed).newValue)
+        let step: PairVerifyMachine.Step? = peers.withLock { p in
+            guard var entry = p[peer] ?? newPeer(&p) else { return nil }
             let step = entry.verify.handle(request, state: state)
             if let (pairing, shared) = step.verified {
                 // A new session replaces the address's old one: its counters start at zero.
@@ -154,6 +175,7 @@ public final class HAPCoAPAccessory: Sendable {
             p[peer] = entry
             return step
         }
+        guard let step else { return CoAPReply(.serviceUnavailable) }
         if let (pairing, _) = step.verified { logger.info("controller \(pairing.id) verified from \(peer)") }
         return CoAPReply(.changed, step.response.encoded())
     }

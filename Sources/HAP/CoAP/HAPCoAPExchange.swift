@@ -23,6 +23,8 @@ public struct CoAPCode: RawRepresentable, Sendable, Hashable, CustomStringConver
     public static let notFound = CoAPCode(4, 4)
     public static let methodNotAllowed = CoAPCode(4, 5)
     public static let internalServerError = CoAPCode(5, 0)
+    /// The accessory keeps as many controllers' addresses as it can already.
+    public static let serviceUnavailable = CoAPCode(5, 3)
 
     public var codeClass: UInt8 { rawValue >> 5 }
     public var detail: UInt8 { rawValue & 0x1F }
