@@ -133,6 +133,17 @@ extension HAPCoAPController {
         }
     }
 
+    /// Adds (or changes the permission of) another controller's pairing.
+    public func addPairing(_ controllerID: String, publicKey: [UInt8], isAdmin: Bool) async throws(HAPError) {
+        var m1 = TLV8()
+        m1.append(TLVType.state, byte: 1)
+        m1.append(TLVType.method, byte: 3)
+        m1.append(TLVType.identifier, Array(controllerID.utf8))
+        m1.append(TLVType.publicKey, publicKey)
+        m1.append(TLVType.permissions, byte: isAdmin ? 1 : 0)
+        _ = try await pairingsExchange(m1, step: "add pairing")
+    }
+
     /// Removes a controller's pairing (ours too: the session then ends).
     public func removePairing(_ controllerID: String) async throws(HAPError) {
         var m1 = TLV8()
@@ -152,7 +163,13 @@ extension HAPCoAPController {
             CoAPRequestPDU.write(iid: iid, tid: tid(), value: m1.encoded()), CoAPRequestPDU.read(iid: iid, tid: tid()),
         ]
         let responses = try await send(requests)
-        for r in responses where r.status != .success { throw Self.statusError(r.status, step) }
+        for r in responses where r.status != .success {
+            guard r.status == .insufficientAuthorization else { throw Self.statusError(r.status, step) }
+            throw HAPError(
+                code: .insufficientPrivileges,
+                message: "the accessory refused to \(step): only an admin controller may list, add or remove its "
+                    + "pairings, and this pairing is not one")
+        }
         let bytes = (try? responses[1].value()) ?? nil ?? []
         let m2 = try TLV8.decode(bytes)
         if let code = m2[TLVType.error]?.first {
