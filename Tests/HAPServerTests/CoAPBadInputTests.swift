@@ -1,3 +1,4 @@
+import Crypto
 @testable import HAP
 import HAPServer
 import HomeModel
@@ -107,5 +108,34 @@ final class CoAPBadInputTests: XCTestCase {
         XCTAssertEqual(got12, .int(80))
         let got13 = await controller.verifications
         XCTAssertEqual(got13, 3)
+    }
+
+    func testManyAddressesNeverPushOutASession() async throws {
+        let peers = try await CoAPPeers { $0.maxPeers = 2 }
+        let pairing = try await peers.pair(from: "controller-a")
+        let a = peers.controller(pairing, at: "controller-a")
+        try await a.verify()
+        var m1 = TLV8()
+        m1.append(TLVType.state, byte: 1)
+        m1.append(TLVType.publicKey, Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation))
+        // A stranger takes the second place, a second stranger pushes it out (it holds nothing).
+        for stranger in ["stranger-1", "stranger-2"] {
+            let code = try await peers.link.exchange(from: stranger).post("/2", m1.encoded()).code
+            XCTAssertEqual(code, .changed, stranger)
+        }
+        // The same controller from a second address: its session takes the second place.
+        let c = peers.controller(pairing, at: "controller-c")
+        try await c.verify()
+        XCTAssertEqual(peers.accessory.sessionCount, 2)
+        // Now every place holds a session: a newcomer is refused, no session is dropped.
+        let refused = try await peers.link.exchange(from: "stranger-3").post("/2", m1.encoded()).code
+        XCTAssertEqual(refused, .serviceUnavailable)
+        let brightness = peers.database.iid("43", "8")
+        _ = try await a.attributeDatabase()
+        let read = try await a.read(brightness)
+        XCTAssertEqual(read, .int(80))
+        let verifications = await a.verifications
+        XCTAssertEqual(verifications, 1)
+        XCTAssertEqual(peers.accessory.sessionCount, 2)
     }
 }

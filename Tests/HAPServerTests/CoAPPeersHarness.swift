@@ -118,14 +118,18 @@ struct CoAPPeers {
     let accessory: HAPCoAPAccessory
     let directory: TemporaryDirectory
 
-    init(file: String = "garage.yml") async throws {
+    init(
+        file: String = "garage.yml", configure: (inout HAPCoAPAccessory.Configuration) -> Void = { _ in }
+    ) async throws {
         database = try FileAccessoryDatabase(file: file)
         directory = try TemporaryDirectory(prefix: "hap-coap")
         var logger = Logger(label: "hap-coap-test")
         logger.logLevel = ProcessInfo.processInfo.environment["HAP_SERVER_TEST_LOG"] == nil ? .warning : .trace
+        var configuration = HAPCoAPAccessory.Configuration(
+            stateDirectory: URL(fileURLWithPath: directory.path), setupCode: Self.code)
+        configure(&configuration)
         accessory = try HAPCoAPAccessory(
-            configuration: .init(stateDirectory: URL(fileURLWithPath: directory.path), setupCode: Self.code),
-            database: database, events: link, logger: logger)
+            configuration: configuration, database: database, events: link, logger: logger)
         database.attach(accessory)
         link.attach(accessory)
         try await accessory.databaseChanged()

@@ -1,3 +1,4 @@
+import Crypto
 import HAP
 import HAPServer
 import HomeModel
@@ -227,5 +228,55 @@ final class CoAPPeersTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.code, .authentication, error.message)
         }
+    }
+
+    func testOnlyAnAdminManagesPairings() async throws {
+        let peers = try await CoAPPeers()
+        let adminPairing = try await peers.pair()
+        let admin = peers.controller(adminPairing)
+        let key = Curve25519.Signing.PrivateKey()
+        let hex = { (b: [UInt8]) in b.map { String(format: "%02x", $0) }.joined() }
+        try await admin.addPairing("guest", publicKey: Array(key.publicKey.rawRepresentation), isAdmin: false)
+        XCTAssertEqual(peers.accessory.pairings.map(\.id), [adminPairing.controllerPairingID, "guest"])
+        XCTAssertEqual(peers.accessory.pairings.map(\.isAdmin), [true, false])
+
+        var guestPairing = adminPairing
+        guestPairing.controllerPairingID = "guest"
+        guestPairing.controllerLTSK = hex(Array(key.rawRepresentation))
+        guestPairing.controllerLTPK = hex(Array(key.publicKey.rawRepresentation))
+        let guest = peers.controller(guestPairing, at: "controller-b")
+        _ = try await guest.attributeDatabase()
+        let brightness = peers.database.iid("43", "8")
+        let read = try await guest.read(brightness)
+        XCTAssertEqual(read, .int(80))
+        // Not an admin: no listing, no removing; nothing changed.
+        do {
+            _ = try await guest.listPairings()
+            XCTFail("a guest listed the pairings")
+        } catch {
+            XCTAssertEqual(error.code, .insufficientPrivileges, error.message)
+        }
+        do {
+            try await guest.removePairing(adminPairing.controllerPairingID)
+            XCTFail("a guest removed the admin")
+        } catch {
+            XCTAssertEqual(error.code, .insufficientPrivileges, error.message)
+        }
+        XCTAssertEqual(peers.accessory.pairings.map(\.id), [adminPairing.controllerPairingID, "guest"])
+
+        // The admin removes the guest: the guest's session ends, the admin's stays.
+        try await admin.removePairing("guest")
+        XCTAssertEqual(peers.accessory.pairings.map(\.id), [adminPairing.controllerPairingID])
+        XCTAssertEqual(peers.accessory.sessionCount, 1)
+        do {
+            _ = try await guest.read(brightness)
+            XCTFail("a removed guest read")
+        } catch {
+            XCTAssertEqual(error.code, .unknownPairing, error.message)
+        }
+        let still = try await admin.read(brightness)
+        XCTAssertEqual(still, .int(80))
+        let verifications = await admin.verifications
+        XCTAssertEqual(verifications, 1)
     }
 }
