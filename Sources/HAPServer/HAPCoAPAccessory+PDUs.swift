@@ -12,7 +12,8 @@ import HomeModel
 // nothing prepared (or expired) is `invalidRequest`; the pairings characteristic touched by a
 // controller that is not an admin is `insufficientAuthorization`. The database's own statuses
 // map to the nearest (`-70409` → invalid iid, `-70401`/`-70411` → authorisation, the rest
-// → invalid request).
+// → invalid request). A database that does not answer within `databaseTimeout` is
+// `maxProcedures` ("not now"): HAP-BLE has no timeout status, and HAP-IP's -70408 means that.
 
 /// One PDU of a request payload: a request, or the TID of one whose opcode is unknown (it is
 /// answered `unsupportedPDU`, and the others still are).
@@ -142,7 +143,11 @@ extension HAPCoAPAccessory {
             guard c.permissions.contains(.read) else { return status(.invalidRequest) }
             var value = database.valuesAtHand([id])[id]
             if value == nil {
-                switch await database.read([id], context: context)[id] {
+                let database = database
+                guard let answers = await withDatabaseDeadline({ await database.read([id], context: context) }) else {
+                    return status(.maxProcedures)
+                }
+                switch answers[id] {
                 case .success(let v)?: value = v
                 case .failure(let s)?: return status(Self.bleStatus(s))
                 case nil: return status(.invalidRequest)
@@ -183,9 +188,12 @@ extension HAPCoAPAccessory {
     ) async -> CoAPResponsePDU {
         guard let value = ServedTree.value(bytes, c) else { return CoAPResponsePDU(tid: tid, status: .invalidRequest) }
         let wantsResponse = returnResponse && c.permissions.contains(.writeResponse)
-        let answer = await database.write(
-            [HAPWrite(id: id, value: value, wantsResponse: wantsResponse)], context: context)[id]
-        switch answer {
+        let database = database
+        let write = HAPWrite(id: id, value: value, wantsResponse: wantsResponse)
+        guard let answers = await withDatabaseDeadline({ await database.write([write], context: context) }) else {
+            return CoAPResponsePDU(tid: tid, status: .maxProcedures)
+        }
+        switch answers[id] {
         case .success(let returned)?:
             guard wantsResponse, let returned, let out = try? ServedTree.bytes(returned, c) else {
                 return CoAPResponsePDU(tid: tid)
@@ -230,6 +238,23 @@ extension HAPCoAPAccessory {
             return CoAPResponsePDU(tid: r.tid, body: HAPBLEBody(value: (answer ?? nil) ?? []).encoded())
         default:
             return CoAPResponsePDU(tid: r.tid, status: .invalidRequest)
+        }
+    }
+
+    /// Runs a database call, or gives up when `databaseDeadline` passes (nil): the call is
+    /// cancelled then, and the wait ends when it returns, which a database honouring
+    /// cancellation does at once. Both are children of this task (no task outlives the request).
+    func withDatabaseDeadline<T: Sendable>(_ operation: @escaping @Sendable () async -> T) async -> T? {
+        let (timeout, deadline) = (configuration.databaseTimeout, configuration.databaseDeadline)
+        return await withTaskGroup(of: T?.self) { group in
+            group.addTask { await operation() }
+            group.addTask {
+                try? await deadline(timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
     }
 

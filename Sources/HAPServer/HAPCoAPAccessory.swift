@@ -23,6 +23,11 @@ public final class HAPCoAPAccessory: Sendable {
         /// limit pushes out one without a session and without a pair-setup under way; when every
         /// address has one, the new one is refused (5.03) rather than a session dropped.
         public var maxPeers = 32
+        /// A read or write the database has not answered by then is refused (`maxProcedures`).
+        public var databaseTimeout: Duration = .seconds(8)
+        /// How the accessory waits out `databaseTimeout`: `Task.sleep`, or a test's own wait, so
+        /// the deadline passes when the test says and not when a busy machine lets it.
+        public var databaseDeadline: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
 
         public init(stateDirectory: URL, setupCode: HAPSetupCode) {
             self.stateDirectory = stateDirectory
@@ -87,8 +92,15 @@ public final class HAPCoAPAccessory: Sendable {
     /// Verified sessions now.
     public var sessionCount: Int { peers.withLock { $0.values.filter { $0.session != nil }.count } }
 
-    /// Answers one request from `peer` (the transport's name for its address).
+    /// Answers one request from `peer` (the transport's name for its address). The tree is
+    /// read on the first request if `databaseChanged` was not called before.
     public func handle(_ path: String, _ payload: [UInt8], from peer: String) async -> CoAPReply {
+        if served.withLock({ $0 == nil }) {
+            do throws(HAPServerError) { try await databaseChanged() } catch {
+                logger.error("cannot serve the accessory over CoAP: \(error)")
+                return CoAPReply(.internalServerError, Array(error.message.utf8))
+            }
+        }
         switch path {
         case HAPCoAPPath.identify: return await identify()
         case HAPCoAPPath.pairSetup: return pairSetup(payload, from: peer)
