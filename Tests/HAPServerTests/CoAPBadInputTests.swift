@@ -138,4 +138,31 @@ final class CoAPBadInputTests: XCTestCase {
         XCTAssertEqual(verifications, 1)
         XCTAssertEqual(peers.accessory.sessionCount, 2)
     }
+
+    func testADatabaseThatDoesNotAnswerIsRefusedAtItsDeadline() async throws {
+        let peers = try await CoAPPeers()
+        let controller = peers.controller(try await peers.pair())
+        _ = try await controller.attributeDatabase()
+        let brightness = peers.database.iid("43", "8")
+        peers.database.stalled = true
+        for attempt in ["read", "write"] {
+            do {
+                if attempt == "read" {
+                    _ = try await controller.read(brightness)
+                } else {
+                    try await controller.write(brightness, .int(10))
+                }
+                XCTFail("a stalled \(attempt) was answered")
+            } catch {
+                XCTAssertEqual(error.code, .accessoryStatus, attempt)
+                XCTAssertTrue(error.message.contains("maxProcedures"), error.message)
+            }
+        }
+        peers.database.stalled = false
+        XCTAssertEqual(peers.database.value(brightness), .int(80))
+        let read = try await controller.read(brightness)
+        XCTAssertEqual(read, .int(80))
+        let verifications = await controller.verifications
+        XCTAssertEqual(verifications, 1)
+    }
 }

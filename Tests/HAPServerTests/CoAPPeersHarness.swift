@@ -11,12 +11,13 @@ import TestSupport
 /// An accessory file of Config/accessories as a `HAPAccessoryDatabase`: the tree the simulator
 /// builds from it (aid 1), values kept here. A write is stored and told to the CoAP accessory
 /// with the writer's session as its cause, as a gateway reports a change it made; `set` is a
-/// change from inside (no cause).
+/// change from inside (no cause). `stalled` makes reads and writes wait until cancelled.
 final class FileAccessoryDatabase: HAPAccessoryDatabase {
     let model: HomeModel.Accessory
     private struct State {
         var values: [Int: JSONValue] = [:]
         var accessory: HAPCoAPAccessory?
+        var stalled = false
     }
     private let state = Mutex(State())
 
@@ -43,6 +44,18 @@ final class FileAccessoryDatabase: HAPAccessoryDatabase {
     }
 
     func value(_ iid: UInt16) -> JSONValue? { state.withLock { $0.values[Int(iid)] } }
+
+    var stalled: Bool {
+        get { state.withLock { $0.stalled } }
+        set { state.withLock { $0.stalled = newValue } }
+    }
+
+    /// Waits until cancelled when stalled; true when it did.
+    private func stallIfAsked() async -> Bool {
+        guard stalled else { return false }
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        return true
+    }
 
     /// A change from the accessory's side: every subscribed session hears of it.
     @discardableResult
@@ -87,6 +100,7 @@ final class FileAccessoryDatabase: HAPAccessoryDatabase {
     func read(_ ids: [HAPServer.HAPCharacteristicID], context: HAPRequestContext) async
         -> [HAPServer.HAPCharacteristicID: Result<JSONValue, HAPStatus>]
     {
+        if await stallIfAsked() { return [:] }
         let values = state.withLock { $0.values }
         var out: [HAPServer.HAPCharacteristicID: Result<JSONValue, HAPStatus>] = [:]
         for id in ids { out[id] = values[id.iid].map { .success($0) } ?? .failure(.doesNotExist) }
@@ -96,6 +110,7 @@ final class FileAccessoryDatabase: HAPAccessoryDatabase {
     func write(_ writes: [HAPWrite], context: HAPRequestContext) async
         -> [HAPServer.HAPCharacteristicID: Result<JSONValue?, HAPStatus>]
     {
+        if await stallIfAsked() { return [:] }
         let accessory = state.withLock { s in
             for w in writes { s.values[w.id.iid] = w.value }
             return s.accessory
@@ -127,6 +142,12 @@ struct CoAPPeers {
         logger.logLevel = ProcessInfo.processInfo.environment["HAP_SERVER_TEST_LOG"] == nil ? .warning : .trace
         var configuration = HAPCoAPAccessory.Configuration(
             stateDirectory: URL(fileURLWithPath: directory.path), setupCode: Self.code)
+        // The database's deadline passes at once while it is stalled and never otherwise: the
+        // order is the test's, not the machine's.
+        configuration.databaseDeadline = { [database] _ in
+            if database.stalled { return }
+            while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        }
         configure(&configuration)
         accessory = try HAPCoAPAccessory(
             configuration: configuration, database: database, events: link, logger: logger)
