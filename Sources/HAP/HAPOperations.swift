@@ -193,37 +193,16 @@ extension HAPConnection {
     }
 
     public func listPairings() async throws(HAPError) -> [HAPPairingEntry] {
-        var t = TLV8()
-        t.append(TLVType.state, byte: 1)
-        t.append(TLVType.method, byte: 5)
-        let reply = try await pairingsRequest(t, step: "list pairings")
-        var out: [HAPPairingEntry] = []
-        for record in reply.records() {
-            guard let id = record[TLVType.identifier] else { continue }
-            out.append(
-                HAPPairingEntry(
-                    controllerPairingID: String(decoding: id, as: UTF8.self),
-                    publicKey: (record[TLVType.publicKey] ?? []).hexString,
-                    isAdmin: (record[TLVType.permissions]?.first ?? 0) & 1 == 1))
-        }
-        return out
+        PairingsRequest.entries(try await pairingsRequest(PairingsRequest.list(), step: "list pairings"))
     }
 
     public func addPairing(controllerPairingID: String, publicKey: [UInt8], admin: Bool) async throws(HAPError) {
-        var t = TLV8()
-        t.append(TLVType.state, byte: 1)
-        t.append(TLVType.method, byte: 3)
-        t.append(TLVType.identifier, Array(controllerPairingID.utf8))
-        t.append(TLVType.publicKey, publicKey)
-        t.append(TLVType.permissions, byte: admin ? 1 : 0)
-        _ = try await pairingsRequest(t, step: "add pairing")
+        let request = PairingsRequest.add(controllerPairingID: controllerPairingID, publicKey: publicKey, admin: admin)
+        _ = try await pairingsRequest(request, step: "add pairing")
     }
 
     public func removePairing(controllerPairingID: String) async throws(HAPError) {
-        var t = TLV8()
-        t.append(TLVType.state, byte: 1)
-        t.append(TLVType.method, byte: 4)
-        t.append(TLVType.identifier, Array(controllerPairingID.utf8))
-        _ = try await pairingsRequest(t, step: "remove pairing")
+        let request = PairingsRequest.remove(controllerPairingID: controllerPairingID)
+        _ = try await pairingsRequest(request, step: "remove pairing")
     }
 }

@@ -27,39 +27,58 @@ public struct TLV8: Sendable, Hashable {
 
     public func encoded() -> [UInt8] {
         var out: [UInt8] = []
-        for item in items {
-            if item.value.isEmpty {
-                out.append(item.type)
-                out.append(0)
-                continue
-            }
-            var offset = 0
-            while offset < item.value.count {
-                let n = min(255, item.value.count - offset)
-                out.append(item.type)
-                out.append(UInt8(n))
-                out.append(contentsOf: item.value[offset..<offset + n])
-                offset += n
-            }
-        }
+        for item in items { Self.append(item.type, item.value, to: &out) }
         return out
+    }
+
+    /// Writes one item, fragmented into consecutive items of its type past 255 bytes (HAP-BLE's
+    /// TLVs are written the same way).
+    static func append(_ type: UInt8, _ value: [UInt8], to out: inout [UInt8]) {
+        if value.isEmpty {
+            out += [type, 0]
+            return
+        }
+        var offset = 0
+        while offset < value.count {
+            let n = min(255, value.count - offset)
+            out += [type, UInt8(n)]
+            out += value[offset..<offset + n]
+            offset += n
+        }
     }
 
     /// Decodes, joining fragments: an item of the same type right after a 255-byte item continues it.
     public static func decode(_ bytes: [UInt8]) throws(HAPError) -> TLV8 {
+        switch scan(bytes[...]) {
+        case .success(let items): return TLV8(items)
+        case .failure(.noLength(let offset)): throw .badTLV("TLV8 item at offset \(offset) has a type but no length")
+        case .failure(.overrun(let offset, let type, let claims, let remain)):
+            throw .badTLV(
+                "TLV8 item of type \(type) at offset \(offset) claims \(claims) bytes but only \(remain) remain")
+        }
+    }
+
+    /// Where a TLV's bytes stop making sense, for each reader to say in its own words.
+    enum ScanFault: Error {
+        /// An item's type is the last byte.
+        case noLength(offset: Int)
+        /// An item claims more bytes than remain.
+        case overrun(offset: Int, type: UInt8, claims: Int, remain: Int)
+    }
+
+    /// The items of `bytes`, fragments joined; an item that runs past the end is a fault, never
+    /// read short. Offsets count from the slice's start.
+    static func scan(_ bytes: ArraySlice<UInt8>) -> Result<[Item], ScanFault> {
         var items: [Item] = []
-        var i = 0
+        var i = bytes.startIndex
         var lastWasFullFragment = false
-        while i < bytes.count {
-            guard i + 1 < bytes.count else {
-                throw .badTLV("TLV8 item at offset \(i) has a type but no length")
-            }
+        while i < bytes.endIndex {
+            guard i + 1 < bytes.endIndex else { return .failure(.noLength(offset: i - bytes.startIndex)) }
             let type = bytes[i]
             let length = Int(bytes[i + 1])
-            guard i + 2 + length <= bytes.count else {
-                throw .badTLV(
-                    "TLV8 item of type \(type) at offset \(i) claims \(length) bytes but only \(bytes.count - i - 2) remain"
-                )
+            guard i + 2 + length <= bytes.endIndex else {
+                return .failure(
+                    .overrun(offset: i - bytes.startIndex, type: type, claims: length, remain: bytes.endIndex - i - 2))
             }
             let value = bytes[(i + 2)..<(i + 2 + length)]
             if lastWasFullFragment, let last = items.last, last.type == type {
@@ -70,7 +89,7 @@ public struct TLV8: Sendable, Hashable {
             lastWasFullFragment = length == 255
             i += 2 + length
         }
-        return TLV8(items)
+        return .success(items)
     }
 
     /// Splits on separators into records.

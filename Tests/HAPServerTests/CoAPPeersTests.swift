@@ -214,9 +214,9 @@ final class CoAPPeersTests: XCTestCase {
         let pairing = try await peers.pair()
         let controller = peers.controller(pairing)
         let listed = try await controller.listPairings()
-        XCTAssertEqual(listed.map(\.id), [pairing.controllerPairingID])
+        XCTAssertEqual(listed.map(\.controllerPairingID), [pairing.controllerPairingID])
         XCTAssertEqual(listed.map(\.isAdmin), [true])
-        XCTAssertEqual(listed.first?.publicKey, [UInt8](hex: pairing.controllerLTPK))
+        XCTAssertEqual(listed.first.flatMap { [UInt8](hex: $0.publicKey) }, [UInt8](hex: pairing.controllerLTPK))
 
         try await controller.removePairing(pairing.controllerPairingID)
         XCTAssertFalse(peers.accessory.status.isPaired)

@@ -15,45 +15,23 @@ public enum HAPBLEParam {
     public static let returnResponse: UInt8 = 0x09
 }
 
-/// One TLV item with its fragments joined.
-public struct HAPBLETLVItem: Sendable, Hashable {
-    public var type: UInt8
-    public var value: [UInt8]
-    public init(_ type: UInt8, _ value: [UInt8]) {
-        self.type = type
-        self.value = value
-    }
-}
+/// One TLV item with its fragments joined: TLV8's item (the format is the same).
+public typealias HAPBLETLVItem = TLV8.Item
 
 public enum HAPBLETLV {
     /// Decodes items, joining fragments: an item of the same type right after a 255-byte item
     /// continues it (as aiohomekit and HAP-BLE read them). An item that runs past the end is
     /// an error, never read short.
     public static func decode(_ bytes: ArraySlice<UInt8>, context: String) throws(CoAPCodecError) -> [HAPBLETLVItem] {
-        var items: [HAPBLETLVItem] = []
-        var i = bytes.startIndex
-        var lastWasFull = false
-        while i < bytes.endIndex {
-            guard i + 1 < bytes.endIndex else {
-                throw .badTLV("\(context): TLV item at byte \(i - bytes.startIndex) has a type but no length")
-            }
-            let type = bytes[i]
-            let length = Int(bytes[i + 1])
-            guard i + 2 + length <= bytes.endIndex else {
-                throw .badTLV(
-                    "\(context): TLV item of type 0x\(String(type, radix: 16)) at byte \(i - bytes.startIndex) "
-                        + "claims \(length) bytes, \(bytes.endIndex - i - 2) remain")
-            }
-            let value = bytes[(i + 2)..<(i + 2 + length)]
-            if lastWasFull, let last = items.last, last.type == type {
-                items[items.count - 1].value.append(contentsOf: value)
-            } else {
-                items.append(HAPBLETLVItem(type, Array(value)))
-            }
-            lastWasFull = length == 255
-            i += 2 + length
+        switch TLV8.scan(bytes) {
+        case .success(let items): return items
+        case .failure(.noLength(let offset)):
+            throw .badTLV("\(context): TLV item at byte \(offset) has a type but no length")
+        case .failure(.overrun(let offset, let type, let claims, let remain)):
+            throw .badTLV(
+                "\(context): TLV item of type 0x\(String(type, radix: 16)) at byte \(offset) "
+                    + "claims \(claims) bytes, \(remain) remain")
         }
-        return items
     }
 
     public static func decode(_ bytes: [UInt8], context: String) throws(CoAPCodecError) -> [HAPBLETLVItem] {
@@ -68,17 +46,7 @@ public enum HAPBLETLV {
     }
 
     static func append(_ type: UInt8, _ value: [UInt8], to out: inout [UInt8]) {
-        if value.isEmpty {
-            out += [type, 0]
-            return
-        }
-        var offset = 0
-        while offset < value.count {
-            let n = min(255, value.count - offset)
-            out += [type, UInt8(n)]
-            out += value[offset..<offset + n]
-            offset += n
-        }
+        TLV8.append(type, value, to: &out)
     }
 
     /// A list's elements: the items between type-0x00 separators, each one TLV group.

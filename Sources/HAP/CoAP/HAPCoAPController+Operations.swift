@@ -122,35 +122,20 @@ extension HAPCoAPController {
 
     /// The controllers paired with the accessory (admins only may ask), as aiohomekit asks:
     /// a write of the pairings characteristic with the request, then a read of its answer.
-    public func listPairings() async throws(HAPError) -> [(id: String, publicKey: [UInt8], isAdmin: Bool)] {
-        var m1 = TLV8()
-        m1.append(TLVType.state, byte: 1)
-        m1.append(TLVType.method, byte: 5)
-        let m2 = try await pairingsExchange(m1, step: "list pairings")
-        return m2.records().compactMap { r in
-            guard let id = r[TLVType.identifier], let key = r[TLVType.publicKey] else { return nil }
-            return (String(decoding: id, as: UTF8.self), key, (r[TLVType.permissions]?.first ?? 0) & 1 == 1)
-        }
+    public func listPairings() async throws(HAPError) -> [HAPPairingEntry] {
+        PairingsRequest.entries(try await pairingsExchange(PairingsRequest.list(), step: "list pairings"))
     }
 
     /// Adds (or changes the permission of) another controller's pairing.
     public func addPairing(_ controllerID: String, publicKey: [UInt8], isAdmin: Bool) async throws(HAPError) {
-        var m1 = TLV8()
-        m1.append(TLVType.state, byte: 1)
-        m1.append(TLVType.method, byte: 3)
-        m1.append(TLVType.identifier, Array(controllerID.utf8))
-        m1.append(TLVType.publicKey, publicKey)
-        m1.append(TLVType.permissions, byte: isAdmin ? 1 : 0)
-        _ = try await pairingsExchange(m1, step: "add pairing")
+        let request = PairingsRequest.add(controllerPairingID: controllerID, publicKey: publicKey, admin: isAdmin)
+        _ = try await pairingsExchange(request, step: "add pairing")
     }
 
     /// Removes a controller's pairing (ours too: the session then ends).
     public func removePairing(_ controllerID: String) async throws(HAPError) {
-        var m1 = TLV8()
-        m1.append(TLVType.state, byte: 1)
-        m1.append(TLVType.method, byte: 4)
-        m1.append(TLVType.identifier, Array(controllerID.utf8))
-        _ = try await pairingsExchange(m1, step: "remove pairing")
+        _ = try await pairingsExchange(
+            PairingsRequest.remove(controllerPairingID: controllerID), step: "remove pairing")
     }
 
     private func pairingsExchange(_ m1: TLV8, step: String) async throws(HAPError) -> TLV8 {
