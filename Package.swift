@@ -45,12 +45,30 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // HAP over Thread's transport (issue 42): libcoap 3, the reference CoAP implementation, in
+        // its build without (D)TLS — HAP over CoAP encrypts each payload with its own session keys.
+        // Only CoAP imports it.
+        .systemLibrary(
+            name: "CCoAP",
+            pkgConfig: "libcoap-3-notls",
+            providers: [.apt(["libcoap3-dev"])]
+        ),
         // The HomeKit bridge's setup QR code: libqrencode's matrix, drawn as SVG and as terminal text.
         .target(name: "SetupQR", dependencies: ["CQREncode"]),
         .target(
             name: "MQTT",
             dependencies: [
                 "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // CoAP (RFC 7252, RFC 7959 Block2) over UDP: a client and a server on libcoap, each with its
+        // network thread, as MQTT is on libmosquitto.
+        .target(
+            name: "CoAP",
+            dependencies: [
+                "CCoAP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

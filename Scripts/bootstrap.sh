@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what HomeMQTT needs on a Debian machine, idempotently and without questions:
-# libmosquitto, libsodium and libqrencode (build), mosquitto and its clients (tests, local broker), zbar-tools
+# libmosquitto, libsodium, libqrencode and libcoap3 (build), mosquitto and its clients (tests, local broker), zbar-tools
 # (zbarimg reads the setup QR codes back in the tests), openssl (TLS tests),
 # systemd-analyze and util-linux (the systemd unit's tests), rabbitmq-server (a second broker the
 # tests run the gateway against), chromium and chromium-driver (the web view's browser test),
@@ -10,10 +10,10 @@
 # Python venv with the test peers of Tests/requirements.txt (HAP-python, the real HAP peer;
 # paho-mqtt, for the Homie v5 controller; selenium, to drive chromium; aiohomekit, a second
 # HomeKit controller; python-zeroconf, an independent mDNS browser of the bridge's announcement;
-# Jinja2, Home Assistant's template engine, for HomeAssistantTests).
+# Jinja2, Home Assistant's template engine, for HomeAssistantTests; aiocoap, an independent CoAP peer).
 #
 # With --run: only what running the gateway needs (Scripts/run-simulated-home.sh): libmosquitto,
-# libsodium and libqrencode to build it, and mosquitto and its clients for the local broker; none of the test tools.
+# libsodium, libqrencode and libcoap3 to build it, and mosquitto and its clients for the local broker; none of the test tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +35,8 @@ pkg-config --exists libmosquitto 2>/dev/null || need+=(libmosquitto-dev)
 pkg-config --exists libsodium 2>/dev/null || need+=(libsodium-dev)
 # The HomeKit bridge's setup QR code (SetupQR); the -dev package brings the runtime libqrencode4.
 pkg-config --exists libqrencode 2>/dev/null || need+=(libqrencode-dev)
+# HAP over Thread's CoAP transport (the CoAP module, issue 42): libcoap 3 without (D)TLS.
+pkg-config --exists libcoap-3-notls 2>/dev/null || need+=(libcoap3-dev)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
 if $only_run; then
