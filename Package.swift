@@ -246,6 +246,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // peer/: aiocoap scripts (an independent CoAP server, client and event receiver).
+        .testTarget(
+            name: "CoAPTests",
+            dependencies: [
+                "CoAP", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            exclude: ["peer"]
+        ),
         .testTarget(name: "HomeModelTests", dependencies: ["HomeModel", "TestSupport"]),
         // The QR codes read back by zbarimg (zbar-tools), a reader independent of libqrencode.
         .testTarget(name: "SetupQRTests", dependencies: ["SetupQR", "TestSupport"]),
