@@ -79,6 +79,29 @@ final class CoAPInProcessTests: XCTestCase {
         }
     }
 
+    /// A request body larger than a PDU goes by Block1; the route sees it whole.
+    func testLargeRequestArrivesWholeByBlock1() async throws {
+        let routes: [String: CoAPRoute] = [
+            "0": .immediate { CoAPResponse(code: .changed, payload: Array("\($0.payload == bigBody)".utf8)) }
+        ]
+        try await withServer(routes) { server in
+            let client = try CoAPClient()
+            let answer = try await client.request(.post, "coap://[::1]:\(server.address.port)/0", payload: bigBody)
+            XCTAssertEqual(answer, CoAPResponse(code: .changed, payload: Array("true".utf8)))
+            await client.close()
+        }
+    }
+
+    func testIPv4ServerAndClient() async throws {
+        let server = try CoAPServer(
+            bind: CoAPPeer(host: "127.0.0.1", port: 0),
+            routes: ["0": .immediate { CoAPResponse(code: .changed, payload: Array($0.peer.host.utf8)) }])
+        let client = try CoAPClient()
+        let answer = try await client.request(.post, "coap://127.0.0.1:\(server.address.port)/0")
+        XCTAssertEqual(answer, CoAPResponse(code: .changed, payload: Array("127.0.0.1".utf8)))
+        await client.close()
+    }
+
     func testUnknownPathIsNotFound() async throws {
         try await withServer(["0": .immediate { _ in CoAPResponse(code: .changed) }]) { server in
             let client = try CoAPClient()
