@@ -47,7 +47,18 @@ extension CoAPEngine {
             self.incoming?.yield(incoming)
             respond(answer, resource, session, request, query, response)
         case .separate(let handler):
-            guard let jobs, let async = coap_register_async(session, request, 0) else {
+            let refusal: String? =
+                if jobs == nil {
+                    "no server run() to answer it"
+                } else if separatePending.count >= separateLimit {
+                    "\(separateLimit) separate answers pending"
+                } else {
+                    nil
+                }
+            guard refusal == nil, let jobs, let async = coap_register_async(session, request, 0) else {
+                logger.notice(
+                    "CoAP request answered 5.03",
+                    metadata: ["peer": "\(peer)", "path": "\(path)", "why": "\(refusal ?? "libcoap async failed")"])
                 coap_pdu_set_code(response, COAP_RESPONSE_CODE_SERVICE_UNAVAILABLE)
                 return
             }

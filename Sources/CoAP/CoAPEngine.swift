@@ -47,6 +47,9 @@ final class CoAPEngine: @unchecked Sendable {
     let transmission: CoAPTransmission
     /// Where incoming requests on `.separate` routes go; nil answers them 5.03.
     let jobs: AsyncStream<Job>.Continuation?
+    /// Separate answers pending at once at most; past it, 5.03 at once (a flood of slow
+    /// requests holds no more than this many handlers, async entries and sessions).
+    var separateLimit = 256
     /// Requests to event routes, for the owner to read (`CoAPClient.events`).
     let incoming: AsyncStream<CoAPIncoming>.Continuation?
     /// The address and port bound (`CoAPServer`, or a client's listening endpoint).

@@ -18,15 +18,17 @@ public final class CoAPServer: Service, Sendable {
     private let running = Mutex(false)
 
     /// Binds `address` (port 0: a free one, read back in `address`) and starts serving.
+    /// `separateLimit`: separate answers pending at once; a request past it is answered 5.03.
     public init(
         bind address: CoAPPeer, routes: [String: CoAPRoute], transmission: CoAPTransmission = CoAPTransmission(),
-        threadName: String = "coap-server", logger: Logger = Logger(label: "CoAP.server")
+        separateLimit: Int = 256, threadName: String = "coap-server", logger: Logger = Logger(label: "CoAP.server")
     ) throws(CoAPError) {
         let (jobs, continuation) = AsyncStream.makeStream(of: CoAPEngine.Job.self)
         self.jobs = jobs
         engine = try CoAPEngine(
             bind: address, routes: routes, transmission: transmission, logger: logger, jobs: continuation,
             incoming: nil)
+        engine.separateLimit = separateLimit
         // Serving from here on: immediate routes answer, separate ones wait in `jobs` for `run()`,
         // and `request` works before `run()` has begun.
         engine.start(name: threadName)
