@@ -25,7 +25,8 @@ public final class CoAPClient: Sendable {
         public init() {}
     }
 
-    /// Requests peers sent to `eventPaths`, in arrival order; finishes when the client closes.
+    /// Requests peers sent to `eventPaths`, in arrival order (the newest 1024 kept while nobody
+    /// reads); finishes when the client closes.
     public let events: AsyncStream<CoAPIncoming>
     let engine: CoAPEngine
 
@@ -40,7 +41,8 @@ public final class CoAPClient: Sendable {
             routes[path] = .immediate { _ in CoAPResponse(code: code) }
         }
         engine = try CoAPEngine(
-            bind: configuration.listen, routes: routes, transmission: configuration.transmission, logger: logger,
+            bind: configuration.listen, routes: routes, transmission: configuration.transmission, libcoapBlocks: false,
+            logger: logger,
             jobs: nil, incoming: continuation)
         engine.start(name: configuration.threadName)
     }

@@ -18,6 +18,11 @@ extension CoAPEngine {
             complete(id, .failure(.badAddress(peer.host)))
             return
         }
+        if !libcoapBlocks {
+            transfers[id] = Transfer(method: method, path: path, payload: payload, session: session)
+            inFlight[id] = (TokenKey(session: 0, token: []), deadline)
+            return transmit(id)
+        }
         let code = coap_pdu_code_t(rawValue: coap_pdu_code_t.RawValue(method.rawValue))
         guard
             let pdu = coap_pdu_init(
@@ -121,6 +126,10 @@ extension CoAPEngine {
                 "CoAP response with a token not in flight, rejected",
                 metadata: ["peer": "\(Self.peer(of: session))"])
             return COAP_RESPONSE_FAIL
+        }
+        if !libcoapBlocks {
+            receivedBlock(id, session, pdu)
+            return COAP_RESPONSE_OK
         }
         forget(id)
         let code = CoAPCode(rawValue: UInt8(truncatingIfNeeded: coap_pdu_get_code(pdu).rawValue))

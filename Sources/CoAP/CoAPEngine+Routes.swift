@@ -91,7 +91,13 @@ extension CoAPEngine {
         _ answer: CoAPResponse, _ resource: OpaquePointer, _ session: OpaquePointer, _ request: OpaquePointer,
         _ query: UnsafePointer<coap_string_t>?, _ response: OpaquePointer
     ) {
-        if !answer.payload.isEmpty {
+        if !answer.payload.isEmpty && !libcoapBlocks {
+            // A client's event route: a small answer in the one PDU, or none.
+            if answer.payload.withUnsafeBufferPointer({ coap_add_data(response, $0.count, $0.baseAddress) }) == 0 {
+                coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR)
+                return
+            }
+        } else if !answer.payload.isEmpty {
             // Adds Block2 (and Size2, ETag) when the body is larger than a PDU; libcoap keeps it
             // until the peer has the last block, then calls the release.
             let copy = Self.copy(answer.payload)

@@ -75,6 +75,10 @@ final class CoAPEngine: @unchecked Sendable {
     /// until libcoap calls the route again to send it.
     var separatePending: [UInt64: (session: OpaquePointer, token: [UInt8])] = [:]
     var separateAnswers: [UInt64: CoAPResponse] = [:]
+    /// Whether libcoap does block-wise transfers (a server: it cuts large answers into Block2 and
+    /// joins Block1 bodies) or we do, for our requests (a client: `CoAPEngine+Blocks.swift`).
+    let libcoapBlocks: Bool
+    var transfers: [UInt64: Transfer] = [:]
 
     static let maxServerSessions = 64
 
@@ -84,8 +88,8 @@ final class CoAPEngine: @unchecked Sendable {
     }
 
     init(
-        bind: CoAPPeer?, routes: [String: CoAPRoute], transmission: CoAPTransmission, logger: Logger,
-        jobs: AsyncStream<Job>.Continuation?, incoming: AsyncStream<CoAPIncoming>.Continuation?
+        bind: CoAPPeer?, routes: [String: CoAPRoute], transmission: CoAPTransmission, libcoapBlocks: Bool,
+        logger: Logger, jobs: AsyncStream<Job>.Continuation?, incoming: AsyncStream<CoAPIncoming>.Continuation?
     ) throws(CoAPError) {
         CoAPLibrary.start()
         guard let context = coap_new_context(nil) else { throw .sendFailed("libcoap could not make a context") }
@@ -94,10 +98,13 @@ final class CoAPEngine: @unchecked Sendable {
         self.transmission = transmission
         self.jobs = jobs
         self.incoming = incoming
+        self.libcoapBlocks = libcoapBlocks
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        // RFC 7959 in libcoap: it asks for the next Block2 (and sends Block1) itself and hands
-        // over whole bodies only.
-        coap_context_set_block_mode(context, UInt8(COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY))
+        // RFC 7959 in libcoap: it serves large answers block by block and joins request bodies,
+        // handing over whole ones only.
+        if libcoapBlocks {
+            coap_context_set_block_mode(context, UInt8(COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY))
+        }
         coap_register_response_handler(context, coapResponseHandler)
         coap_register_nack_handler(context, coapNackHandler)
         var boundPeer: CoAPPeer?
@@ -297,6 +304,7 @@ final class CoAPEngine: @unchecked Sendable {
     /// (libcoap 4.3.1 has no call to cancel a request's retransmissions; they run out.)
     func forget(_ id: UInt64) {
         if let entry = inFlight.removeValue(forKey: id) { byToken[entry.key] = nil }
+        transfers[id] = nil
     }
 
     private func shutdown() {

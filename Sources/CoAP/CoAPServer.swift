@@ -26,7 +26,8 @@ public final class CoAPServer: Service, Sendable {
         let (jobs, continuation) = AsyncStream.makeStream(of: CoAPEngine.Job.self)
         self.jobs = jobs
         engine = try CoAPEngine(
-            bind: address, routes: routes, transmission: transmission, logger: logger, jobs: continuation,
+            bind: address, routes: routes, transmission: transmission, libcoapBlocks: true, logger: logger,
+            jobs: continuation,
             incoming: nil)
         engine.separateLimit = separateLimit
         // Serving from here on: immediate routes answer, separate ones wait in `jobs` for `run()`,

@@ -42,6 +42,27 @@ final class CoAPAiocoapTests: XCTestCase {
         await client.close()
     }
 
+    /// The first block in a separate response (an empty ACK first): the case libcoap 4.3.1's
+    /// own client loses, which is why the client asks for blocks itself.
+    func testBlock2AnswerInASeparateResponseFromAiocoapIsReassembled() async throws {
+        let peer = try await CoAPTestPeer(["server"])
+        let client = try CoAPClient()
+        let answer = try await client.request(.post, "coap://[::1]:\(peer.port)/slowbig", payload: [1])
+        XCTAssertEqual(answer.code, .content)
+        XCTAssertEqual(answer.payload.count, bigBody.count)
+        XCTAssertEqual(answer.payload, bigBody)
+        await client.close()
+    }
+
+    func testLargeRequestBodyReachesAiocoapByBlock1() async throws {
+        let peer = try await CoAPTestPeer(["server"])
+        let client = try CoAPClient()
+        let answer = try await client.request(.post, "coap://[::1]:\(peer.port)/count", payload: bigBody)
+        XCTAssertEqual(answer.code, .changed)
+        XCTAssertEqual(String(decoding: answer.payload, as: UTF8.self), "5000 \(sha256Hex(bigBody))")
+        await client.close()
+    }
+
     func testSeveralRequestsInFlightToAiocoap() async throws {
         let peer = try await CoAPTestPeer(["server"])
         let client = try CoAPClient()
@@ -126,6 +147,26 @@ final class CoAPAiocoapTests: XCTestCase {
             let missing = try await CoAPTestPeer.client("POST", "\(base)/7")
             XCTAssertTrue(missing.hasPrefix("answer 4.04 "), missing)
         }
+    }
+
+    /// aiocoap's PUT to a client's listening endpoint: answered with the path's code (2.03
+    /// here), handed over on `events`.
+    func testClientReceivesAiocoapsEventPutOnItsListeningPort() async throws {
+        try CoAPTestPeer.requireVenv()
+        var configuration = CoAPClient.Configuration()
+        configuration.listen = CoAPPeer(host: "::1", port: 0)
+        configuration.eventPaths = ["ev": .valid]
+        let client = try CoAPClient(configuration: configuration)
+        let port = try XCTUnwrap(client.listening?.port)
+        let answer = try await CoAPTestPeer.client("PUT", "coap://[::1]:\(port)/ev", payload: [0xBE, 0xEF])
+        XCTAssertEqual(answer, "answer 2.03 0 \(sha256Hex([]))")
+        var events = client.events.makeAsyncIterator()
+        let event = await events.next()
+        XCTAssertEqual(event?.path, "ev")
+        XCTAssertEqual(event?.method, .put)
+        XCTAssertEqual(event?.payload, [0xBE, 0xEF])
+        XCTAssertEqual(event?.peer.host, "::1")
+        await client.close()
     }
 
     /// Our server's event PUT, received by aiocoap.

@@ -67,14 +67,21 @@ final class CoAPInProcessTests: XCTestCase {
         }
     }
 
+    /// Large answers, piggybacked or separate, go by Block2 and arrive whole.
     func testLargeAnswerArrivesWholeByBlock2() async throws {
-        let routes: [String: CoAPRoute] = ["": .immediate { _ in CoAPResponse(code: .content, payload: bigBody) }]
+        let routes: [String: CoAPRoute] = [
+            "": .immediate { _ in CoAPResponse(code: .content, payload: bigBody) },
+            "1": .separate { _ in CoAPResponse(code: .content, payload: bigBody) },
+        ]
         try await withServer(routes) { server in
             let client = try CoAPClient()
-            let answer = try await client.request(.post, "coap://[::1]:\(server.address.port)/", payload: [1])
-            XCTAssertEqual(answer.code, .content)
-            XCTAssertEqual(answer.payload.count, bigBody.count)
-            XCTAssertEqual(answer.payload, bigBody)
+            for path in ["", "1"] {
+                let answer = try await client.request(
+                    .post, "coap://[::1]:\(server.address.port)/\(path)", payload: [1])
+                XCTAssertEqual(answer.code, .content, "/\(path)")
+                XCTAssertEqual(answer.payload.count, bigBody.count, "/\(path)")
+                XCTAssertEqual(answer.payload, bigBody, "/\(path)")
+            }
             await client.close()
         }
     }

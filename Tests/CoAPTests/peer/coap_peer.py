@@ -4,7 +4,9 @@ socket whose datagrams aiocoap decodes and encodes). Every mode binds ::1 on a f
 
   server      aiocoap server: /piggy answers at once (piggybacked) `piggy:` + payload;
               /slow answers after 3.5 s (aiocoap sends an empty ACK first: a separate response);
-              /big answers 5000 bytes (i % 251) (Block2). Prints `slow-request` per /slow request.
+              /big answers 5000 bytes (i % 251) (Block2), /slowbig the same after 0.5 s (an empty
+              ACK, then Block2 in a separate response); /count answers a POST body's length and
+              SHA-256 (Block1 when large). Prints `slow-request` per /slow request.
   blackhole   reads datagrams and never answers; prints `datagram MID` per datagram.
   dropfirst   answers a CON only at its second reception (2.05 `second`); prints `datagram MID`.
   events      aiocoap server: PUT/POST /ev answers 2.04; prints `event PATH HEXPAYLOAD`.
@@ -62,6 +64,22 @@ class Big(resource.Resource):
     render_post = render_get
 
 
+class SlowBig(resource.Resource):
+    """The case libcoap 4.3.1's own client loses: the first Block2 block in a separate response."""
+
+    async def render_post(self, request):
+        await asyncio.sleep(0.5)
+        return Message(code=Code.CONTENT, payload=BIG)
+
+
+class Count(resource.Resource):
+    """A request body (Block1 when large) as its length and SHA-256."""
+
+    async def render_post(self, request):
+        digest = hashlib.sha256(request.payload).hexdigest()
+        return Message(code=Code.CHANGED, payload=f"{len(request.payload)} {digest}".encode())
+
+
 class Event(resource.Resource):
     # The site has stripped the path it matched (`ev`): reaching this resource is the path.
     async def render_put(self, request):
@@ -117,6 +135,8 @@ def main():
         site.add_resource(["piggy"], Piggy())
         site.add_resource(["slow"], Slow())
         site.add_resource(["big"], Big())
+        site.add_resource(["slowbig"], SlowBig())
+        site.add_resource(["count"], Count())
         asyncio.run(serve(site))
     elif mode == "events":
         site = resource.Site()
