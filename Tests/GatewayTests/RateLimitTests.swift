@@ -182,6 +182,42 @@ final class RateLimitTests: RigTestCase {
         }
     }
 
+    /// A reconnect republishes the latest value of a characteristic whose window is still open
+    /// (the broker may have lost what it had): that is its publication, and nothing of it is held
+    /// any more. It went out twice before: again when the window closed, or at the stop.
+    func testAReconnectPublishesAHeldValueOnce() async {
+        let manual = ManualGatewayClock()
+        await onEveryRig(
+            configure: {
+                $0.scope.rateLimits = [RateLimit(characteristicTypes: ["current-temperature"], minInterval: 3600)]
+            }, clock: .manual(manual)
+        ) { gw in
+            let temperature = try await gw.characteristic("Bedroom Climate Sensor", "current-temperature")
+            let state = temperature.topic + "/state"
+            let metadata = temperature.characteristic.metadata
+            gw.seen.clear()
+            try await gw.home.setValue(temperature.address, .float(23))
+            let opened = ValueCodec.text(.float(23), metadata: metadata)
+            try await gw.next(state) { $0 == opened }
+            try await gw.home.setValue(temperature.address, .float(24.5))
+            try await waitUntil("24.5 taken and held") {
+                await gw.gateway.value(of: temperature.address) == .float(24.5)
+            }
+            let latest = ValueCodec.text(.float(24.5), metadata: metadata)
+            try await gw.restartBroker()
+            try await waitUntil("republished after the broker's restart", timeout: 20) {
+                try await gw.retained()["home/$gateway/status"] == "online"
+            }
+            let retained = try await gw.retained(state)
+            XCTAssertEqual(retained[state], latest, "the republication has the latest value")
+            // A stop publishes every value still held, before `offline`: none is.
+            gw.seen.clear()
+            await gw.stopGateway()
+            try await gw.next("home/$gateway/status") { $0 == "offline" }
+            XCTAssertEqual(gw.seen.elements.filter { $0.topic == state }.map(\.string), [], "24.5 went out once")
+        }
+    }
+
     func testAScopeSetWithABadRateLimitIsRefusedAndAGoodOneIsInForce() async {
         await onEveryRig { gw in
             let bad = try await gw.request(

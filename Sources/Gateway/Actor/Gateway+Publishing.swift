@@ -85,8 +85,17 @@ extension Gateway {
     func characteristicRepublication(of id: String) -> [CharacteristicTopics] {
         guard let node = publishedTree.accessory(id: id) else { return [] }
         var texts: [String: [UInt8]] = [:]
-        return publication.characteristicTopics(
+        let topics = publication.characteristicTopics(
             of: node, old: TopicTree(base: base), texts: &texts, value: currentValue)
+        // A value a rate limit holds goes out here, the latest: that is its publication (its
+        // window starts again), so the window's end or a stop must not send it a second time.
+        for characteristic in node.services.flatMap(\.characteristics)
+        where rateLimiter.held[characteristic.address] != nil {
+            guard let value = currentValue(characteristic.address) else { continue }
+            let text = ValueCodec.text(value, metadata: characteristic.characteristic.metadata)
+            rateLimiter.published(characteristic.address, value, text: text, at: clock.now)
+        }
+        return topics
     }
 
     /// Each accessory's event of a rebuild (`GatewayEvent.changes`).
