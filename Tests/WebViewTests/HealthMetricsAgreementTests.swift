@@ -80,6 +80,8 @@ final class HealthMetricsAgreementTests: XCTestCase {
             try await web.seen.waitFor("online again") {
                 $0.topic == "home/$gateway/status" && $0.string == "online"
             }
+            // What the republication sent, as a subscriber saw it (the tree, the documents, `online`).
+            let republished = Double(web.seen.elements.count)
             // Requests on MQTT: two writes taken, one refused, each answered; the values seen.
             for value in ["35", "60"] {
                 web.seen.clear()
@@ -102,6 +104,8 @@ final class HealthMetricsAgreementTests: XCTestCase {
             XCTAssertEqual(health.reconnects, 1)
             XCTAssertGreaterThanOrEqual(health.received, 3, "the three requests at least")
             XCTAssertGreaterThanOrEqual(health.published, 6, "three answers, two values, the first document")
+            XCTAssertGreaterThanOrEqual(
+                health.published, republished + 6, "the republication is counted: \(Int(republished)) messages")
             XCTAssertEqual(health.setsOK, 2)
             XCTAssertEqual(health.errors, 1)
             XCTAssertEqual(healthAfter.reconnects, 1, "since the start")

@@ -34,28 +34,34 @@ extension Gateway {
     /// Makes a republication when the outbox comes to it, one accessory at a time (a large
     /// home's whole retained tree would otherwise be in memory at once), after one pass begins
     /// for the outputs (an output may need the whole tree, as every accessory's node id).
-    /// `online` comes last: a client that sees it knows the whole tree is there.
+    /// `online` comes last: a client that sees it knows the whole tree is there. Each message is
+    /// counted as published, as `enqueue` counts the others (health and `/metrics`).
     nonisolated func republish(_ kind: Outbox.Republication) async {
         let only: ObjectIdentifier?
         switch kind {
         case .all: only = nil
         case .output(let output): only = output
         }
+        let (outbox, activity) = (outbox, activity)
+        func send(_ topic: String, _ payload: [UInt8], qos: MQTTQoS? = nil) async {
+            activity.published()
+            await outbox.send(topic, payload, retain: true, qos: qos)
+        }
         for id in await beginRepublication() {
-            for (topic, payload) in await republication(of: id, only: only) {
-                await outbox.send(topic, payload, retain: true)
+            for (topic, payload) in await republication(of: id, only: only) { await send(topic, payload) }
+            if only == nil {
+                let characteristics = await characteristicRepublication(of: id)
+                activity.published(CharacteristicTopics.messages(in: characteristics))
+                await outbox.send(characteristics)
             }
-            if only == nil { await outbox.send(await characteristicRepublication(of: id)) }
         }
-        for (topic, payload) in await gatewayRepublication(only: only) {
-            await outbox.send(topic, payload, retain: true)
-        }
+        for (topic, payload) in await gatewayRepublication(only: only) { await send(topic, payload) }
         guard only == nil else { return }
         for (topic, payload) in await treeMessages() {
-            await outbox.send(topic, payload, retain: true, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
+            await send(topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
         }
-        if publishesHealth, let health = await healthPayload() { await outbox.send(healthTopic, health, retain: true) }
-        await outbox.send(statusTopic, Array("online".utf8), retain: true)
+        if publishesHealth, let health = await healthPayload() { await send(healthTopic, health) }
+        await send(statusTopic, Array("online".utf8))
     }
 
     /// The outputs' documents of the gateway itself, after every accessory's.
