@@ -43,25 +43,25 @@ extension Gateway {
         case .output(let output): only = output
         }
         let (outbox, activity) = (outbox, activity)
-        func send(_ topic: String, _ payload: [UInt8], qos: MQTTQoS? = nil) async {
+        let send = { (topic: String, payload: [UInt8], qos: MQTTQoS?) async in
             activity.published()
             await outbox.send(topic, payload, retain: true, qos: qos)
         }
         for id in await beginRepublication() {
-            for (topic, payload) in await republication(of: id, only: only) { await send(topic, payload) }
+            for (topic, payload) in await republication(of: id, only: only) { await send(topic, payload, nil) }
             if only == nil {
                 let characteristics = await characteristicRepublication(of: id)
                 activity.published(CharacteristicTopics.messages(in: characteristics))
                 await outbox.send(characteristics)
             }
         }
-        for (topic, payload) in await gatewayRepublication(only: only) { await send(topic, payload) }
+        for (topic, payload) in await gatewayRepublication(only: only) { await send(topic, payload, nil) }
         guard only == nil else { return }
         for (topic, payload) in await treeMessages() {
-            await send(topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
+            await send(topic, payload, TreeDocuments.qos(size: payload.count, mqtt: mqtt))
         }
-        if publishesHealth, let health = await healthPayload() { await send(healthTopic, health) }
-        await send(statusTopic, Array("online".utf8))
+        if publishesHealth, let health = await healthPayload() { await send(healthTopic, health, nil) }
+        await send(statusTopic, Array("online".utf8), nil)
     }
 
     /// The outputs' documents of the gateway itself, after every accessory's.
