@@ -78,10 +78,13 @@ public final class HAPCoAPAccessory: Sendable {
         configuration: Configuration, database: any HAPAccessoryDatabase, events: any HAPCoAPEventSender,
         logger: Logger, onStatusChange: @escaping @Sendable (HAPServerStatus) -> Void = { _ in }
     ) throws(HAPServerError) {
-        self.configuration = configuration
-        state = try AccessoryState(
+        // Read before anything is stored: Swift 6.3's optimiser crashes (an ownership error in
+        // CopyPropagation) on this init when the throw comes after a stored property is set.
+        let state = try AccessoryState(
             store: HAPServerStore(directory: configuration.stateDirectory), setupCode: configuration.setupCode,
             onStatusChange: onStatusChange)
+        self.configuration = configuration
+        self.state = state
         self.database = database
         self.events = events
         self.logger = logger
