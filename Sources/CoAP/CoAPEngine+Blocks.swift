@@ -40,36 +40,22 @@ extension CoAPEngine {
 
     /// Sends the transfer's next request: a Block1 block, a Block2 follow-up, or the whole.
     func transmit(_ id: UInt64) {
-        guard var transfer = transfers[id], let deadline = inFlight[id]?.deadline else { return }
+        guard let transfer = transfers[id], let deadline = inFlight[id]?.deadline else { return }
         let session = transfer.session
-        let code = coap_pdu_code_t(rawValue: coap_pdu_code_t.RawValue(transfer.method.rawValue))
-        guard
-            let pdu = coap_pdu_init(
-                COAP_MESSAGE_CON, code, coap_mid_t(coap_new_message_id(session)), coap_session_max_pdu_size(session))
-        else { return fail(id, .sendFailed("no memory for a PDU")) }
-        var token = [UInt8](repeating: 0, count: 8)
-        var length = 0
-        coap_session_new_token(session, &length, &token)
-        token = Array(token.prefix(length))
-        var built = coap_add_token(pdu, length, token) == 1
-        for segment in transfer.path.split(separator: "/", omittingEmptySubsequences: true) where built {
-            let bytes = Array(segment.utf8)
-            built = coap_add_option(pdu, coap_option_num_t(COAP_OPTION_URI_PATH), bytes.count, bytes) != 0
+        guard let (pdu, token) = requestPDU(session, transfer.method, transfer.path) else {
+            return fail(id, .sendFailed("the request does not fit in a PDU"))
         }
+        var built = true
         var body: ArraySlice<UInt8> = []
         if transfer.block2Next > 0 {
             // Options in order: Block2 (23) here, Block1 (27) never with it.
-            built =
-                built
-                && Self.addBlock(pdu, COAP_OPTION_BLOCK2, UInt32(transfer.block2Next), more: false, transfer.block2SZX)
+            built = Self.addBlock(pdu, COAP_OPTION_BLOCK2, UInt32(transfer.block2Next), more: false, transfer.block2SZX)
         } else if transfer.usesBlock1 && !transfer.payloadSent {
             let start = transfer.block1Next * transfer.block1Size
             let end = min(start + transfer.block1Size, transfer.payload.count)
             let szx = UInt32(transfer.block1Size.trailingZeroBitCount - 4)
-            built =
-                built
-                && Self.addBlock(
-                    pdu, COAP_OPTION_BLOCK1, UInt32(transfer.block1Next), more: end < transfer.payload.count, szx)
+            built = Self.addBlock(
+                pdu, COAP_OPTION_BLOCK1, UInt32(transfer.block1Next), more: end < transfer.payload.count, szx)
             // Size1 (RFC 7959 §4): the whole size, which libcoap 4.3.1 needs to join the body.
             var size = [UInt8](repeating: 0, count: 4)
             let sizeLength = coap_encode_var_safe(&size, 4, UInt32(transfer.payload.count))
@@ -89,7 +75,6 @@ extension CoAPEngine {
         let key = TokenKey(session: UInt(bitPattern: session), token: token)
         byToken[key] = id
         inFlight[id] = (key, deadline)
-        transfers[id] = transfer
         if coap_send(session, pdu) == COAP_INVALID_MID { fail(id, .sendFailed("libcoap refused the request")) }
     }
 

@@ -23,14 +23,37 @@ extension CoAPEngine {
             inFlight[id] = (TokenKey(session: 0, token: []), deadline)
             return transmit(id)
         }
+        guard let (pdu, token) = requestPDU(session, method, path) else {
+            complete(id, .failure(.sendFailed("the request does not fit in a PDU")))
+            return
+        }
+        // libcoap keeps the body until its last block is sent, then calls the release (on a
+        // failure too, so the copy is never freed here).
+        if !payload.isEmpty {
+            let copy = Self.copy(payload)
+            guard coap_add_data_large_request(session, pdu, payload.count, copy, coapRelease, copy) == 1 else {
+                coap_delete_pdu(pdu)
+                complete(id, .failure(.sendFailed("the request does not fit in a PDU")))
+                return
+            }
+        }
+        let key = TokenKey(session: UInt(bitPattern: session), token: token)
+        byToken[key] = id
+        inFlight[id] = (key, deadline)
+        if coap_send(session, pdu) == COAP_INVALID_MID {
+            forget(id)
+            complete(id, .failure(.sendFailed("libcoap refused the request")))
+        }
+    }
+
+    /// A confirmable request PDU with a new token and `path` as Uri-Path options (options after
+    /// those, then the payload, are the caller's), or nil if it does not fit.
+    func requestPDU(_ session: OpaquePointer, _ method: CoAPMethod, _ path: String) -> (OpaquePointer, [UInt8])? {
         let code = coap_pdu_code_t(rawValue: coap_pdu_code_t.RawValue(method.rawValue))
         guard
             let pdu = coap_pdu_init(
                 COAP_MESSAGE_CON, code, coap_mid_t(coap_new_message_id(session)), coap_session_max_pdu_size(session))
-        else {
-            complete(id, .failure(.sendFailed("no memory for a PDU")))
-            return
-        }
+        else { return nil }
         var token = [UInt8](repeating: 0, count: 8)
         var length = 0
         coap_session_new_token(session, &length, &token)
@@ -40,24 +63,11 @@ extension CoAPEngine {
             let bytes = Array(segment.utf8)
             built = coap_add_option(pdu, coap_option_num_t(COAP_OPTION_URI_PATH), bytes.count, bytes) != 0
         }
-        if built && !payload.isEmpty {
-            // libcoap keeps the body until its last block is sent, then calls the release.
-            let copy = Self.copy(payload)
-            built = coap_add_data_large_request(session, pdu, payload.count, copy, coapRelease, copy) == 1
-            if !built { free(copy) }
-        }
         guard built else {
             coap_delete_pdu(pdu)
-            complete(id, .failure(.sendFailed("the request does not fit in a PDU")))
-            return
+            return nil
         }
-        let key = TokenKey(session: UInt(bitPattern: session), token: token)
-        byToken[key] = id
-        inFlight[id] = (key, deadline)
-        if coap_send(session, pdu) == COAP_INVALID_MID {
-            forget(id)
-            complete(id, .failure(.sendFailed("libcoap refused the request")))
-        }
+        return (pdu, token)
     }
 
     /// The session requests to `peer` go on: the server session it wrote to us on (so they

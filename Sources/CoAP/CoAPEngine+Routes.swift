@@ -99,13 +99,13 @@ extension CoAPEngine {
             }
         } else if !answer.payload.isEmpty {
             // Adds Block2 (and Size2, ETag) when the body is larger than a PDU; libcoap keeps it
-            // until the peer has the last block, then calls the release.
+            // until the peer has the last block, then calls the release (on a failure, at once).
             let copy = Self.copy(answer.payload)
             let added = coap_add_data_large_response(
                 resource, session, request, response, query, UInt16(COAP_MEDIATYPE_APPLICATION_OCTET_STREAM), -1,
                 0, answer.payload.count, copy, coapRelease, copy)
             if added == 0 {
-                free(copy)
+                // libcoap has called the release already.
                 logger.warning(
                     "CoAP answer could not be added to the response", metadata: ["peer": "\(Self.peer(of: session))"])
                 coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR)
