@@ -18,7 +18,8 @@ public import Foundation
 /// owned by another user than the one writing (files it made would lock the owner out).
 ///
 /// The state files are `home.json`, `scope.json`, `state.json`, the `*.json` files in
-/// `pairings/` and `published/`, and the HomeKit servers' in `homekit/<home>/` and
+/// `pairings/`, `published/` and `homeassistant/` (the node ids Home Assistant knows accessories
+/// by), and the HomeKit servers' in `homekit/<home>/` and
 /// `homekit/<home>/standalone/<accessory>/`, each a regular file: nothing else there is backed
 /// up, migrated or restored, and a symbolic link in their place is refused.
 public struct StateFormat: Sendable {
@@ -26,7 +27,7 @@ public struct StateFormat: Sendable {
     public static let fileName = "state.json"
     public static let backupDirectory = "backups"
     static let topLevelFiles: Set<String> = [HomeDatabase.fileName, "scope.json", fileName]
-    static let fileDirectories: Set<String> = ["pairings", "published"]
+    static let fileDirectories: Set<String> = ["pairings", "published", "homeassistant"]
     /// Folders of folders of state files: `homekit/<home id>/*.json`, a HomeKit bridge's each.
     static let nestedFileDirectories: Set<String> = ["homekit"]
     /// In a home's `homekit/` folder, the folder of its standalone accessories' folders

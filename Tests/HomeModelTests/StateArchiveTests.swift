@@ -16,12 +16,16 @@ import TestSupport
         try AtomicFileWriter().write(Array("{}".utf8), to: source.url.appendingPathComponent("homekit/h1/ids.json"))
         let standalone = "homekit/h1/standalone/garage/hap-accessory.json"
         try AtomicFileWriter().write(Array(#"{"k": 1}"#.utf8), to: source.url.appendingPathComponent(standalone))
+        // Home Assistant's node ids (issue 43, item 9): a restore keeps every entity id.
+        let nodeIDs = "homeassistant/identity.json"
+        try AtomicFileWriter().write(Array(#"{"version": 1}"#.utf8), to: source.url.appendingPathComponent(nodeIDs))
         let bytes = try StateArchive.make(of: format(source.url)).encoded
         let target = try TemporaryDirectory()
         let archive = try StateArchive(reading: bytes, file: "b.json")
         #expect(
             Set(archive.files.keys) == [
                 "home.json", "scope.json", "pairings/p.json", "state.json", "homekit/h1/ids.json", standalone,
+                nodeIDs,
             ]
         )
         #expect(try archive.restore(into: format(target.url), replacing: false) == nil)

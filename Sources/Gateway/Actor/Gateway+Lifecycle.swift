@@ -213,7 +213,10 @@ extension Gateway {
         all.topics.formUnion(retained.topics)
         let topics = all.topicsToClear(keeping: OwnedTopics())
         logger.info("clearing the topics of a home no longer served here", metadata: ["count": "\(topics.count)"])
-        for topic in topics { enqueue(topic, [], retain: true) }
+        let inside = base + "/"
+        for topic in topics where topic.hasPrefix(inside) || outputs.mayClear(topic, self) {
+            enqueue(topic, [], retain: true)
+        }
         if let store = ownership.store {
             do throws(ModelError) { try store.save(OwnedTopics()) } catch {
                 logger.warning("cannot empty the record of published topics", metadata: ["error": "\(error.message)"])

@@ -20,8 +20,22 @@ extension Gateway {
     /// The home as the database last said; nil only before the first read.
     public var home: Home? { currentHome }
 
+    /// Every home of the database as it is now, this one's and the others' (where an accessory
+    /// that left this home is).
+    public nonisolated var homes: [Home] { database.homesNow }
+
+    /// The base topic a home is served on: its own, or the gateway's (the first home's).
+    public nonisolated func baseTopic(of home: Home) -> String {
+        home.baseTopic ?? config.gatewayBase
+    }
+
     /// The tree whose topics are on the broker (the current tree once started).
     public var publishedTopicTree: TopicTree { publishedTree }
+
+    /// Whether the home's source reports the accessory now, whether the tree holds it or not
+    /// (out of scope): one the home knows but has not been handed yet is neither in the tree nor
+    /// reported.
+    public func reports(accessoryID: String) -> Bool { served.accessories[accessoryID] != nil }
 
     /// A characteristic's latest value, reported or as described.
     public func value(of address: CharacteristicAddress) -> CharacteristicValue? { currentValue(address) }

@@ -68,7 +68,9 @@ extension Gateway {
         }
         // Discovery configs (outside the base) first, as `applyRetained` clears them.
         let inside = base + "/"
-        for topic in ghosts where !topic.hasPrefix(inside) { enqueue(topic, [], retain: true) }
+        for topic in ghosts where !topic.hasPrefix(inside) && outputs.mayClear(topic, self) {
+            enqueue(topic, [], retain: true)
+        }
         for topic in ghosts where topic.hasPrefix(inside) { enqueue(topic, [], retain: true) }
         ownership.settleRequests.yield()
     }

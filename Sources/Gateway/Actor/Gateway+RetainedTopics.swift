@@ -59,7 +59,10 @@ extension Gateway {
         // `value_json`). The accessory's own topics follow, then its characteristics'.
         let stale = retained.topics.filter { !desired.contains($0) }
         let inside = base + "/"
-        for topic in stale where !topic.hasPrefix(inside) { setRetained(topic, []) }
+        // One another home's gateway holds now is forgotten here, not cleared (`mayClear`).
+        for topic in stale where !topic.hasPrefix(inside) {
+            if outputs.mayClear(topic, self) { setRetained(topic, []) } else { _ = publication.record(topic, []) }
+        }
         for topic in stale where topic.hasPrefix(inside) { setRetained(topic, []) }
         let old = publishedTree
         enqueue(publication.characteristicChanges(from: old, to: tree, value: currentValue))

@@ -47,6 +47,11 @@ extension Gateway {
             all.filter { output == nil || ObjectIdentifier($0) == output }.flatMap { $0.gatewayRepublication(gateway) }
         }
 
+        /// Whether every output lets the gateway clear `topic` (`GatewayOutput.mayClear`).
+        func mayClear(_ topic: String, _ gateway: isolated Gateway) -> Bool {
+            all.allSatisfy { $0.mayClear(topic, gateway) }
+        }
+
         func valueChanged(_ accessoryID: String, _ gateway: isolated Gateway) {
             for output in all { output.valueChanged(accessoryID: accessoryID, gateway) }
         }

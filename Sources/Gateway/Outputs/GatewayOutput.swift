@@ -57,6 +57,13 @@ public protocol GatewayOutput: AnyObject {
     /// accessories' (a reconnect, or `republish(_:)`).
     func gatewayRepublication(_ gateway: isolated Gateway) -> [(String, [UInt8])]
 
+    /// Whether the gateway may clear one of the output's topics that it no longer holds (a pass,
+    /// the ghosts of an earlier run, a retired home). No when another home's gateway holds the
+    /// topic now (Home Assistant's config of an accessory moved to that home): the gateway
+    /// forgets the topic without touching it, and the topic's holder publishes or clears it on
+    /// its own connection, so that no clear overtakes its publication. Yes by default.
+    func mayClear(_ topic: String, _ gateway: isolated Gateway) -> Bool
+
     /// A published value of the accessory changed (its `state` is queued already).
     func valueChanged(accessoryID: String, _ gateway: isolated Gateway)
 
@@ -82,6 +89,7 @@ extension GatewayOutput {
     }
     public func publishGatewayDocuments(_ gateway: isolated Gateway) -> [String] { [] }
     public func gatewayRepublication(_ gateway: isolated Gateway) -> [(String, [UInt8])] { [] }
+    public func mayClear(_ topic: String, _ gateway: isolated Gateway) -> Bool { true }
     public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {}
     public func handle(_ message: IncomingMessage, _ gateway: isolated Gateway) -> Bool { false }
     public func run(_ gateway: isolated Gateway) async {}
