@@ -35,15 +35,34 @@ public enum HomeAssistantDiscovery {
         /// last-seen sensor (disabled by default).
         public var lastSeen: Bool
 
+        /// The site's name (`homeassistant.site-name`), shown where `site` says, so that two
+        /// gateways' devices on one broker are told apart in Home Assistant.
+        public var site: Site?
+
         public init(
             defaultRoomID: String? = nil, accessoryTopics: Bool = false, supportURL: String? = nil,
-            homeName: String? = nil, lastSeen: Bool = false
+            homeName: String? = nil, lastSeen: Bool = false, site: Site? = nil
         ) {
+            self.site = site
             self.homeName = homeName
             self.lastSeen = lastSeen
             self.defaultRoomID = defaultRoomID
             self.accessoryTopics = accessoryTopics
             self.supportURL = supportURL
+        }
+    }
+
+    /// A site's name and where Home Assistant shows it: before every device's name, before every
+    /// area, or both.
+    public struct Site: Sendable, Hashable {
+        public var name: String
+        public var inDeviceNames: Bool
+        public var inAreas: Bool
+
+        public init(name: String, inDeviceNames: Bool = true, inAreas: Bool = false) {
+            self.name = name
+            self.inDeviceNames = inDeviceNames
+            self.inAreas = inAreas
         }
     }
 
@@ -97,8 +116,13 @@ public enum HomeAssistantDiscovery {
         let gatewayStatusTopic: String
         let options: Options
 
-        public init(tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options()) {
-            ids = HomeAssistantDiscovery.nodeIDs(for: tree.accessories.map(\.id), base: tree.base)
+        /// - Parameter nodeIDs: the accessories' node ids as recorded (`HomeAssistantIdentity`);
+        ///   without it, the ids the base gives (`nodeIDs(for:base:)`).
+        public init(
+            tree: TopicTree, prefix: String, gatewayStatusTopic: String, options: Options = Options(),
+            nodeIDs: [String: String]? = nil
+        ) {
+            ids = nodeIDs ?? HomeAssistantDiscovery.nodeIDs(for: tree.accessories.map(\.id), base: tree.base)
             bridgeIDs = Set(tree.accessories.compactMap(\.accessory.bridgeID))
             base = tree.base
             self.prefix = prefix
@@ -205,20 +229,26 @@ public enum HomeAssistantDiscovery {
         gatewayStatusTopic: String, options: Options
     ) -> JSONValue {
         let accessory = node.accessory
+        // The site's name before the accessory's, where it is shown in device names.
+        var name = node.displayName
+        if let site = options.site, site.inDeviceNames { name = "\(site.name) \(name)" }
         var device: [String: JSONValue] = [
             "identifiers": .array([.string(nodeID)]),
-            "name": .string(node.displayName),
+            "name": .string(name),
         ]
         let facts: [(String, String)] = [
             ("manufacturer", accessory.manufacturer), ("model", accessory.model),
             ("serial_number", accessory.serialNumber), ("sw_version", accessory.firmwareRevision),
         ]
         for (key, value) in facts where !value.isEmpty { device[key] = .string(value) }
+        var area: String?
         if node.room.id != options.defaultRoomID {
-            device["suggested_area"] = .string(options.homeName.map { "\($0) \(node.room.name)" } ?? node.room.name)
-        } else if let home = options.homeName {
-            device["suggested_area"] = .string(home)
+            area = options.homeName.map { "\($0) \(node.room.name)" } ?? node.room.name
+        } else {
+            area = options.homeName
         }
+        if let site = options.site, site.inAreas { area = area.map { "\(site.name) \($0)" } ?? site.name }
+        if let area { device["suggested_area"] = .string(area) }
         if let bridgeNodeID, bridgeNodeID != nodeID { device["via_device"] = .string(bridgeNodeID) }
 
         var origin: [String: JSONValue] = ["name": .string(originName), "sw_version": .string(HomeMQTTVersion.current)]

@@ -26,6 +26,7 @@ extension HomeAssistantDiscovery {
     ) -> (topic: String, document: JSONValue) {
         let nodeID = gatewayNodeID(base: base)
         var name = "HomeMQTT"
+        if let site = options.site, site.inDeviceNames { name += " \(site.name)" }
         if let home = options.homeName {
             name += " \(home)"
         } else if base != defaultBase {
@@ -45,7 +46,10 @@ extension HomeAssistantDiscovery {
             "manufacturer": .string(originName), "model": "Gateway", "sw_version": .string(HomeMQTTVersion.current),
         ]
         // A home on a base of its own: its area, as its accessories in its default room have.
-        if let home = options.homeName { device["suggested_area"] = .string(home) }
+        // The site's name before it, or alone, where the site is shown in areas.
+        var area = options.homeName
+        if let site = options.site, site.inAreas { area = area.map { "\(site.name) \($0)" } ?? site.name }
+        if let area { device["suggested_area"] = .string(area) }
         let document: JSONValue = .object([
             "device": .object(device),
             "origin": .object(origin),

@@ -1,5 +1,5 @@
 public import Gateway
-import HomeModel
+public import HomeModel
 public import MQTT
 
 /// Home Assistant MQTT discovery as an output of the gateway: one retained device config per
@@ -16,10 +16,29 @@ public final class HomeAssistantOutput: GatewayOutput {
     private var republishing: HomeAssistantDiscovery.Context?
     /// The published tree's context, made when a config replaces one (see `publishDocuments`).
     private var previous: HomeAssistantDiscovery.Context?
+    /// Made at the start of each pass (`accessoriesHeldElsewhere`).
+    private var heldElsewhere: Set<String> = []
 
-    public init(_ config: HomeAssistantConfig, accessoryTopics: Bool) {
+    /// The node ids kept in the state directory, shared by every home of the gateway; nil when
+    /// its file cannot be read (then the ids the base gives, and `identityError` is logged).
+    let identity: HomeAssistantIdentity?
+    private var identityError: ModelError?
+
+    /// - Parameter identity: the gateway's `HomeAssistantIdentity` (or the error reading it);
+    ///   nil for none, as a test of discovery alone: the ids the base gives.
+    public init(
+        _ config: HomeAssistantConfig, accessoryTopics: Bool,
+        identity: Result<HomeAssistantIdentity, ModelError>? = nil
+    ) {
         self.config = config
         self.accessoryTopics = accessoryTopics
+        switch identity {
+        case .success(let kept): self.identity = kept
+        case .failure(let error):
+            self.identity = nil
+            identityError = error
+        case nil: self.identity = nil
+        }
     }
 
     private func context(_ tree: TopicTree, _ gateway: isolated Gateway) -> HomeAssistantDiscovery.Context {
@@ -28,7 +47,22 @@ public final class HomeAssistantOutput: GatewayOutput {
             options: .init(
                 defaultRoomID: gateway.home?.roomForEntireHome.id, accessoryTopics: accessoryTopics,
                 supportURL: config.supportURL,
-                homeName: homeName(gateway), lastSeen: gateway.publishesLastSeen))
+                homeName: homeName(gateway), lastSeen: gateway.publishesLastSeen, site: config.site),
+            nodeIDs: identity?.nodeIDs(for: tree.accessories.map(\.id), base: tree.base))
+    }
+
+    /// Writes what the pass recorded of the ids; a failure is logged, and the ids stay in memory.
+    private func flushIdentity(_ gateway: isolated Gateway) {
+        if let error = identityError {
+            gateway.logger.error(
+                "the Home Assistant node ids cannot be read; using the ids the base topic gives",
+                metadata: ["error": "\(error.message)"])
+            identityError = nil
+        }
+        do throws(ModelError) { try identity?.flush() } catch {
+            gateway.logger.warning(
+                "cannot write the Home Assistant node ids", metadata: ["error": "\(error.message)"])
+        }
     }
 
     private func homeName(_ gateway: isolated Gateway) -> String? {
@@ -41,10 +75,11 @@ public final class HomeAssistantOutput: GatewayOutput {
         return HomeAssistantDiscovery.gatewayConfig(
             base: gateway.baseTopic, healthTopic: healthTopic, prefix: config.prefix,
             gatewayStatusTopic: gateway.statusTopic,
-            options: .init(supportURL: config.supportURL, homeName: homeName(gateway)))
+            options: .init(supportURL: config.supportURL, homeName: homeName(gateway), site: config.site))
     }
 
     public func publishGatewayDocuments(_ gateway: isolated Gateway) -> [String] {
+        flushIdentity(gateway)
         guard let (topic, document) = gatewayConfig(gateway) else { return [] }
         gateway.publishRetained(topic, document.encodedUTF8())
         return [topic]
@@ -69,19 +104,76 @@ public final class HomeAssistantOutput: GatewayOutput {
     }
 
     public func beginPass(over tree: TopicTree, republishing: Bool, _ gateway: isolated Gateway) {
+        heldElsewhere = accessoriesHeldElsewhere(gateway)
         if republishing {
             self.republishing = context(tree, gateway)
             return
         }
         pass = context(tree, gateway)
         previous = nil
+        clearLeftBehind(tree, gateway)
+    }
+
+    /// The accessories another home holds, served on another base topic: their configs are that
+    /// home's to publish or clear. An accessory just moved away can still be in this home's tree
+    /// for a pass (its source has not let go of it yet); publishing its config then would put
+    /// this home's version over the other home's, and nothing would clear it.
+    private func accessoriesHeldElsewhere(_ gateway: isolated Gateway) -> Set<String> {
+        guard identity != nil else { return [] }
+        var out = Set<String>()
+        for home in gateway.homes where gateway.baseTopic(of: home) != gateway.baseTopic {
+            out.formUnion(home.knownAccessoryIDs)
+            out.formUnion(home.assignments.keys)
+            out.formUnion(home.removedAccessoryIDs)
+        }
+        return out
+    }
+
+    /// Configs of this home's accessories that the gateway of the home they were in left on the
+    /// broker (`mayClear`) and this one does not publish (reported, and out of its scope):
+    /// cleared here, on this home's connection, whichever home's gateway passed first. One the
+    /// source has not handed to this home yet waits: it is published when it comes, or cleared
+    /// here if it comes out of scope.
+    private func clearLeftBehind(_ tree: TopicTree, _ gateway: isolated Gateway) {
+        guard let identity, let home = gateway.home else { return }
+        let base = gateway.baseTopic
+        for id in home.knownAccessoryIDs where tree.accessory(id: id) == nil && gateway.reports(accessoryID: id) {
+            guard let entry = identity.entry(id), let elsewhere = entry.publishedOn, elsewhere != base else { continue }
+            gateway.publish(
+                HomeAssistantDiscovery.configTopic(prefix: config.prefix, nodeID: entry.nodeID), [], retain: true)
+            identity.setPublished(id, on: nil)
+        }
+    }
+
+    /// An accessory's config that this home no longer publishes is left to the home that holds
+    /// the accessory now when that home is served on another base topic (moved there, or this
+    /// home moved to another base): its gateway publishes the same topic, or clears it.
+    public func mayClear(_ topic: String, _ gateway: isolated Gateway) -> Bool {
+        guard let identity, let nodeID = nodeID(inConfigTopic: topic),
+            let accessoryID = identity.accessoryID(ofNode: nodeID)
+        else { return true }
+        if let holder = gateway.homes.first(where: { $0.holds(accessoryID: accessoryID) }),
+            gateway.baseTopic(of: holder) != gateway.baseTopic
+        {
+            return false
+        }
+        if identity.entry(accessoryID)?.publishedOn == gateway.baseTopic { identity.setPublished(accessoryID, on: nil) }
+        return true
+    }
+
+    /// The node id of `<prefix>/device/<node id>/config`.
+    private func nodeID(inConfigTopic topic: String) -> String? {
+        let head = "\(config.prefix)/device/", tail = "/config"
+        guard topic.hasPrefix(head), topic.hasSuffix(tail), topic.count > head.count + tail.count else { return nil }
+        return String(topic.dropFirst(head.count).dropLast(tail.count))
     }
 
     /// Home Assistant drops one entity of a device that stays only when told its platform: a
     /// changed config also lists, platform only, the components of the one it replaces (made
     /// again from the published tree it was made from).
     public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] {
-        guard let (topic, document) = pass?.config(node) else { return [] }
+        guard !heldElsewhere.contains(node.id), let (topic, document) = pass?.config(node) else { return [] }
+        identity?.setPublished(node.id, on: gateway.baseTopic)
         let payload = document.encodedUTF8()
         let (changed, replaced) = gateway.recordRetained(topic, payload)
         guard changed else { return [topic] }
@@ -100,7 +192,7 @@ public final class HomeAssistantOutput: GatewayOutput {
     }
 
     public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
-        guard let (topic, document) = republishing?.config(node) else { return [] }
+        guard !heldElsewhere.contains(node.id), let (topic, document) = republishing?.config(node) else { return [] }
         return [(topic, document.encodedUTF8())]
     }
 

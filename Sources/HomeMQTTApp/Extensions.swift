@@ -33,7 +33,14 @@ enum HomeAssistantFeature: HomeMQTTExtension {
 
     static func outputs(_ settings: HomeAssistantConfig, _ config: GatewayConfig) -> [any GatewayOutput] {
         guard settings.enabled else { return [] }
-        return [HomeAssistantOutput(settings, accessoryTopics: config[AccessoryStateConfig.self].enabled)]
+        // Every home's output shares the gateway's one record of node ids.
+        let identity = Result { () throws(ModelError) in
+            try HomeAssistantIdentity.shared(stateDirectory: config.stateDirectory)
+        }
+        return [
+            HomeAssistantOutput(
+                settings, accessoryTopics: config[AccessoryStateConfig.self].enabled, identity: identity)
+        ]
     }
 }
 
