@@ -121,7 +121,7 @@ public final class HomeAssistantOutput: GatewayOutput {
     private func accessoriesHeldElsewhere(_ gateway: isolated Gateway) -> Set<String> {
         guard identity != nil else { return [] }
         var out = Set<String>()
-        for home in gateway.homes where gateway.baseTopic(of: home) != gateway.baseTopic {
+        for home in gateway.homes where gateway.config.baseTopic(of: home) != gateway.baseTopic {
             out.formUnion(home.knownAccessoryIDs)
             out.formUnion(home.assignments.keys)
             out.formUnion(home.removedAccessoryIDs)
@@ -153,7 +153,7 @@ public final class HomeAssistantOutput: GatewayOutput {
             let accessoryID = identity.accessoryID(ofNode: nodeID)
         else { return true }
         if let holder = gateway.homes.first(where: { $0.holds(accessoryID: accessoryID) }),
-            gateway.baseTopic(of: holder) != gateway.baseTopic
+            gateway.config.baseTopic(of: holder) != gateway.baseTopic
         {
             return false
         }

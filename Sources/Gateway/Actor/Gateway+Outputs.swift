@@ -24,11 +24,6 @@ extension Gateway {
     /// that left this home is).
     public nonisolated var homes: [Home] { database.homesNow }
 
-    /// The base topic a home is served on: its own, or the gateway's (the first home's).
-    public nonisolated func baseTopic(of home: Home) -> String {
-        home.baseTopic ?? config.gatewayBase
-    }
-
     /// The tree whose topics are on the broker (the current tree once started).
     public var publishedTopicTree: TopicTree { publishedTree }
 

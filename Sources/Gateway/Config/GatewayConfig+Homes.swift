@@ -20,3 +20,8 @@ extension GatewayConfig {
         "home-" + String(Slug.make(home.id, fallback: "x").prefix(8))
     }
 }
+
+extension GatewayConfig {
+    /// The base topic a home is served on: its own, or the gateway's (the first home's).
+    public func baseTopic(of home: Home) -> String { home.baseTopic ?? gatewayBase }
+}
