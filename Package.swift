@@ -128,6 +128,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // HAP over Thread on the wire (issue 42): the HAP-over-CoAP peers (HAP's controller,
+        // HAPServer's accessory) carried by the CoAP module's client and server over UDP.
+        .target(
+            name: "HAPThread",
+            dependencies: [
+                "HAP", "HAPServer", "CoAP", "HomeModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "Gateway",
             dependencies: [
@@ -286,6 +296,8 @@ let package = Package(
             dependencies: [
                 // Simulator: the HAP-over-CoAP tests serve an accessory file of Config/accessories.
                 "HAPServer", "HAPServerTestSupport", "HAP", "HomeModel", "Simulator", "TestSupport",
+                // The CoAPUDP tests: the same peers over real UDP on ::1 (HAPThread on libcoap).
+                "HAPThread", "CoAP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
