@@ -8,7 +8,7 @@ import XCTest
 
 /// Our HAP-over-CoAP accessory held to aiohomekit 4.0.1 (the venv's), a real controller: its
 /// pairing state machines, session keys, encryption, PDUs and event parsing, carried over stdio
-/// by `Scripts/aiohomekit-coap-stdio.py` until the libcoap transport carries them over UDP; and
+/// by `Scripts/aiohomekit-coap-stdio.py` (CoAPUDPAiohomekitTests runs them over UDP); and
 /// the attribute database it serves, read by aiohomekit's own decoder
 /// (`Scripts/aiohomekit-thread-database.py`) and held to the accessory file it was made from.
 final class CoAPAiohomekitTests: XCTestCase {
