@@ -74,10 +74,9 @@ final class CoAPUDPBadInputTests: XCTestCase {
                 // The session is untouched: reads, writes and events, on the first verify.
                 let read = try await controller.read(brightness)
                 XCTAssertEqual(read, .int(80))
-                var events = controller.events.makeAsyncIterator()
                 let reached = await database.set(brightness, .int(44))
                 XCTAssertEqual(reached, 1)
-                let event = await events.next()
+                let event = await controller.nextEvent()
                 XCTAssertEqual(event?.value, .int(44))
                 let verifications = await controller.verifications
                 XCTAssertEqual(verifications, 1)

@@ -159,3 +159,24 @@ func assertServesTheFile(
     XCTAssertEqual(fade.type, "7E536242-341C-4862-BE90-272CE15BD633", file: source, line: line)
     XCTAssertEqual(fade.value?.doubleValue, 1.0, file: source, line: line)
 }
+
+extension HAPCoAPController {
+    /// The next event, or nil when none comes within `limit`: over UDP an event that went
+    /// astray must fail the test, not hang it. The limit only bounds a failure; an event that
+    /// arrives is taken at once. One waiter at a time (the stream has one consumer).
+    nonisolated func nextEvent(within limit: Duration = .seconds(20)) async -> HAPCoAPEvent? {
+        await withTaskGroup(of: HAPCoAPEvent?.self) { group in
+            group.addTask { [events] in
+                var iterator = events.makeAsyncIterator()
+                return await iterator.next()
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+}

@@ -93,27 +93,25 @@ final class CoAPUDPPeersTests: XCTestCase {
                     let brightness = database.iid("43", "8")
                     try await a.subscribe([brightness])
                     try await b.subscribe([brightness])
-                    var aEvents = a.events.makeAsyncIterator()
-                    var bEvents = b.events.makeAsyncIterator()
 
                     try await a.write(brightness, .int(55))
-                    let seenByB = await bEvents.next()
+                    let seenByB = await b.nextEvent()
                     XCTAssertEqual(seenByB?.iid, brightness)
                     XCTAssertEqual(seenByB?.value, .int(55))
 
                     // From inside: both hear it; the first A hears is this one, not its own write.
                     let reached = await database.set(brightness, .int(12))
                     XCTAssertEqual(reached, 2)
-                    let seenByA = await aEvents.next()
+                    let seenByA = await a.nextEvent()
                     XCTAssertEqual(seenByA?.value, .int(12))
-                    let got4 = await bEvents.next()?.value
+                    let got4 = await b.nextEvent()?.value
                     XCTAssertEqual(got4, .int(12))
 
                     // Unsubscribed: no longer.
                     try await b.subscribe([brightness], false)
                     let got5 = await database.set(brightness, .int(13))
                     XCTAssertEqual(got5, 1)
-                    let got6 = await aEvents.next()?.value
+                    let got6 = await a.nextEvent()?.value
                     XCTAssertEqual(got6, .int(13))
                 }
             }
