@@ -2,6 +2,7 @@ import CoAP
 import HAP
 import HAPServer
 import HAPThread
+import TestSupport
 import XCTest
 
 /// Bad input to our accessory over real UDP while a controller holds a session: garbage

@@ -4,15 +4,13 @@ import Foundation
     import Glibc
 #endif
 
-// A copy of Tests/CoAPTests/RawUDP.swift (a test target's file, which HAPServerTests cannot
-// import): the HAP-over-CoAP bad-input tests over UDP send the same hand-made datagrams.
+/// A bare UDP socket on ::1 for the CoAP bad-input tests (CoAPTests, and HAP over CoAP in
+/// HAPServerTests): sends any bytes, reads what comes back.
+public final class RawUDP {
+    public let fd: Int32
+    public let port: UInt16
 
-/// A bare UDP socket on ::1 for the bad-input tests: sends any bytes, reads what comes back.
-final class RawUDP {
-    let fd: Int32
-    let port: UInt16
-
-    init() throws {
+    public init() throws {
         let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
         self.fd = fd
         var address = sockaddr_in6()
@@ -30,7 +28,7 @@ final class RawUDP {
 
     deinit { close(fd) }
 
-    func send(_ bytes: [UInt8], to port: UInt16) {
+    public func send(_ bytes: [UInt8], to port: UInt16) {
         var address = sockaddr_in6()
         address.sin6_family = sa_family_t(AF_INET6)
         address.sin6_addr = in6addr_loopback
@@ -43,7 +41,7 @@ final class RawUDP {
     }
 
     /// The next datagram and the port it came from, or nil after `timeout` seconds.
-    func receive(timeout: Double) -> (bytes: [UInt8], port: UInt16)? {
+    public func receive(timeout: Double) -> (bytes: [UInt8], port: UInt16)? {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, Int32(timeout * 1000)) == 1 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -61,7 +59,7 @@ final class RawUDP {
 
 /// A CoAP message by hand (RFC 7252 §3): version 1, type, token, code, message id, options
 /// (number, value; in order), payload.
-func coapMessage(
+public func coapMessage(
     type: UInt8, code: UInt8, mid: UInt16, token: [UInt8], options: [(UInt16, [UInt8])] = [], payload: [UInt8] = []
 ) -> [UInt8] {
     var bytes: [UInt8] = [0x40 | type << 4 | UInt8(token.count), code, UInt8(mid >> 8), UInt8(mid & 0xFF)] + token
