@@ -190,7 +190,7 @@ let package = Package(
         .target(
             name: "HomeKitBridge",
             dependencies: [
-                "Gateway", "HAPServer", "HomeModel", "MDNS", "SetupQR",
+                "Gateway", "HAPServer", "HAPThread", "HomeModel", "MDNS", "SetupQR",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -320,6 +320,8 @@ let package = Package(
                 "TestSupport",
                 // LoopGuardTests: simulated homes of their own, two gateways; BridgeTreeTests: HAPService.
                 "Simulator", "HAPServer",
+                // ThreadAccessoryTests: our HAP-over-CoAP controller over UDP.
+                "HAPThread", "CoAP",
                 // BridgeFloodTests: strangers and garbage, byte by byte.
                 "HAPServerTestSupport",
                 .product(name: "Logging", package: "swift-log"),

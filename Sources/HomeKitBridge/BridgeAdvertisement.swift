@@ -10,6 +10,8 @@ public import HAPServer
 /// The bridge's `_hap._tcp` instance, from its status.
 public enum BridgeAdvertisement {
     public static let serviceType = "_hap._tcp.local"
+    /// A Thread accessory's (HAP over CoAP, `homekit: thread`): the same TXT keys.
+    public static let threadServiceType = "_hap._udp.local"
 
     /// The TXT record: `c#`, `ff` 0, `id`, `md`, `pv` 1.1, `s#` 1, `sf` (1 unpaired, 0 paired),
     /// `ci` (2, bridge) and `sh`; nil while no server runs (no id nor `c#` yet).

@@ -74,9 +74,12 @@ public struct BridgeFiles: Sendable {
         public var accessoryID: String?
         public var name: String?
         public var category: Int?
+        /// True for an accessory served as a Thread accessory (`homekit: thread`); nil otherwise.
+        public var thread: Bool?
 
         enum CodingKeys: String, CodingKey {
             case version, setupCode = "setup-code", setupID = "setup-id", accessoryID = "accessory", name, category
+            case thread
         }
     }
 
@@ -127,21 +130,26 @@ public struct BridgeFiles: Sendable {
         public var accessoryID: String
         public var name: String
         public var category: Int
+        /// Served over HAP over CoAP (UDP, `_hap._udp`) as a Thread accessory, not over TCP.
+        public var thread: Bool
 
-        public init(accessoryID: String, name: String, category: Int) {
+        public init(accessoryID: String, name: String, category: Int, thread: Bool = false) {
             self.accessoryID = accessoryID
             self.name = name
             self.category = category
+            self.thread = thread
         }
 
         func describes(_ setup: Setup) -> Bool {
             setup.accessoryID == accessoryID && setup.name == name && setup.category == category
+                && (setup.thread ?? false) == thread
         }
 
         func describe(_ setup: inout Setup) {
             setup.accessoryID = accessoryID
             setup.name = name
             setup.category = category
+            setup.thread = thread ? true : nil
         }
     }
 

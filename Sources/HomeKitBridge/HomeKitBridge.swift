@@ -27,7 +27,7 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
     nonisolated var label: String { standalone.map { "HomeKit accessory \($0)" } ?? "HomeKit bridge" }
 
     /// The server that hears of changes; it changes when a reset starts a new one.
-    var server: HAPAccessoryServer?
+    var server: (any BridgeServing)?
     var ids: BridgeIDs
     var tree = BridgeTree()
     var values: [CharacteristicAddress: CharacteristicValue] = [:]
@@ -72,7 +72,7 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
         ids = try files.loadIDs(firstAID: standalone == nil ? 2 : 1)
     }
 
-    func attach(_ server: HAPAccessoryServer?) { self.server = server }
+    func attach(_ server: (any BridgeServing)?) { self.server = server }
 
     /// How many accessories the bridge serves now (itself included), and those left out.
     var counts: (served: Int, leftOut: [String]) { (tree.accessories.count, tree.leftOut) }
@@ -94,7 +94,9 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             let json = BridgeTree.json(value, node.characteristic.metadata.format)
             if current.contains(node.address) { cache.set(id, json) }
             guard let server else { return }
-            server.notify([HAPValueChange(id: id, value: json)], cause: takeWriter(of: node.address, value))
+            // Over CoAP the events are PUTs answered one by one: the view waits for them (a
+            // controller gone quiet holds it `eventDeadline` at most), in the gateway's order.
+            await server.sendEvents([HAPValueChange(id: id, value: json)], cause: takeWriter(of: node.address, value))
         case .event, .connection:
             break
         }
@@ -125,7 +127,11 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             standalones = published.accessories.filter { node in
                 node.accessory.isHomeKitStandalone
                     && filter.admits(accessory: node.accessory, displayName: node.displayName, room: node.room)
-            }.map { .init(accessoryID: $0.id, name: $0.displayName, category: $0.accessory.category) }
+            }.map {
+                .init(
+                    accessoryID: $0.id, name: $0.displayName, category: $0.accessory.category,
+                    thread: $0.accessory.isHomeKitThread)
+            }
         }
         if ids != before {
             do throws(ModelError) {
@@ -305,5 +311,25 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             return .invalidValue
         default: return .communicationFailure
         }
+    }
+}
+
+/// What the bridge tells the server serving it: changed values (sent to subscribed controllers
+/// as events) and a possibly new shape. Over IP a `HAPAccessoryServer`; for a Thread accessory
+/// (`homekit: thread`) the `HAPCoAPAccessory` that `HAPThreadAccessory` serves over UDP.
+protocol BridgeServing: Sendable {
+    func sendEvents(_ changes: [HAPValueChange], cause: HAPSessionID?) async
+    func databaseChanged() async throws(HAPServerError)
+}
+
+extension HAPAccessoryServer: BridgeServing {
+    func sendEvents(_ changes: [HAPValueChange], cause: HAPSessionID?) async {
+        _ = notify(changes, cause: cause)
+    }
+}
+
+extension HAPCoAPAccessory: BridgeServing {
+    func sendEvents(_ changes: [HAPValueChange], cause: HAPSessionID?) async {
+        _ = await notify(changes, cause: cause)
     }
 }

@@ -34,7 +34,7 @@ public final class HomeKitBridgeService: Service, Sendable {
     /// The accessory this service serves alone; nil for the home's bridge.
     let standalone: BridgeFiles.Standalone?
 
-    private struct Running {
+    struct Running {
         var bridge: HomeKitBridge?
         var server: HAPAccessoryServer?
         var setupID: String?
@@ -52,7 +52,7 @@ public final class HomeKitBridgeService: Service, Sendable {
         }
     }
 
-    private let running = Mutex(Running())
+    let running = Mutex(Running())
 
     /// - Parameter port: the home's (`settings.port` for the first home, 0 for the others).
     public init(
@@ -195,7 +195,7 @@ public final class HomeKitBridgeService: Service, Sendable {
     }
 
     /// Logs why the bridge does not serve, keeps it for the status, and waits for the end.
-    private func failed(_ message: String) async {
+    func failed(_ message: String) async {
         logger.error("\(what): \(message)", metadata: names)
         running.withLock { $0.error = message }
         try? await gracefulShutdown()
@@ -209,6 +209,7 @@ public final class HomeKitBridgeService: Service, Sendable {
 
     /// Runs the accessory server until the end, a new one after each reset.
     private func serve(_ bridge: HomeKitBridge, code: HAPSetupCode) async {
+        if standalone?.thread == true { return await serveThread(bridge, code: code) }
         // A reset's caller, however the server it waits for ends.
         defer { running.withLock { $0.takeWaiter() }?.resume() }
         while true {
@@ -333,9 +334,11 @@ public final class HomeKitBridgeService: Service, Sendable {
     /// admits, announcing the addresses it listens on: the admitted interfaces' for `0.0.0.0`
     /// and `::`, and those `listen` names. Nil for a bridge that listens on loopback only:
     /// nothing on the network could reach it (the in-process tests' bridges).
-    func announcement(_ server: HAPServerStatus, port: Int) async -> MDNSResponder? {
+    func announcement(
+        _ server: HAPServerStatus, port: Int, type: String = BridgeAdvertisement.serviceType, ipv6Only: Bool = false
+    ) async -> MDNSResponder? {
         guard let txt = txt(server) else { return nil }
-        let listen = settings.bindAddresses
+        let listen = settings.bindAddresses.filter { !ipv6Only || $0.contains(":") }
         let named = listen.filter { !["0.0.0.0", "::"].contains($0) }
         guard named.count < listen.count || named.contains(where: { !Self.isLoopback($0) }) else {
             logger.info("\(what): not announced over mDNS, it listens on loopback only", metadata: names)
@@ -346,7 +349,7 @@ public final class HomeKitBridgeService: Service, Sendable {
             named + admitted.filter { $0.contains(":") ? listen.contains("::") : listen.contains("0.0.0.0") }
         let hex = server.pairingID.replacingOccurrences(of: ":", with: "").lowercased()
         let instance = MDNSServiceInstance(
-            name: bridgeName, type: BridgeAdvertisement.serviceType, host: "homemqtt-\(hex).local", port: port,
+            name: bridgeName, type: type, host: "homemqtt-\(hex).local", port: port,
             txt: txt)
         return MDNSResponder(
             instance: instance, addresses: addresses, interfaces: settings.mdnsInterfaces, logger: logger)

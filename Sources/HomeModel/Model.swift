@@ -281,6 +281,9 @@ public struct Accessory: Sendable, Hashable, Identifiable {
     /// Served to HomeKit on its own (a simulator file's `homekit: standalone`): its own HAP
     /// accessory server, pairing id and setup code, and not on the home's bridge.
     public var isHomeKitStandalone = false
+    /// Served alone as a HAP-over-Thread accessory (a simulator file's `homekit: thread`): also
+    /// `isHomeKitStandalone` (its own pairing, not on the bridge), over CoAP/UDP instead of TCP.
+    public var isHomeKitThread = false
 
     public init(
         id: String, aid: UInt64 = 1, name: String, manufacturer: String = "", model: String = "",

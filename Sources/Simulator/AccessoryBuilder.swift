@@ -30,7 +30,9 @@ struct AccessoryBuilder {
         let bridgeID = "sim:\(stem)"
         let bridgedItems = try root.list("bridged") ?? []
         var accessories = [try buildAccessory(root, id: bridgeID, aid: 1, isBridge: !bridgedItems.isEmpty)]
-        accessories[0].isHomeKitStandalone = try Self.homeKitStandalone(root, isBridge: !bridgedItems.isEmpty)
+        let serving = try Self.homeKitServing(root, isBridge: !bridgedItems.isEmpty)
+        accessories[0].isHomeKitStandalone = serving != .bridged
+        accessories[0].isHomeKitThread = serving == .thread
         var names = [(accessories[0].name, root.keyPath("name"))]
         for (index, item) in bridgedItems.enumerated() {
             let map = try FileReader(item.node, path: item.path, failure: SimulatorError.reading(file))
@@ -45,19 +47,25 @@ struct AccessoryBuilder {
             config: SimulatorConfiguration(accessories: accessories, behaviours: behaviours), authoredNames: names)
     }
 
-    /// `homekit: bridged` (the default: on the home's bridge) or `standalone` (its own HAP
-    /// accessory server). A file's top accessory only: a simulated bridge is no accessory to
-    /// serve alone, and its bridged accessories reach HomeKit through the home's bridge.
-    static func homeKitStandalone(_ map: FileReader, isBridge: Bool) throws(SimulatorError) -> Bool {
-        guard let text = try map.string("homekit") else { return false }
-        guard let standalone = ["bridged": false, "standalone": true][text] else {
-            throw map.error("homekit", "must be bridged or standalone, got '\(text)'")
+    /// How a file's top accessory reaches HomeKit (`homekit:`).
+    enum HomeKitServing: String {
+        case bridged, standalone, thread
+    }
+
+    /// `homekit: bridged` (the default: on the home's bridge), `standalone` (its own HAP
+    /// accessory server over IP) or `thread` (its own HAP-over-CoAP accessory over UDP, as a
+    /// Thread accessory is reached). A file's top accessory only: a simulated bridge is no
+    /// accessory to serve alone, and its bridged accessories reach HomeKit through the home's bridge.
+    static func homeKitServing(_ map: FileReader, isBridge: Bool) throws(SimulatorError) -> HomeKitServing {
+        guard let text = try map.string("homekit") else { return .bridged }
+        guard let serving = HomeKitServing(rawValue: text) else {
+            throw map.error("homekit", "must be bridged, standalone or thread, got '\(text)'")
         }
-        if standalone && isBridge {
+        if serving != .bridged && isBridge {
             throw map.error(
-                "homekit", "a file with bridged accessories cannot be standalone; only a single accessory can")
+                "homekit", "a file with bridged accessories cannot be \(text); only a single accessory can")
         }
-        return standalone
+        return serving
     }
 
     mutating func buildAccessory(_ map: FileReader, id: String, aid: UInt64, isBridge: Bool) throws(SimulatorError)

@@ -79,13 +79,15 @@ struct HomeKitCommand: AsyncParsableCommand {
             printStandalone(files)
         }
 
-        /// Each accessory served alone (`homekit: standalone`) with its own code, URI and QR code,
+        /// Each accessory served alone (`homekit: standalone` or `thread`) with its own code, URI and QR code,
         /// after the bridge's: what its first start logged.
         func printStandalone(_ bridge: BridgeFiles) {
             for alone in bridge.standaloneFiles() {
                 guard let code = try? alone.files.storedSetupCode() else { continue }
                 let name = alone.setup.name ?? alone.accessoryID
-                print("\n" + "\(code.revealed)  (\(name), \(alone.accessoryID), standalone)".escapingControlCharacters)
+                // A Thread accessory (`homekit: thread`) is served alone too, over HAP over CoAP.
+                let how = alone.setup.thread == true ? "standalone, Thread" : "standalone"
+                print("\n" + "\(code.revealed)  (\(name), \(alone.accessoryID), \(how))".escapingControlCharacters)
                 let uri = BridgeAdvertisement.setupURI(
                     code: code, setupID: alone.setup.setupID, category: alone.setup.category ?? 1)
                 print(uri)

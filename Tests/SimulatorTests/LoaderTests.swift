@@ -215,11 +215,12 @@ import Testing
         return SimulatorError(file: "", code: ErrorCode(rawValue: ""), message: "")
     }
 
-    /// `homekit:` is `bridged` or `standalone`, on a single accessory only.
+    /// `homekit:` is `bridged`, `standalone` or `thread`, on a single accessory only.
     @Test func homekitServing() async throws {
         let e = try failure("homekit: alone\nname: X\nservices:\n  - type: switch\n")
         #expect(e.key == "homekit")
-        #expect(e.description.hasSuffix("/bad.yml: homekit: must be bridged or standalone, got 'alone'"), "\(e)")
+        #expect(
+            e.description.hasSuffix("/bad.yml: homekit: must be bridged, standalone or thread, got 'alone'"), "\(e)")
         let bridge = try failure(
             "homekit: standalone\nname: B\nbridged:\n  - name: L\n    services: [ { type: lightbulb } ]\n")
         #expect(bridge.key == "homekit")
@@ -233,6 +234,14 @@ import Testing
         let (other, _other) = try makeHome("homekit: bridged\nname: Here\nservices:\n  - type: switch\n")
         _ = _other
         #expect(await other.accessories().map(\.isHomeKitStandalone) == [false])
+        // A Thread accessory is served alone too (off the bridge), over CoAP.
+        let (thread, _thread) = try makeHome("homekit: thread\nname: Mesh\nservices:\n  - type: switch\n")
+        _ = _thread
+        #expect(await thread.accessories().map { [$0.isHomeKitStandalone, $0.isHomeKitThread] } == [[true, true]])
+        let threadBridge = try failure(
+            "homekit: thread\nname: B\nbridged:\n  - name: L\n    services: [ { type: lightbulb } ]\n")
+        #expect(threadBridge.key == "homekit")
+        #expect(threadBridge.message.contains("cannot be thread; only a single accessory"), "\(threadBridge)")
     }
 
     @Test func yamlSyntax() throws {
