@@ -131,14 +131,17 @@ public struct BridgedGateway: Sendable {
         try SimulatedHome.load(directory: standaloneGarageFiles(in: directory), clock: .manual)
     }
 
-    /// The accessory files of `standaloneGarageHome(in:)`, in `directory/accessories`.
-    public static func standaloneGarageFiles(in directory: TemporaryDirectory) throws -> URL {
+    /// The accessory files of `standaloneGarageHome(in:)`, in `directory/accessories`; `how`:
+    /// the garage file's `homekit:` (`thread` serves it as a Thread accessory).
+    public static func standaloneGarageFiles(in directory: TemporaryDirectory, how: String = "standalone") throws
+        -> URL
+    {
         let shipped = repositoryRoot.appendingPathComponent("Config/accessories")
         let copy = directory.url.appendingPathComponent("accessories")
         try FileManager.default.copyItem(at: shipped, to: copy)
         let garage = copy.appendingPathComponent("garage.yml")
         let text = try String(contentsOf: garage, encoding: .utf8)
-        try ("homekit: standalone\n" + text).write(to: garage, atomically: true, encoding: .utf8)
+        try ("homekit: \(how)\n" + text).write(to: garage, atomically: true, encoding: .utf8)
         return copy
     }
 
