@@ -94,9 +94,16 @@ public actor HomeKitBridge: HAPAccessoryDatabase {
             let json = BridgeTree.json(value, node.characteristic.metadata.format)
             if current.contains(node.address) { cache.set(id, json) }
             guard let server else { return }
-            // Over CoAP the events are PUTs answered one by one: the view waits for them (a
-            // controller gone quiet holds it `eventDeadline` at most), in the gateway's order.
-            await server.sendEvents([HAPValueChange(id: id, value: json)], cause: takeWriter(of: node.address, value))
+            let changes = [HAPValueChange(id: id, value: json)], cause = takeWriter(of: node.address, value)
+            // Over IP the events are queued to each session at once, with no suspension here: the
+            // view keeps up with the gateway (a read after an accessory became unreachable is
+            // answered -70402, not from a view one hop behind). Over CoAP they are PUTs answered
+            // one by one: the view waits for them (`eventDeadline` at most), in the gateway's order.
+            if let server = server as? HAPAccessoryServer {
+                server.notify(changes, cause: cause)
+            } else {
+                await server.sendEvents(changes, cause: cause)
+            }
         case .event, .connection:
             break
         }
