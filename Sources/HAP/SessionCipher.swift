@@ -53,17 +53,18 @@ public struct HAPSessionCipher: Sendable {
         var offset = 0
         repeat {
             let n = min(Self.maxFrameLength, plaintext.count - offset)
-            var aad = UInt16(n).littleEndian
-            var nonce = Self.nonceBytes(writeCounter)
+            let counter = writeCounter
             out.writeInteger(UInt16(n), endianness: .little)
             // The frame after its length: ciphertext, then tag, sealed where it will be sent.
             let sealed = out.writeWithUnsafeMutableBytes(minimumWritableBytes: n + Self.tagLength) { frame in
-                let result = writeKey.withBytes { key in
-                    crypto_aead_chacha20poly1305_ietf_encrypt_detached(
-                        frame.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                        frame.baseAddress!.assumingMemoryBound(to: UInt8.self) + n, nil,
-                        plaintext.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) + offset }, UInt64(n),
-                        Self.bytes(&aad), 2, nil, Self.bytes(&nonce), key)
+                let result = Self.withAADAndNonce(length: n, counter: counter) { aad, nonce in
+                    writeKey.withBytes { key in
+                        crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+                            frame.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                            frame.baseAddress!.assumingMemoryBound(to: UInt8.self) + n, nil,
+                            plaintext.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) + offset }, UInt64(n),
+                            aad, 2, nil, nonce, key)
+                    }
                 }
                 return result == 0 ? n + Self.tagLength : 0
             }
@@ -107,16 +108,16 @@ public struct HAPSessionCipher: Sendable {
     /// `plain`; `plain` is as it was when the frame fails.
     private func open(frameAt start: Int, length: Int, appendingTo plain: inout [UInt8]) throws(HAPError) {
         let counter = readCounter
-        var aad = UInt16(length).littleEndian
-        var nonce = Self.nonceBytes(counter)
         let before = plain.count
         plain.append(contentsOf: repeatElement(0, count: length))
-        let result = plain.withUnsafeMutableBufferPointer { out in
-            inbound.withUnsafeBufferPointer { src in
-                readKey.withBytes { key in
-                    crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-                        out.baseAddress! + before, nil, src.baseAddress! + start + 2, UInt64(length),
-                        src.baseAddress! + start + 2 + length, Self.bytes(&aad), 2, Self.bytes(&nonce), key)
+        let result = Self.withAADAndNonce(length: length, counter: counter) { aad, nonce in
+            plain.withUnsafeMutableBufferPointer { out in
+                inbound.withUnsafeBufferPointer { src in
+                    readKey.withBytes { key in
+                        crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                            out.baseAddress! + before, nil, src.baseAddress! + start + 2, UInt64(length),
+                            src.baseAddress! + start + 2 + length, aad, 2, nonce, key)
+                    }
                 }
             }
         }
@@ -126,9 +127,16 @@ public struct HAPSessionCipher: Sendable {
         }
     }
 
-    /// A trivial value's bytes for a C call (the value is a local, alive for the call).
-    static func bytes<T>(_ value: inout T) -> UnsafePointer<UInt8> {
-        withUnsafeMutableBytes(of: &value) { UnsafePointer($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+    /// A frame's AAD (its length, 2 bytes little-endian) and nonce as the C call takes them, valid
+    /// for `body` only.
+    static func withAADAndNonce<R>(
+        length: Int, counter: UInt64, _ body: (UnsafePointer<UInt8>, UnsafePointer<UInt8>) -> R
+    ) -> R {
+        withUnsafeBytes(of: UInt16(length).littleEndian) { aad in
+            withUnsafeBytes(of: nonceBytes(counter)) { nonce in
+                body(aad.bindMemory(to: UInt8.self).baseAddress!, nonce.bindMemory(to: UInt8.self).baseAddress!)
+            }
+        }
     }
 
     /// HAP's nonce for frame `counter`: four zero bytes, then the counter little-endian (12
