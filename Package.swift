@@ -223,7 +223,7 @@ let package = Package(
             name: "homemqtt-bench",
             dependencies: [
                 "HomeMQTTApp", "Gateway", "TopicAPI", "MQTT", "Simulator", "HomeModel", "HAP", "Harness", "WebView",
-                "CBenchRunLoop",
+                "CBenchRunLoop", "HAPThread", "CoAP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -45,7 +45,7 @@ struct HomeMQTTBench: AsyncParsableCommand {
         abstract: "Benchmarks HomeMQTT against baselines measured in the same run, on a broker of its own.",
         subcommands: [
             RunBenchmarks.self, GatewayChild.self, BareSubscriber.self, EchoChild.self, HAPReadsChild.self,
-            HAPProfile.self,
+            HAPProfile.self, ThreadClientCommand.self,
         ],
         defaultSubcommand: RunBenchmarks.self
     )
@@ -64,7 +64,7 @@ struct RunBenchmarks: AsyncParsableCommand {
         help:
             ArgumentHelp(
                 "Run only scenario N (1 throughput, 2 write round trip, 3 start-up, 4 HAP, 5 web view, 6 idle, "
-                    + "7 instructions, 8 bridge).")
+                    + "7 instructions, 8 bridge, 9 thread).")
     )
     var only: Int?
 
@@ -81,8 +81,8 @@ struct RunBenchmarks: AsyncParsableCommand {
     var profileDir: String?
 
     func validate() throws {
-        if let only, !(1...8).contains(only) {
-            throw ValidationError("--only must be 1, 2, 3, 4, 5, 6, 7 or 8, got \(only)")
+        if let only, !(1...9).contains(only) {
+            throw ValidationError("--only must be 1, 2, 3, 4, 5, 6, 7, 8 or 9, got \(only)")
         }
     }
 
@@ -100,6 +100,7 @@ struct RunBenchmarks: AsyncParsableCommand {
             (6, IdleScenario.name, IdleScenario.run),
             (7, InstructionsScenario.name, InstructionsScenario.run),
             (8, BridgeScenario.name, BridgeScenario.run),
+            (9, ThreadScenario.name, ThreadScenario.run),
         ]
         let variant = (noAccessoryState ? " --no-accessory-state" : "") + (web ? " --web" : "")
         print("homemqtt-bench --scale \(scale.rawValue)\(variant) on \(Report.machine())")

@@ -3,7 +3,8 @@ import Harness
 
 /// Scripts/bench-bridge-aiohomekit.py as a process: aiohomekit, the one controller scenario 8
 /// measures both bridges with, one JSON command a line on its stdin and one JSON answer a line
-/// on its stdout. Used from one task at a time (the scenario's), so its counters need no lock.
+/// on its stdout. Scenario 9's clients speak the same protocol (`executable`, `arguments`).
+/// Used from one task at a time (the scenario's), so its counters need no lock.
 final class BridgeDriver {
     static let script = HAPPeer.repositoryRoot.appendingPathComponent("Scripts/bench-bridge-aiohomekit.py")
     let process: ChildProcess
@@ -11,8 +12,8 @@ final class BridgeDriver {
     /// stdout lines already looked at: answers come in order, so each is looked at once.
     private var seen = 0
 
-    init() async throws {
-        process = try ChildProcess(HAPPeer.python.path, [Self.script.path], standardInput: true)
+    init(executable: String = HAPPeer.python.path, arguments: [String] = [BridgeDriver.script.path]) async throws {
+        process = try ChildProcess(executable, arguments, standardInput: true)
         try await process.waitForOutput(containing: "\"ready\"", timeout: 60)
         seen = 1
     }
@@ -39,7 +40,7 @@ final class BridgeDriver {
                     object["reply"] as? Int == number
                 else { continue }
                 guard object["ok"] as? Bool == true else {
-                    throw BenchError("aiohomekit: \(object["error"] as? String ?? line)")
+                    throw BenchError("\(process.arguments.last ?? "the driver"): \(object["error"] as? String ?? line)")
                 }
                 return object
             }
