@@ -37,6 +37,8 @@ public final class HomeKitBridgeService: Service, Sendable {
     struct Running {
         var bridge: HomeKitBridge?
         var server: HAPAccessoryServer?
+        /// A Thread accessory's server (`homekit: thread`), in place of `server`.
+        var threadAccessory: HAPCoAPAccessory?
         var setupID: String?
         var setupCode: HAPSetupCode?
         var port: Int?
@@ -362,16 +364,17 @@ public final class HomeKitBridgeService: Service, Sendable {
     /// What the bridge is now: for `homekit-status`, and what the mDNS announcement carries:
     /// id, `c#`, `sf`, category, setup id, port.
     public func status() async -> HomeKitBridgeStatus {
-        let (bridge, server, setupID, port, error) = running.withLock {
-            ($0.bridge, $0.server, $0.setupID, $0.port, $0.error)
+        let (bridge, server, thread, setupID, port, error) = running.withLock {
+            ($0.bridge, $0.server, $0.threadAccessory, $0.setupID, $0.port, $0.error)
         }
         let counts = await bridge?.counts
-        let serverStatus = server?.status
+        let serverStatus = server?.status ?? thread?.status
+        let pairings = server?.pairings ?? thread?.pairings ?? []
         var status = HomeKitBridgeStatus(
             homeID: homeID, homeName: homeName, pairingID: serverStatus?.pairingID,
             configurationNumber: serverStatus?.configurationNumber, isPaired: serverStatus?.isPaired,
             setupID: setupID, port: port,
-            pairings: server?.pairings.map { .init(id: $0.id, isAdmin: $0.isAdmin) } ?? [],
+            pairings: pairings.map { .init(id: $0.id, isAdmin: $0.isAdmin) },
             accessories: counts?.served ?? 0, leftOut: counts?.leftOut ?? [], error: error)
         status.category = category
         status.accessoryID = standalone?.accessoryID

@@ -41,6 +41,7 @@ extension HomeKitBridgeService {
         await bridge.shapeChanged()
         running.withLock {
             $0.port = port
+            $0.threadAccessory = thread.accessory
             $0.error = nil
         }
         logger.info(
@@ -80,6 +81,9 @@ extension HomeKitBridgeService {
             group.cancelAll()
         }
         await bridge.attach(nil)
-        running.withLock { $0.port = nil }
+        running.withLock {
+            $0.port = nil
+            $0.threadAccessory = nil
+        }
     }
 }

@@ -235,6 +235,61 @@ final class HomeKitAnnouncementTests: XCTestCase {
         XCTAssertEqual(txt["sh"]?.stringValue, hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
+    /// A Thread accessory (`homekit: thread`, issue 42) is announced as `_hap._udp` with the TXT
+    /// keys of `_hap._tcp`, on IPv6 addresses only (HAP over Thread is IPv6), at the UDP port its
+    /// status gives; python-zeroconf resolves it as aiohomekit's Thread discovery does, and the
+    /// goodbye on stop removes it.
+    func testAThreadAccessoryIsAnnouncedAsHAPOverUDPOnIPv6() async throws {
+        let port = 40_113
+        let rig = try await makeRig(port: port)
+        let garage = rig.directory.file("accessories/garage.yml")
+        let text = try String(contentsOfFile: garage, encoding: .utf8)
+        try ("homekit: thread\n" + text).write(toFile: garage, atomically: true, encoding: .utf8)
+        try await rig.startWatcher(["--type", "_hap._udp.local."])
+        let gateway = try rig.startGateway()
+        let name = "Garage Door Opener._hap._udp.local."
+        let (alone, _) = try await rig.event("the Thread garage announced as _hap._udp") {
+            $0["event"] == "added" && $0["name"]?.stringValue == name
+        }
+        let txt = try XCTUnwrap(alone["txt"])
+        XCTAssertEqual(txt["ci"], "4", "a garage door opener")
+        XCTAssertEqual(txt["md"], "Garage Door Opener")
+        XCTAssertEqual(txt["sf"], "1", "unpaired")
+        XCTAssertEqual(txt["pv"], "1.1")
+        XCTAssertEqual(txt["s#"], "1")
+        XCTAssertEqual(txt["ff"], "0")
+        XCTAssertNotNil(Int(txt["c#"]?.stringValue ?? ""), "\(txt)")
+        let addresses = try XCTUnwrap(alone["addresses"]?.arrayValue?.compactMap(\.stringValue))
+        XCTAssertFalse(addresses.isEmpty, "\(alone)")
+        XCTAssertTrue(addresses.allSatisfy { $0.contains(":") }, "IPv6 only: \(addresses)")
+        let status = try await runChecked(
+            "ip",
+            rig.ns.exec + [
+                try builtProduct("homemqtt"), "homekit", "status", "--accessory", "sim:garage", "--config", rig.config,
+            ], timeout: 30)
+        let shown = try JSONValue(parsing: Array(status.standardOutput.utf8))
+        XCTAssertEqual(alone["port"], shown["port"])
+        XCTAssertEqual(txt["id"], shown["id"])
+        let setupID = try XCTUnwrap(shown["setup-id"]?.stringValue)
+        let id = try XCTUnwrap(txt["id"]?.stringValue)
+        let hash = try await runChecked(
+            HAPPeer.python.path,
+            [
+                "-c",
+                "import base64,hashlib,sys; print(base64.b64encode(hashlib.sha512((sys.argv[1]+sys.argv[2]).encode()).digest()[:4]).decode())",
+                setupID, id,
+            ])
+        XCTAssertEqual(txt["sh"]?.stringValue, hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+
+        // Stopped: the goodbye removes it at once.
+        let beforeStop = rig.events.count
+        let exit = await gateway.terminate()
+        XCTAssertEqual(exit, 0)
+        try await rig.event("the Thread garage removed", from: beforeStop, timeout: 5) {
+            $0["event"] == "removed" && $0["name"]?.stringValue == name
+        }
+    }
+
     func testAnotherResponderHoldingTheNameMakesItRenameItself() async throws {
         let port = 40_111
         let rig = try await makeRig(port: port)

@@ -72,6 +72,12 @@ final class ThreadAccessoryTests: XCTestCase {
                 await pairClient.close()
                 throw error
             }
+            // `homekit status` of the accessory: its own id, paired now, with our one admin pairing.
+            let status = await service.status()
+            XCTAssertEqual(status.pairingID, pairing.accessoryPairingID)
+            XCTAssertEqual(status.isPaired, true)
+            XCTAssertEqual(status.pairings.map(\.id), [pairing.controllerPairingID])
+            XCTAssertEqual(status.port, port)
             let client = try HAPThreadControllerLink.makeClient()
             let link = HAPThreadControllerLink(client: client, accessory: address)
             let controller = HAPCoAPController(

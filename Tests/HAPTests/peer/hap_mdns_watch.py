@@ -6,7 +6,9 @@ changed or gone as a JSON line:
     {"event": "added"|"updated"|"removed", "name": "HomeMQTT My Home._hap._tcp.local.",
      "port": 51826, "addresses": ["127.0.0.1"], "txt": {"sf": "1", ...}}
 
-    hap_mdns_watch.py [--interface 127.0.0.1] [--hold "NAME" --hold-port PORT]
+    hap_mdns_watch.py [--interface 127.0.0.1] [--type _hap._udp.local.] [--hold "NAME" --hold-port PORT]
+
+`--type` browses another service type: `_hap._udp.local.` is HAP over Thread's (issue 42).
 
 `--hold` first registers a service of that instance name itself (another responder holding the
 name), and prints {"event": "held", ...} once zeroconf has probed and announced it.
@@ -29,6 +31,7 @@ def say(**fields):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--interface", default="127.0.0.1")
+    parser.add_argument("--type", default=TYPE)
     parser.add_argument("--hold")
     parser.add_argument("--hold-port", type=int, default=9)
     args = parser.parse_args()
@@ -55,7 +58,7 @@ def main():
             say(event="added" if state_change is ServiceStateChange.Added else "updated", name=name,
                 port=info.port, server=info.server, addresses=info.parsed_addresses(), txt=txt)
 
-    ServiceBrowser(zc, TYPE, handlers=[changed])
+    ServiceBrowser(zc, args.type, handlers=[changed])
     say(event="ready")
     try:
         sys.stdin.read()
