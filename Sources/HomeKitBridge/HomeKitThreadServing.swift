@@ -2,6 +2,7 @@ import Foundation
 import HAPServer
 import HAPThread
 import HomeModel
+import ServiceLifecycle
 
 // A simulated accessory served as a Thread accessory (`homekit: thread`, issue 42): the same
 // standalone service (its own directory, identity, random setup code, the gateway's typed core
@@ -12,14 +13,29 @@ import HomeModel
 // accessories, and libcoap binds UDP with SO_REUSEADDR, so a 5683 another process holds would
 // not fail the bind but split its datagrams. Controllers find the port through `_hap._udp`.
 // It binds the first IPv6 address of `homekit.listen` (HAP over Thread is IPv6 only), `::` by
-// default. A reset (`homekit-reset`) is not offered for it yet: its server runs until the end.
+// default. A reset (`homekit-reset`) starts a new server with a new identity, as over IP.
 
 extension HomeKitBridgeService {
     /// The IPv6 address a Thread accessory binds: the first of `homekit.listen` that is one.
     var threadBindAddress: String { settings.bindAddresses.first { $0.contains(":") } ?? "::" }
 
-    /// Serves `bridge` (one accessory, aid 1) over HAP over CoAP until the end.
+    /// Serves `bridge` (one accessory, aid 1) over HAP over CoAP until the end, a new identity
+    /// after each reset (`homekit-reset`), as the IP server does.
     func serveThread(_ bridge: HomeKitBridge, code: HAPSetupCode) async {
+        // A reset's caller, however the server it waits for ends.
+        defer { running.withLock { $0.takeWaiter() }?.resume() }
+        while await serveThreadOnce(bridge, code: code) {
+            do throws(HAPServerError) {
+                try HAPAccessoryIdentity.reset(in: files.directory)
+                logger.notice("\(what) reset: a new identity, no pairings", metadata: names)
+            } catch {
+                logger.error("\(what): cannot reset", metadata: names.merging(["error": "\(error)"]) { $1 })
+            }
+        }
+    }
+
+    /// One server's life: true when it ended for a reset.
+    private func serveThreadOnce(_ bridge: HomeKitBridge, code: HAPSetupCode) async -> Bool {
         let responder = ResponderSlot()
         let thread: HAPThreadAccessory
         do {
@@ -34,16 +50,22 @@ extension HomeKitBridgeService {
                     if let txt = self.txt(status) { responder.update(txt: txt) }
                 })
         } catch {
-            return await failed("cannot start: \(error)")
+            running.withLock { $0.takeWaiter() }?.resume()
+            await failed("cannot start: \(error)")
+            return false
         }
         let port = Int(thread.address.port)
         await bridge.attach(thread.accessory)
         await bridge.shapeChanged()
+        let (resets, reset) = AsyncStream<CheckedContinuation<Void, Never>>.makeStream()
+        // A reset that waited for this server has it now.
         running.withLock {
             $0.port = port
             $0.threadAccessory = thread.accessory
+            $0.resets = reset
             $0.error = nil
-        }
+            return $0.takeWaiter()
+        }?.resume()
         logger.info(
             "\(what) serving as a Thread accessory (HAP over CoAP)",
             metadata: names.merging(
@@ -51,9 +73,9 @@ extension HomeKitBridgeService {
                     "address": "\(thread.address)", "id": "\(thread.accessory.status.pairingID)",
                     "paired": "\(thread.accessory.status.isPaired)",
                 ], uniquingKeysWith: { $1 }))
-        // Each task says whether it was the server's: an announcement that ends (none on
-        // loopback) must not end the server.
-        await withTaskGroup(of: Bool.self) { group in
+        // Each task says how it ended: the server's end or a reset ends the others; an
+        // announcement that ends (none on loopback) must not end the server.
+        let wasReset = await withTaskGroup(of: Bool?.self) { group in
             group.addTask {
                 do {
                     try await thread.run()
@@ -61,7 +83,7 @@ extension HomeKitBridgeService {
                     self.logger.error(
                         "\(self.what): stopped", metadata: self.names.merging(["error": "\(error)"]) { $1 })
                 }
-                return true
+                return false
             }
             group.addTask {
                 // Announced until the server stops: the goodbye when this task is cancelled.
@@ -69,21 +91,36 @@ extension HomeKitBridgeService {
                     let announcement = await self.announcement(
                         thread.accessory.status, port: port, type: BridgeAdvertisement.threadServiceType,
                         ipv6Only: true)
-                else { return false }
+                else { return nil }
                 responder.value.withLock { $0 = announcement }
                 // A change between the status read above and now reached no responder.
                 if let txt = self.txt(thread.accessory.status) { announcement.update(txt: txt) }
                 try? await announcement.run()
-                return false
+                return nil
             }
-            // The server's end (a graceful shutdown, cancellation) ends the announcement.
-            for await wasServer in group where wasServer { break }
+            group.addTask {
+                for await request in resets.cancelOnGracefulShutdown() {
+                    self.running.withLock { $0.waiter = request }
+                    return true
+                }
+                return nil
+            }
+            var wasReset = false
+            for await end in group {
+                guard let end else { continue }
+                wasReset = end
+                break
+            }
             group.cancelAll()
+            return wasReset
         }
         await bridge.attach(nil)
         running.withLock {
             $0.port = nil
             $0.threadAccessory = nil
+            $0.resets = nil
         }
+        reset.finish()
+        return wasReset
     }
 }

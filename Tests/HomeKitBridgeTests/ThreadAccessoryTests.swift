@@ -112,6 +112,30 @@ final class ThreadAccessoryTests: XCTestCase {
                 await client.close()
             }
 
+            // A reset (`homekit reset --accessory`): a new identity, no pairings, a server that
+            // listens again; the old pairing is refused, and the same code pairs anew.
+            let after = await service.reset()
+            XCTAssertNotEqual(after.pairingID, pairing.accessoryPairingID)
+            XCTAssertEqual(after.isPaired, false)
+            XCTAssertEqual(after.pairings.count, 0)
+            let newPort = try XCTUnwrap(after.port)
+            let newAddress = CoAPPeer(host: "::1", port: UInt16(newPort))
+            let oldClient = try HAPThreadControllerLink.makeClient()
+            let stale = HAPCoAPController(
+                pairing: pairing, exchange: HAPThreadControllerLink(client: oldClient, accessory: newAddress),
+                logger: Logger(label: "thread-accessory-test"))
+            do {
+                try await stale.verify()
+                XCTFail("the pairing of the identity before the reset still verifies")
+            } catch {}
+            await oldClient.close()
+            let again = try HAPThreadControllerLink.makeClient()
+            let repaired = try await HAPCoAPController.pair(
+                exchange: HAPThreadControllerLink(client: again, accessory: newAddress), host: "::1", port: newPort,
+                setupCode: setup.code)
+            await again.close()
+            XCTAssertEqual(repaired.accessoryPairingID, after.pairingID)
+
             // The bridge does not list it (HomeKit would show it twice).
             let (_, bridged) = try await Controller.pair(gw, state: state)
             let bridgeDocument = try await bridged.accessoriesJSON()
