@@ -1,5 +1,6 @@
 public import Gateway
 import HomeModel
+public import MQTT
 
 /// One JSON document per accessory, as Node-RED flows and zigbee2mqtt users expect:
 /// `<accessory>/$state` (retained, every readable value by service and characteristic, one
@@ -31,6 +32,11 @@ public final class AccessoryStateOutput: GatewayOutput {
     /// Whether it publishes `$state` and serves `$set`.
     let enabled: Bool
 
+    /// The colour mode of each light with colour temperature and hue/saturation (`$color-mode`).
+    private var colorModes = ColorModes()
+    /// Whether a pass has begun: the earlier run's documents are for the first one only.
+    private var passed = false
+
     public init(enabled: Bool = true) {
         self.enabled = enabled
         (burstStream, bursts) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -56,8 +62,22 @@ public final class AccessoryStateOutput: GatewayOutput {
         return [(node.topic + "/$state", document(node, gateway).encodedUTF8())]
     }
 
+    /// The `$state` documents an earlier run left: the colour modes they said (`ColorModes`).
+    public func readEarlier(_ message: MQTTMessage, _ gateway: isolated Gateway) {
+        guard enabled, message.topic.hasSuffix("/$state"), let document = try? JSONValue(parsing: message.payload)
+        else { return }
+        colorModes.readEarlier(accessoryTopic: String(message.topic.dropLast("/$state".count)), document: document)
+    }
+
+    public func beginPass(over tree: TopicTree, republishing: Bool, _ gateway: isolated Gateway) {
+        guard !republishing else { return }
+        colorModes.keep(only: Set(tree.accessories.map(\.id)), earlier: !passed)
+        passed = true
+    }
+
     /// `{"<service>": {"<characteristic>": value, …}, …}` of every in-scope characteristic
-    /// with a value; a button's press is an event and is not in it.
+    /// with a value; a button's press is an event and is not in it. A light with colour
+    /// temperature and hue/saturation also says which it shows (`$color-mode`).
     func document(_ node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> JSONValue {
         var services: [String: JSONValue] = [:]
         for service in node.services {
@@ -66,6 +86,9 @@ public final class AccessoryStateOutput: GatewayOutput {
                 if let value = gateway.value(of: c.address) {
                     values[c.slug] = ValueCodec.json(ValueCodec.rounded(value, metadata: c.characteristic.metadata))
                 }
+            }
+            if let mode = colorModes.mode(service, of: node, values: values) {
+                values[ColorModes.field] = .string(mode.rawValue)
             }
             if !values.isEmpty { services[service.slug] = .object(values) }
         }

@@ -158,6 +158,9 @@ extension Gateway {
     /// (`RetainedSnapshot.take`).
     func takeForSnapshot(_ message: MQTTMessage) -> Bool {
         guard var snapshot = ownership.snapshot else { return false }
+        if message.retain, !message.payload.isEmpty, message.topic.hasPrefix(base + "/") {
+            for output in outputs { output.readEarlier(message, self) }
+        }
         // Taken out while it changes, so that its topics are appended to in place, not copied
         // at each message (a large home's look is thousands of them).
         ownership.snapshot = nil

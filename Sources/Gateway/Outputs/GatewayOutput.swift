@@ -35,6 +35,11 @@ public protocol GatewayOutput: AnyObject {
     /// published by this gateway in an earlier run (then it is cleared unless published again).
     func isOwnEarlierTopic(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool
 
+    /// A retained message under the base seen in the look at the broker at start, before the
+    /// first pass: what an earlier run left (an output's own documents among them), to take up
+    /// what they said.
+    func readEarlier(_ message: MQTTMessage, _ gateway: isolated Gateway)
+
     /// A pass over `tree` begins: every accessory's documents follow, by `publishDocuments` for
     /// the first publication or a rebuild (`tree` is the new one), or by `republication` when
     /// `republishing` (`tree` is the published one). The two kinds of pass may interleave.
@@ -82,6 +87,7 @@ extension GatewayOutput {
     public func requestFilters(_ gateway: isolated Gateway) -> [String] { [] }
     public func snapshotFilters(_ gateway: isolated Gateway) -> [String] { [] }
     public func isOwnEarlierTopic(_ message: MQTTMessage, _ gateway: isolated Gateway) -> Bool { false }
+    public func readEarlier(_ message: MQTTMessage, _ gateway: isolated Gateway) {}
     public func beginPass(over tree: TopicTree, republishing: Bool, _ gateway: isolated Gateway) {}
     public func publishDocuments(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [String] { [] }
     public func republication(of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway) -> [(String, [UInt8])] {
