@@ -105,6 +105,13 @@ extension HomeAssistantComponents {
             config["hs_value_template"] = .string(
                 "{{ \(fields)[\(HomeAssistantTemplate.literal(hue.slug))] }},"
                     + "{{ \(fields)[\(HomeAssistantTemplate.literal(saturation.slug))] }}")
+            // Both read and both change with `$state`, so neither tells the mode (Home Assistant
+            // would show the one whose message came last): the gateway's `$color-mode` does.
+            if config["color_temp_state_topic"] != nil {
+                config["color_mode_state_topic"] = .string(node.topic + "/$state")
+                config["color_mode_value_template"] = .string(
+                    HomeAssistantTemplate.colorMode(service: service.slug, field: "$color-mode"))
+            }
         }
         return config
     }

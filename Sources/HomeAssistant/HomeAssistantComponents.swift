@@ -55,6 +55,14 @@ enum HomeAssistantTemplate {
             + "| default('None') }}"
     }
 
+    /// A light's colour mode from its accessory's `$state`: `color_temp` or `hs`, and empty (a
+    /// message Home Assistant ignores) in a document without it, or without the light (a key of
+    /// an undefined value would raise, and Home Assistant would take the whole payload as the mode).
+    static func colorMode(service: String, field: String) -> String {
+        "{{ {'color-temperature': 'color_temp', 'hue-saturation': 'hs'}"
+            + "[(value_json[\(literal(service))] | default({}))[\(literal(field))]] | default('') }}"
+    }
+
     /// Home Assistant's `variable` (0…`top`) as the characteristic takes it: rounded to its step's
     /// decimals (a whole number without a step) and no more than its maximum.
     static func roundedWithin(_ variable: String, _ metadata: CharacteristicMetadata, top: Double) -> String {

@@ -531,6 +531,7 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertEqual(light["max_mireds"], 500)
         XCTAssertEqual(light["name"], .null, "the accessory's only service is its main entity")
         XCTAssertNil(light["hs_command_topic"], "without the gateway's colour topics the light takes no hs")
+        XCTAssertNil(light["color_mode_state_topic"], "one colour mode: Home Assistant needs no colour-mode state")
         // Hue and saturation stay controllable as numbers in their own ranges.
         let document = try device(configs(tree), "sim-lamp")
         let hue = try entity(document, stateOf: "\(service)/hue")
@@ -556,6 +557,14 @@ final class HomeAssistantDiscoveryTests: XCTestCase {
         XCTAssertTrue(
             try components(document).values.allSatisfy { $0["platform"] != "number" },
             "hue and saturation are the light's now")
+        // Colour temperature and hue/saturation: the mode in effect is read from `$state` too.
+        XCTAssertEqual(light["color_mode_state_topic"], "home/default-room/reading-lamp/$state")
+        let mode = try XCTUnwrap(light["color_mode_value_template"])
+        let lamp = #"{"lightbulb":{"color-temperature":370,"hue":0,"saturation":100,"$color-mode":"#
+        XCTAssertEqual(try render(mode, lamp + #""color-temperature"}}"#), "color_temp")
+        XCTAssertEqual(try render(mode, lamp + #""hue-saturation"}}"#), "hs")
+        XCTAssertEqual(try render(mode, state), "", "an empty mode, which Home Assistant ignores")
+        XCTAssertEqual(try render(mode, "{}"), "", "nor a document without the light raises")
     }
 
     func testSwitchAndOutletAreSwitches() throws {

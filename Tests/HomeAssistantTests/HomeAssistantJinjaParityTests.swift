@@ -3,6 +3,7 @@ import HomeModel
 import TestSupport
 import XCTest
 
+@testable import HomeAssistant
 @testable import HomeAssistantTestSupport
 
 /// The hand-written evaluator (`HATemplate`, which GatewayTests and the discovery tests render
@@ -27,7 +28,14 @@ final class HomeAssistantJinjaParityTests: XCTestCase {
             #"{"heater-cooler":{"active":1,"target-heater-cooler-state":2}}"#
         ),
         ("{{ value_json['a']['b'] }}", #"{"a":{"b":21.5}}"#),
+        (HomeAssistantJinjaParityTests.colorMode, #"{"light":{"$color-mode":"color-temperature"}}"#),
+        (HomeAssistantJinjaParityTests.colorMode, #"{"light":{"$color-mode":"hue-saturation"}}"#),
+        (HomeAssistantJinjaParityTests.colorMode, #"{"light":{"hue":2}}"#),
+        (HomeAssistantJinjaParityTests.colorMode, #"{"fan":{"active":1}}"#),
     ]
+
+    /// A light's colour mode, as the light's config reads it.
+    static let colorMode = HomeAssistantTemplate.colorMode(service: "light", field: "$color-mode")
 
     /// Command templates with the variables Home Assistant passes.
     static let commands: [(String, [String: HATemplate.Value])] = [
@@ -57,6 +65,7 @@ final class HomeAssistantJinjaParityTests: XCTestCase {
         }
         XCTAssertEqual(jinja[2], "None", "a missing key is undefined, and default replaces it")
         XCTAssertNil(jinja[9], "float of a word raises: Home Assistant takes nothing")
+        XCTAssertEqual(jinja[12...15], ["color_temp", "hs", "", ""], "a light's colour mode, empty without one")
     }
 
     /// Where they differ, knowingly: a key of an undefined value raises a Jinja2 TemplateError,

@@ -72,6 +72,7 @@ enum HASchema {
                 "min_mireds": .integer, "max_mireds": .integer,
                 "hs_command_topic": .topic, "hs_state_topic": .topic, "hs_value_template": .template,
                 "hs_command_template": .template,
+                "color_mode_state_topic": .topic, "color_mode_value_template": .template,
             ]),
         "switch": Platform(
             required: ["command_topic"],
