@@ -24,6 +24,10 @@ public actor MDNSBrowser: Service {
         public var records: [DNSMessage.Record]
         /// The records of the response that came (none for an expiry).
         public var received: [DNSMessage.Record]
+        /// The IPv6 interface the response came in on (`wlan0`), where the socket says: nil for
+        /// an expiry and for a response to the IPv4 socket, which does not ask for packet info.
+        /// `homemqtt doctor` checks that interface's router-advertisement settings.
+        public var interface: String? = nil
     }
 
     static let group = SocketAddress.mDNSGroup
@@ -196,11 +200,11 @@ public actor MDNSBrowser: Service {
         // Anyone on the network can send anything: a packet that does not parse is dropped.
         guard let message = try? DNSMessage.parse(packet), message.isResponse else { return }
         var records = message.records
-        if let interfaceIndex, let name = joined6.first(where: { $0.interfaceIndex == interfaceIndex })?.name {
-            records = records.map { $0.scopingLinkLocal(to: name) }
-        }
+        let interface = interfaceIndex.flatMap { index in joined6.first { $0.interfaceIndex == index }?.name }
+        if let interface { records = records.map { $0.scopingLinkLocal(to: interface) } }
         let changed = cache.insert(records, now: now)
-        updatesContinuation.yield(Update(changed: changed, records: cache.records(), received: records))
+        updatesContinuation.yield(
+            Update(changed: changed, records: cache.records(), received: records, interface: interface))
     }
 
     // MARK: asking
