@@ -212,7 +212,7 @@ let package = Package(
             name: "homemqtt",
             dependencies: [
                 "HomeMQTTApp", "Gateway", "Homie", "HomeModel", "Simulator", "HAP", "MQTT", "WebView", "HAPServer",
-                "HomeKitBridge", "SetupQR",
+                "HomeKitBridge", "SetupQR", "MDNS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -15,7 +15,7 @@ struct HomeMQTT: AsyncParsableCommand {
             HomeKitCommand.self,
             HomesCommand.self, HomeCommand.self, AccessCommand.self, RoomCommand.self, AccessoryCommand.self,
             ServiceCommand.self, ScopeCommand.self, HealthCommand.self, RepublishCommand.self, BackupCommand.self,
-            RestoreCommand.self,
+            RestoreCommand.self, DoctorCommand.self,
         ] + HAPCommand.hiddenAliases,
         defaultSubcommand: RunCommand.self
     )
