@@ -24,9 +24,9 @@ public actor MDNSBrowser: Service {
         public var records: [DNSMessage.Record]
         /// The records of the response that came (none for an expiry).
         public var received: [DNSMessage.Record]
-        /// The IPv6 interface the response came in on (`wlan0`), where the socket says: nil for
-        /// an expiry and for a response to the IPv4 socket, which does not ask for packet info.
-        /// `homemqtt doctor` checks that interface's router-advertisement settings.
+        /// The interface the response came in on (`wlan0`), over IPv4 or IPv6: nil for an expiry,
+        /// or when the kernel did not say. `homemqtt doctor` checks its router-advertisement
+        /// settings.
         public var interface: String? = nil
     }
 
@@ -48,6 +48,8 @@ public actor MDNSBrowser: Service {
     /// The interfaces it joined ff02::fb on: queries go out on each, and a link-local address
     /// heard on one is given its scope.
     var joined6: [NIONetworkDevice] = []
+    /// Interface names by index, beyond those joined (`interfaceName`).
+    private var otherInterfaces: [Int: String] = [:]
     /// Every update, for one reader; finishes when `run()` ends.
     public nonisolated let updates: AsyncStream<Update>
     private let updatesContinuation: AsyncStream<Update>.Continuation
@@ -84,11 +86,15 @@ public actor MDNSBrowser: Service {
         // A first query after 20–120 ms (RFC 6762 §5.2), then 1 s, 2 s, 4 s, …
         nextQuery = now + Double.random(in: 0.02...0.12)
         await withDiscardingTaskGroup { group in
-            group.addTask { for await datagram in inbound { await self.received(datagram.bytes) } }
+            group.addTask {
+                for await datagram in inbound {
+                    await self.received(datagram.bytes, interfaceIndex: datagram.interfaceIndex, ipv6: false)
+                }
+            }
             if let inbound6 {
                 group.addTask {
                     for await datagram in inbound6 {
-                        await self.received(datagram.bytes, interfaceIndex: datagram.interfaceIndex)
+                        await self.received(datagram.bytes, interfaceIndex: datagram.interfaceIndex, ipv6: true)
                     }
                 }
             }
@@ -121,6 +127,8 @@ public actor MDNSBrowser: Service {
                 let ch = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                     .channelOption(.socketOption(.so_reuseaddr), value: 1)
                     .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+                    // The interface each datagram came in on, for `Update.interface`.
+                    .channelOption(.receivePacketInfo, value: true)
                     .channelInitializer { ch in
                         ch.eventLoop.makeCompletedFuture {
                             try ch.pipeline.syncOperations.addHandler(DatagramReceiver(continuation))
@@ -194,17 +202,30 @@ public actor MDNSBrowser: Service {
         return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
-    /// A response heard on `interfaceIndex` (IPv6): a link-local address in it gets that
-    /// interface as its scope (`fe80::1%wlan0`), without which it cannot be connected to.
-    func received(_ packet: [UInt8], interfaceIndex: Int? = nil) {
+    /// A response heard on `interfaceIndex`. Over IPv6 a link-local address in it gets that
+    /// interface as its scope (`fe80::1%wlan0`), without which it cannot be connected to; over
+    /// IPv4 addresses are kept as announced, and the interface is only said (`Update.interface`).
+    func received(_ packet: [UInt8], interfaceIndex: Int? = nil, ipv6: Bool = false) {
         // Anyone on the network can send anything: a packet that does not parse is dropped.
         guard let message = try? DNSMessage.parse(packet), message.isResponse else { return }
         var records = message.records
-        let interface = interfaceIndex.flatMap { index in joined6.first { $0.interfaceIndex == index }?.name }
-        if let interface { records = records.map { $0.scopingLinkLocal(to: interface) } }
+        let interface = interfaceIndex.flatMap(interfaceName)
+        if ipv6, let interface, joined6.contains(where: { $0.name == interface }) {
+            records = records.map { $0.scopingLinkLocal(to: interface) }
+        }
         let changed = cache.insert(records, now: now)
         updatesContinuation.yield(
             Update(changed: changed, records: cache.records(), received: records, interface: interface))
+    }
+
+    /// The name of the interface of this index: a joined one's, else the system's list's (the
+    /// default route's interface is not among those joined over IPv4), read again only for an
+    /// index not seen before, not for every packet.
+    private func interfaceName(_ index: Int) -> String? {
+        if let device = (joined + joined6).first(where: { $0.interfaceIndex == index }) { return device.name }
+        if let name = otherInterfaces[index] { return name }
+        for device in (try? System.enumerateDevices()) ?? [] { otherInterfaces[device.interfaceIndex] = device.name }
+        return otherInterfaces[index]
     }
 
     // MARK: asking
