@@ -53,6 +53,19 @@ struct ProcFiles: Sendable {
         return names
     }
 
+    /// A network daemon that handles router advertisements itself when it manages an
+    /// interface (setting the kernel's accept_ra to 0 there): NetworkManager, systemd-networkd.
+    /// Read from each process's `comm`, which any user may read.
+    func userspaceRAHandler() -> String? {
+        let names = ["NetworkManager": "NetworkManager", "systemd-network": "systemd-networkd"]
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        for pid in entries where !pid.isEmpty && pid.allSatisfy(\.isNumber) {
+            guard let comm = read("\(pid)/comm")?.trimmingCharacters(in: .whitespacesAndNewlines) else { continue }
+            if let name = names[comm] { return name }
+        }
+        return nil
+    }
+
     /// The kernel's IPv6 routes, every table it lists; nil when the file cannot be read.
     func ipv6Routes() -> [IPv6Route]? {
         read("net/ipv6_route").map { text in text.split(separator: "\n").compactMap(IPv6Route.init(line:)) }
@@ -186,6 +199,20 @@ enum DoctorChecks {
         var findings: [DoctorFinding] = []
         let forwarding = proc.ipv6Setting(interface, "forwarding") ?? 0
         let needed = forwarding == 0 ? 1 : 2
+        if acceptRA == 0, let handler = proc.userspaceRAHandler() {
+            // NetworkManager and systemd-networkd turn the kernel's handling off and take the
+            // advertisements (and their route information) themselves: the kernel's settings
+            // then say nothing, and the routes to the accessories below say whether it worked.
+            return [
+                DoctorFinding(
+                    level: .warning, subject: subject,
+                    message:
+                        "accept_ra is 0: the kernel ignores router advertisements here, but \(handler) runs and "
+                        + "takes them itself on the interfaces it manages; the routes to the accessories say "
+                        + "whether it took the border router's. If it does not manage \(interface):",
+                    fix: fix(interface, "accept_ra", needed))
+            ]
+        }
         switch acceptRA {
         case 0:
             findings.append(

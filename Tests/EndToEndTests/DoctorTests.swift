@@ -214,6 +214,33 @@ final class DoctorTests: XCTestCase {
         XCTAssertEqual(problem?["fix"]?[0]?.stringValue, "sysctl -w net.ipv6.conf.eth0.accept_ra=1")
     }
 
+    /// NetworkManager (as systemd-networkd) sets the kernel's accept_ra to 0 and takes the
+    /// advertisements itself (home-assistant/operating-system#4803): a warning, and the route decides.
+    func testAcceptRA0UnderNetworkManagerIsAWarningAndTheRouteDecides() async throws {
+        let setup = try proc(acceptRA: 0, rtInfoMaxPlen: 0, routes: [Self.borderRouterRoute])
+        try FileManager.default.createDirectory(atPath: setup.root + "/812", withIntermediateDirectories: true)
+        try "NetworkManager\n".write(toFile: setup.root + "/812/comm", atomically: true, encoding: .utf8)
+        let result = try await doctor(setup)
+        XCTAssertEqual(result.status, 0, result.standardOutput)
+        let out = result.standardOutput
+        XCTAssertTrue(
+            out.contains(
+                "WARNING  interface eth0: accept_ra is 0: the kernel ignores router advertisements here, "
+                    + "but NetworkManager runs and takes them itself on the interfaces it manages"), out)
+        XCTAssertFalse(out.contains("accept_ra_rt_info_max_plen"), "moot while the kernel ignores them: \(out)")
+        XCTAssertTrue(out.contains("OK       address fd11:22::5: fd11:22::5: fd11:22::/64 via fe80::1 dev eth0"), out)
+        XCTAssertTrue(out.hasSuffix("Nothing wrong found (1 warning).\n"), out)
+
+        // Without the border router's route the accessory cannot be reached: a problem still.
+        let noRoute = try proc(acceptRA: 0)
+        try FileManager.default.createDirectory(atPath: noRoute.root + "/77", withIntermediateDirectories: true)
+        try "systemd-network\n".write(toFile: noRoute.root + "/77/comm", atomically: true, encoding: .utf8)
+        let failed = try await doctor(noRoute)
+        XCTAssertEqual(failed.status, 1, failed.standardOutput)
+        XCTAssertTrue(failed.standardOutput.contains("but systemd-networkd runs"), failed.standardOutput)
+        XCTAssertTrue(failed.standardOutput.contains("PROBLEM  address fd11:22::5: no route to fd11:22::5"))
+    }
+
     func testAVLANsSysctlNameHasASlash() async throws {
         let result = try await doctor(proc(interface: "eth0.10", acceptRA: 0, routes: [Self.borderRouterRoute]))
         XCTAssertEqual(result.status, 1, result.standardOutput)
