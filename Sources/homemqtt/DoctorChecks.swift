@@ -192,7 +192,15 @@ enum DoctorChecks {
             return [
                 DoctorFinding(
                     level: .problem, subject: subject,
-                    message: "no IPv6 settings (\(proc.root)/sys/net/ipv6/conf/\(interface)): IPv6 is off here",
+                    message:
+                        "no IPv6 settings (\(proc.root)/sys/net/ipv6/conf/\(interface)): the interface is gone, "
+                        + "or IPv6 is off on this host (ipv6.disable=1 on the kernel's command line)")
+            ]
+        }
+        if proc.ipv6Setting(interface, "disable_ipv6") == 1 {
+            return [
+                DoctorFinding(
+                    level: .problem, subject: subject, message: "disable_ipv6 is 1: IPv6 is off on this interface",
                     fix: fix(interface, "disable_ipv6", 0))
             ]
         }

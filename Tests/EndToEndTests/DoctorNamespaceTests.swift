@@ -134,5 +134,16 @@ final class DoctorNamespaceTests: XCTestCase {
         XCTAssertEqual(second.status, 0, second.standardOutput + second.standardError)
         XCTAssertTrue(second.standardOutput.contains("OK       interface \(near): accept_ra_rt_info_max_plen is 64"))
         XCTAssertTrue(second.standardOutput.hasSuffix("Nothing wrong found.\n"), second.standardOutput)
+
+        // For scripts: the same in JSON, the accessory with the interface it was heard on.
+        let json = try await runProcess(doctor[0], Array(doctor.dropFirst()) + ["--json"], timeout: 30)
+        XCTAssertEqual(json.status, 0, json.standardOutput + json.standardError)
+        let document = try JSONValue(parsing: Array(json.standardOutput.utf8))
+        XCTAssertEqual(document["ok"]?.boolValue, true)
+        XCTAssertEqual(document["interfaces-heard"]?.boolValue, true)
+        let accessory = try XCTUnwrap(document["accessories"]?.arrayValue?.first, json.standardOutput)
+        XCTAssertEqual(accessory["name"]?.stringValue, "Garage Door Opener")
+        XCTAssertEqual(accessory["interfaces"], .array([.string(near)]))
+        XCTAssertEqual(accessory["addresses"]?.arrayValue?.contains(.string("fd11:22::2")), true, "\(accessory)")
     }
 }

@@ -43,7 +43,7 @@ final class DoctorTests: XCTestCase {
     /// with these settings of `interface` and these routes.
     func proc(
         interface: String = "eth0", acceptRA: Int = 1, forwarding: Int = 0, rtInfoMaxPlen: Int? = 64,
-        routes: [String] = []
+        disableIPv6: Int = 0, routes: [String] = []
     ) throws -> (root: String, config: String) {
         let directory = try TemporaryDirectory(prefix: "homemqtt-doctor")
         let root = directory.file("proc")
@@ -52,6 +52,8 @@ final class DoctorTests: XCTestCase {
             try FileManager.default.createDirectory(atPath: conf, withIntermediateDirectories: true)
             try "\(ra)\n".write(toFile: conf + "/accept_ra", atomically: true, encoding: .utf8)
             try "\(fw)\n".write(toFile: conf + "/forwarding", atomically: true, encoding: .utf8)
+            try "\(name == interface ? disableIPv6 : 0)\n".write(
+                toFile: conf + "/disable_ipv6", atomically: true, encoding: .utf8)
             if let plen {
                 try "\(plen)\n".write(toFile: conf + "/accept_ra_rt_info_max_plen", atomically: true, encoding: .utf8)
             }
@@ -239,6 +241,19 @@ final class DoctorTests: XCTestCase {
         XCTAssertEqual(failed.status, 1, failed.standardOutput)
         XCTAssertTrue(failed.standardOutput.contains("but systemd-networkd runs"), failed.standardOutput)
         XCTAssertTrue(failed.standardOutput.contains("PROBLEM  address fd11:22::5: no route to fd11:22::5"))
+    }
+
+    func testIPv6TurnedOffOnTheInterfaceIsAProblem() async throws {
+        let result = try await doctor(proc(disableIPv6: 1, routes: [Self.borderRouterRoute]))
+        XCTAssertEqual(result.status, 1, result.standardOutput)
+        let out = result.standardOutput
+        XCTAssertTrue(
+            out.contains(
+                "PROBLEM  interface eth0: disable_ipv6 is 1: IPv6 is off on this interface\n"
+                    + "         to fix it (as root; the second line keeps it after a reboot):\n"
+                    + "           sysctl -w net.ipv6.conf.eth0.disable_ipv6=0\n"), out)
+        // Its other settings mean nothing while it is off: not judged.
+        XCTAssertFalse(out.contains("accept_ra"), out)
     }
 
     func testAVLANsSysctlNameHasASlash() async throws {
