@@ -23,7 +23,11 @@ enum StartupScenario {
     }
 
     static func run(scale: Scale) async throws -> [Row] {
-        let sizes = scale == .full ? [1000, 5000, 10_000] : [10, 20, 40]
+        // HOMEMQTT_BENCH_STARTUP_SIZES (e.g. "1000"): only these sizes, for a profile of one.
+        let sizes =
+            ProcessInfo.processInfo.environment["HOMEMQTT_BENCH_STARTUP_SIZES"].map {
+                $0.split(separator: ",").compactMap { Int($0) }
+            } ?? (scale == .full ? [1000, 5000, 10_000] : [10, 20, 40])
         var results: [Measurement] = []
         for size in sizes {
             results.append(try await measure(accessories: size))
@@ -55,6 +59,8 @@ enum StartupScenario {
                     ours: Format.megabytes(m.peakKB), target: memoryTarget.map { "≤ \($0) MB" } ?? "—",
                     met: memoryTarget.map { Format.met(m.peakKB <= $0 * 1024) } ?? "—"))
         }
+        // A fit needs two sizes (one is a profile's run: HOMEMQTT_BENCH_STARTUP_SIZES).
+        guard results.count > 1 else { return rows }
         let time = Stats.linearFit(results.map { (Double($0.characteristics), $0.seconds) })
         let memory = Stats.linearFit(results.map { (Double($0.characteristics), Double($0.peakKB) * 1024) })
         let baseline = Stats.linearFit(results.map { (Double($0.characteristics), $0.baselineSeconds) })

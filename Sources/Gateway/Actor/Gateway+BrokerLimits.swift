@@ -6,19 +6,34 @@ import MQTT
 /// that fit or an error that does (`Outbox.fitting`), and the reports of what the broker takes
 /// (`BrokerReports`).
 extension Gateway {
-    /// The tree's retained topics and payloads in publish order (`TreeDocuments.messages`).
-    func treeMessages() -> [(topic: String, payload: [UInt8])] {
-        publication.treeDocuments.messages(treeInputs, logger: logger)
-    }
+    /// The tree's retained topics in publish order (`TreeDocuments.messages`), each payload
+    /// made when asked for.
+    var treeMessages: [TreeDocuments.Message] { publication.treeDocuments.messages(treeInputs, logger: logger) }
 
-    /// Publishes what changed of the tree's topics (`setRetained`) and returns them all.
+    /// Publishes what changed of the tree's topics (`TreeDocuments.messages`, through
+    /// `setRetained`) and returns them all. Each page is made as its turn comes and let go once
+    /// queued.
     @discardableResult
     func applyTree() -> [String] {
-        let messages = treeMessages()
-        for (topic, payload) in messages {
-            setRetained(topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
+        let messages = treeMessages
+        for message in messages {
+            let payload = message.payload()
+            setRetained(message.topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
         }
         return messages.map(\.topic)
+    }
+
+    /// `applyTree` for the first publication: a page at a time, each made once the outbox has
+    /// room, so that a large home's pages are never all in memory while the broker takes them
+    /// (as `publishAll` does with the accessories' topics). Nothing else runs on the actor
+    /// meanwhile, so the tree cannot change under it.
+    func applyTreePaced() async {
+        for message in treeMessages {
+            if Task.isCancelled { return }
+            let payload = message.payload()
+            setRetained(message.topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
+            await outbox.wait(below: publication.backlog)
+        }
     }
 
     /// The `tree` request's answer (`TreeDocuments.answer`).

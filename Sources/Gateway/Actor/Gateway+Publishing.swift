@@ -57,8 +57,10 @@ extension Gateway {
         }
         for (topic, payload) in await gatewayRepublication(only: only) { await send(topic, payload, nil) }
         guard only == nil else { return }
-        for (topic, payload) in await treeMessages() {
-            await send(topic, payload, TreeDocuments.qos(size: payload.count, mqtt: mqtt))
+        // A page is made as its turn comes, and let go once the outbox took it.
+        for message in await treeMessages {
+            let payload = message.payload()
+            await send(message.topic, payload, TreeDocuments.qos(size: payload.count, mqtt: mqtt))
         }
         if publishesHealth, let health = await healthPayload() { await send(healthTopic, health, nil) }
         await send(statusTopic, Array("online".utf8), nil)

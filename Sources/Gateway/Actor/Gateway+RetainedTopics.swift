@@ -72,7 +72,9 @@ extension Gateway {
 
     /// Every retained topic this gateway holds on the broker: the ledger's, characteristics'
     /// `state` and `meta`, the status (`online`, or `offline` as the will) and the health document.
-    var retainedCount: Int { retained.count + publishedCharacteristicTopics.count + (publishesHealth ? 2 : 1) }
+    var retainedCount: Int {
+        retained.count + publication.characteristicTopicCount(value: currentValue) + (publishesHealth ? 2 : 1)
+    }
 
     /// The `meta` and `state` topics of the published tree's characteristics.
     var publishedCharacteristicTopics: [String] { publication.characteristicTopics(value: currentValue) }
@@ -93,7 +95,7 @@ extension Gateway {
             await outbox.wait(below: publication.backlog)
         }
         _ = outputs.gatewayDocuments(self)
-        applyTree()
+        await applyTreePaced()
         treePublished()
         work.notificationTargets.yield(tree.notifyingAddresses())
     }

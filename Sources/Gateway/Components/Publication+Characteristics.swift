@@ -67,20 +67,35 @@ extension Publication {
     /// The `meta` and `state` topics of the published tree's characteristics.
     func characteristicTopics(value: (CharacteristicAddress) -> CharacteristicValue?) -> [String] {
         var topics: [String] = []
+        forEachCharacteristicTopic(value: value) { topics.append($0.topic + ($1 ? "/state" : "/meta")) }
+        return topics
+    }
+
+    /// How many `characteristicTopics` there are, without making them: the health document
+    /// counts them on every refresh, and at 10,000 accessories their strings took ~60 MB.
+    func characteristicTopicCount(value: (CharacteristicAddress) -> CharacteristicValue?) -> Int {
+        var count = 0
+        forEachCharacteristicTopic(value: value) { _, _ in count += 1 }
+        return count
+    }
+
+    /// Each characteristic's `meta` topic (false), then its `state` topic (true) when it holds one.
+    private func forEachCharacteristicTopic(
+        value: (CharacteristicAddress) -> CharacteristicValue?, _ body: (TopicTree.CharacteristicNode, Bool) -> Void
+    ) {
         for accessory in tree.accessories {
             for service in accessory.services {
                 for c in service.characteristics {
-                    topics.append(c.topic + "/meta")
+                    body(c, false)
                     // An empty payload is no retained message: an empty text or data value is not held.
                     if !c.isEvent, let found = value(c.address),
                         !ValueCodec.text(found, metadata: c.characteristic.metadata).isEmpty
                     {
-                        topics.append(c.topic + "/state")
+                        body(c, true)
                     }
                 }
             }
         }
-        return topics
     }
 }
 

@@ -24,22 +24,34 @@ struct TreeDocuments {
         var packetLimit: String
     }
 
-    /// The tree's retained topics and payloads in publish order: the pages, then the index; or
-    /// the whole tree alone.
-    mutating func messages(_ inputs: Inputs, logger: Logger) -> [(topic: String, payload: [UInt8])] {
-        guard let home = inputs.home else { return [(inputs.treeTopic, Array(Self.empty(inputs.base).encoded().utf8))] }
+    /// One retained topic of the tree and its payload, made when asked for: a page's bytes
+    /// exist only from when it is published until the broker has it.
+    struct Message: Sendable {
+        var topic: String
+        var payload: @Sendable () -> [UInt8]
+    }
+
+    /// The tree's retained topics in publish order: the pages, then the index; or the whole
+    /// tree alone.
+    mutating func messages(_ inputs: Inputs, logger: Logger) -> [Message] {
+        guard let home = inputs.home else {
+            let empty = Array(Self.empty(inputs.base).encoded().utf8)
+            return [Message(topic: inputs.treeTopic, payload: { empty })]
+        }
         switch TreePublication.make(inputs.tree, home: home, treeTopic: inputs.treeTopic, budget: inputs.pageBudget) {
         case .whole(let bytes):
             report(TreeForm(pages: 0, omitted: [], indexFits: true), inputs, logger)
-            return [(inputs.treeTopic, bytes)]
+            return [Message(topic: inputs.treeTopic, payload: { bytes })]
         case .paged(let paged):
             report(
                 TreeForm(
-                    pages: paged.pages.count, omitted: paged.omitted.map(\.displayName), indexFits: paged.index != nil),
+                    pages: paged.topics.count, omitted: paged.omitted.map(\.displayName), indexFits: paged.index != nil),
                 inputs, logger)
             // Pages that no index lists are no tree: none is published, and the topic is cleared.
-            guard let index = paged.index else { return [(inputs.treeTopic, [])] }
-            return paged.pages + [(inputs.treeTopic, index)]
+            guard let index = paged.index else { return [Message(topic: inputs.treeTopic, payload: { [] })] }
+            return paged.topics.enumerated().map { number, topic in
+                Message(topic: topic, payload: { paged.payload(number) })
+            } + [Message(topic: inputs.treeTopic, payload: { index })]
         }
     }
 

@@ -19,11 +19,22 @@ enum TreePublication {
     case whole([UInt8])
     case paged(Pages)
 
+    /// The pages as laid out: their topics, and each page's payload made when it is asked for
+    /// (`payload(_:)`), so that a large home's pages are never all in memory at once — the
+    /// caller publishes one and lets it go before making the next.
     struct Pages {
         var index: [UInt8]?
-        var pages: [(topic: String, payload: [UInt8])]
+        var topics: [String]
         var omitted: [TopicTree.AccessoryNode]
         var accessories: Int
+        fileprivate var layout: [[RoomPart]]
+        fileprivate var tree: TopicTree
+        fileprivate var home: Home
+
+        /// Page `number` (0-based) of `topics`, as it goes onto the broker.
+        func payload(_ number: Int) -> [UInt8] {
+            TreePublication.page(layout[number], number: number + 1, of: layout.count, tree: tree, home: home)
+        }
     }
 
     /// `budget(topic)`: the largest payload a retained tree publication on `topic` may have.
@@ -41,15 +52,17 @@ enum TreePublication {
         return .whole(writer.out)
     }
 
-    /// The part of one room on one page.
-    private struct RoomPart {
+    /// The part of one room on one page: its accessory entries, each an accessory's id and the
+    /// range of its services the entry holds (nil: all of them).
+    fileprivate struct RoomPart {
         var room: TopicTree.RoomNode
-        var accessories: [[UInt8]] = []
+        var accessories: [(id: String, services: Range<Int>?)] = []
     }
 
-    /// Fills pages in tree order, an accessory at a time. Sizes are counted with the longest
-    /// page number there can be and a comma for every element, so a page never comes out
-    /// larger than counted.
+    /// Lays pages out in tree order, an accessory at a time, counting sizes only: the bytes of
+    /// a page are made when it is published (`Pages.payload`). Sizes are counted with the
+    /// longest page number there can be and a comma for every element, so a page never comes
+    /// out larger than counted.
     static func pages(_ tree: TopicTree, home: Home, treeTopic: String, budget: (String) -> Int) -> Pages {
         let limit = budget(treeTopic + "/9999999")
         let frame = pageFrameLength(tree.base, home: home)
@@ -75,10 +88,9 @@ enum TreePublication {
                 continue
             }
             for node in nodes {
-                var writer = JSONTextWriter(countOnly: false)
-                Payloads.writeAccessory(&writer, node)
-                var entries = [writer.out]
-                if frame + wrapper + writer.out.count + 1 > limit {
+                let whole = entryLength(node, services: nil)
+                var entries: [(services: Range<Int>?, length: Int)] = [(nil, whole)]
+                if frame + wrapper + whole + 1 > limit {
                     guard let parts = parts(of: node, room: limit - frame - wrapper - 1) else {
                         omitted.append(node)
                         continue
@@ -86,7 +98,7 @@ enum TreePublication {
                     entries = parts
                 }
                 for entry in entries {
-                    if size + entry.count + 1 + (opened ? 0 : wrapper) > limit {
+                    if size + entry.length + 1 + (opened ? 0 : wrapper) > limit {
                         flush()
                         opened = false
                     }
@@ -95,45 +107,44 @@ enum TreePublication {
                         size += wrapper
                         opened = true
                     }
-                    current[current.count - 1].accessories.append(entry)
-                    size += entry.count + 1
+                    current[current.count - 1].accessories.append((node.id, entry.services))
+                    size += entry.length + 1
                 }
                 count += 1
             }
         }
         flush()
         let topics = pages.indices.map { "\(treeTopic)/\($0 + 1)" }
-        var out: [(topic: String, payload: [UInt8])] = []
-        for (number, parts) in pages.enumerated() {
-            out.append((topics[number], page(parts, number: number + 1, of: pages.count, base: tree.base, home: home)))
-        }
         let index = indexBytes(base: tree.base, home: home, topics: topics, accessories: count, omitted: omitted)
         return Pages(
-            index: index.count <= budget(treeTopic) ? index : nil, pages: out, omitted: omitted, accessories: count)
+            index: index.count <= budget(treeTopic) ? index : nil, topics: topics, omitted: omitted,
+            accessories: count, layout: pages, tree: tree, home: home)
+    }
+
+    /// The length of an accessory's entry (of `services` only, when given), counted.
+    private static func entryLength(_ node: TopicTree.AccessoryNode, services: Range<Int>?) -> Int {
+        var writer = JSONTextWriter(countOnly: true)
+        Payloads.writeAccessory(&writer, node, services: services)
+        return writer.length
     }
 
     /// An accessory whose entry does not fit a page alone, as entries of as many of its
     /// services as fit `room` bytes each (the first whole, the others `continued`); nil when
     /// one service alone does not fit.
-    private static func parts(of node: TopicTree.AccessoryNode, room: Int) -> [[UInt8]]? {
-        func entry(_ services: Range<Int>) -> [UInt8] {
-            var writer = JSONTextWriter(countOnly: false)
-            Payloads.writeAccessory(&writer, node, services: services)
-            return writer.out
-        }
-        var parts: [[UInt8]] = []
+    private static func parts(of node: TopicTree.AccessoryNode, room: Int) -> [(services: Range<Int>?, length: Int)]? {
+        var parts: [(services: Range<Int>?, length: Int)] = []
         var start = 0
         while start < node.services.count {
             var end = start + 1
-            var best = entry(start..<end)
-            guard best.count <= room else { return nil }
+            var best = entryLength(node, services: start..<end)
+            guard best <= room else { return nil }
             while end < node.services.count {
-                let longer = entry(start..<(end + 1))
-                guard longer.count <= room else { break }
+                let longer = entryLength(node, services: start..<(end + 1))
+                guard longer <= room else { break }
                 best = longer
                 end += 1
             }
-            parts.append(best)
+            parts.append((start..<end, best))
             start = end
         }
         return parts
@@ -165,14 +176,18 @@ enum TreePublication {
         return w.length
     }
 
-    private static func page(_ parts: [RoomPart], number: Int, of total: Int, base: String, home: Home) -> [UInt8] {
+    fileprivate static func page(_ parts: [RoomPart], number: Int, of total: Int, tree: TopicTree, home: Home)
+        -> [UInt8]
+    {
         var w = JSONTextWriter(countOnly: false)
-        pageFrame(&w, base: base, home: home, number: number, of: total)
+        pageFrame(&w, base: tree.base, home: home, number: number, of: total)
         for part in parts {
             w.element(); w.open()
             w.key("accessories"); w.openArray()
             for entry in part.accessories {
-                w.element(); w.raw(entry)
+                guard let node = tree.accessory(id: entry.id) else { continue }
+                w.element()
+                Payloads.writeAccessory(&w, node, services: entry.services)
             }
             w.closeArray()
             Payloads.writeRoomFields(&w, part.room, home: home)
