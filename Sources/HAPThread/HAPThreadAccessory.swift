@@ -32,6 +32,10 @@ public final class HAPThreadAccessory: Service, Sendable {
 
     public let accessory: HAPCoAPAccessory
     public let server: CoAPServer
+    /// The accessory's events go out through the server: the server's routes hold the accessory,
+    /// the accessory this sender, and the sender the server — a cycle `run()` ends by detaching
+    /// the server, or the accessory's database (a gateway's) would outlive it.
+    private let sender: CoAPServerEventSender
 
     /// Loads the accessory's state (as `HAPCoAPAccessory`) and binds the port; the server
     /// answers from here on. Throws `HAPServerError` or `CoAPError`.
@@ -60,6 +64,7 @@ public final class HAPThreadAccessory: Service, Sendable {
             bind: configuration.bind, routes: routes, transmission: configuration.transmission,
             threadName: "hap-coap-acc", logger: logger)
         sender.attach(server)
+        self.sender = sender
         self.accessory = accessory
     }
 
@@ -67,7 +72,10 @@ public final class HAPThreadAccessory: Service, Sendable {
     public var address: CoAPPeer { server.address }
 
     /// Serves until a graceful shutdown or cancellation; then the port is closed.
-    public func run() async throws { try await server.run() }
+    public func run() async throws {
+        defer { sender.attach(nil) }
+        try await server.run()
+    }
 }
 
 /// The accessory's events as confirmable PUTs to `/` of the controller's address, sent from
@@ -79,7 +87,8 @@ final class CoAPServerEventSender: HAPCoAPEventSender {
 
     init(deadline: Duration) { self.deadline = deadline }
 
-    func attach(_ server: CoAPServer) { self.server.withLock { $0 = server } }
+    /// nil: the server stopped; events fail as `closed`.
+    func attach(_ server: CoAPServer?) { self.server.withLock { $0 = server } }
 
     func put(_ payload: [UInt8], to peer: String) async throws(HAPError) -> HAP.CoAPCode {
         guard let address = CoAPMapping.peer(peer) else {
