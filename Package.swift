@@ -202,7 +202,8 @@ let package = Package(
             name: "HomeMQTTApp",
             dependencies: [
                 "Gateway", "TopicAPI", "HomeAssistant", "Homie", "HomeModel", "MQTT", "WebView", "Simulator", "HAP",
-                "MDNS", "HomeKitBridge",
+                // HAPThread: the CoAP link of the hap source's Thread pairings (HAPFactory).
+                "MDNS", "HomeKitBridge", "HAPThread",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

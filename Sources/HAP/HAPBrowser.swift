@@ -23,6 +23,8 @@ public actor HAPBrowser: Service {
 
     let logger: Logger
     private let mdns: MDNSBrowser
+    /// `_hap._tcp.local` or `_hap._udp.local`.
+    let service: String
     private let hub = EventHub<Event>()
     /// The accessories last published, by upper-cased pairing id.
     private var published: [String: HAPDiscoveredAccessory] = [:]
@@ -37,9 +39,14 @@ public actor HAPBrowser: Service {
     private let lookupTimers: AsyncStream<(token: UUID, deadline: ContinuousClock.Instant)>.Continuation
     private let lookupTimerStream: AsyncStream<(token: UUID, deadline: ContinuousClock.Instant)>
 
-    public init(interfaces: MDNSInterfaces = .all, logger: Logger = Logger(label: "homemqtt.mdns")) {
+    /// `service`: `_hap._tcp.local` (IP accessories) or `HAPDiscovery.threadService` (Thread ones).
+    public init(
+        service: String = HAPDiscovery.service, interfaces: MDNSInterfaces = .all,
+        logger: Logger = Logger(label: "homemqtt.mdns")
+    ) {
         self.logger = logger
-        mdns = MDNSBrowser(service: HAPDiscovery.service, interfaces: interfaces, logger: logger)
+        self.service = service
+        mdns = MDNSBrowser(service: service, interfaces: interfaces, logger: logger)
         (lookupTimerStream, lookupTimers) = AsyncStream.makeStream()
     }
 
@@ -130,7 +137,8 @@ public actor HAPBrowser: Service {
     /// the accessories described completely (PTR, SRV, TXT with an `id`, an address).
     private func publish(_ records: [DNSMessage.Record]) {
         var current: [String: (instance: String, accessory: HAPDiscoveredAccessory)] = [:]
-        for (instance, accessory) in HAPDiscovery.resolve(records) where !accessory.addresses.isEmpty {
+        for (instance, accessory) in HAPDiscovery.resolve(records, service: service) where !accessory.addresses.isEmpty
+        {
             current[accessory.id.uppercased()] = (instance, accessory)
         }
         for (id, entry) in current.sorted(by: { $0.key < $1.key }) {

@@ -6,29 +6,40 @@ public import Logging
 public actor HAPController {
     public let store: HAPPairingStore
     let logger: Logger
+    /// Makes the CoAP link to a Thread accessory; nil: Thread accessories cannot be paired.
+    let threadLinks: HAPThreadLinkMaker?
 
-    public init(store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap")) {
+    public init(
+        store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap"), threadLinks: HAPThreadLinkMaker? = nil
+    ) {
         self.store = store
         self.logger = logger
+        self.threadLinks = threadLinks
     }
 
     /// Pair-setup with the setup code at an explicit address; saves and returns the pairing.
     /// `featureFlags` is the accessory's mDNS `ff` (bit 0 selects pair-setup method 1).
+    /// `transport` `.thread`: over HAP over CoAP (a Thread accessory, `_hap._udp`).
     public func pair(
-        host: String, port: Int, setupCode: String, name: String? = nil, featureFlags: Int = 0, category: Int? = nil
+        host: String, port: Int, setupCode: String, name: String? = nil, featureFlags: Int = 0, category: Int? = nil,
+        transport: HAPTransport = .ip
     ) async throws(HAPError) -> HAPPairing {
         _ = try PairingProtocol.normalizeSetupCode(setupCode)
-        logger.info("pairing with the accessory at \(host):\(port)")
-        let connection = try await HAPConnection.connect(host: host, port: port, logger: logger)
+        logger.info("pairing with the \(transport == .thread ? "Thread " : "")accessory at \(host):\(port)")
         var pairing: HAPPairing
-        do {
-            pairing = try await PairingProtocol.pairSetup(
-                HTTPPairingChannel(connection: connection), setupCode: setupCode, featureFlags: featureFlags)
-        } catch {
+        if transport == .thread {
+            pairing = try await pairOverThread(host: host, port: port, setupCode: setupCode, featureFlags: featureFlags)
+        } else {
+            let connection = try await HAPConnection.connect(host: host, port: port, logger: logger)
+            do {
+                pairing = try await PairingProtocol.pairSetup(
+                    HTTPPairingChannel(connection: connection), setupCode: setupCode, featureFlags: featureFlags)
+            } catch {
+                await connection.close()
+                throw error
+            }
             await connection.close()
-            throw error
         }
-        await connection.close()
         pairing.name = name
         pairing.category = category
         do {
@@ -84,6 +95,12 @@ public actor HAPController {
 
     /// The accessories of a paired accessory server, read once.
     public func accessories(of pairing: HAPPairing) async throws(HAPError) -> [Accessory] {
+        if pairing.isThread {
+            return try await withThreadController(pairing) { controller async throws(HAPError) in
+                var problems: [String] = []
+                return try await controller.accessories(problems: &problems)
+            }
+        }
         let connection = try await connect(pairing)
         let json: JSONValue
         do {
@@ -105,6 +122,11 @@ public actor HAPController {
     /// The controllers the accessory knows (`/pairings` list).
     public func accessoryPairings(id: String) async throws(HAPError) -> [HAPPairingEntry] {
         let pairing = try pairing(id: id)
+        if pairing.isThread {
+            return try await withThreadController(pairing) { controller async throws(HAPError) in
+                try await controller.listPairings()
+            }
+        }
         let connection = try await connect(pairing)
         do {
             let list = try await connection.listPairings()
@@ -122,14 +144,20 @@ public actor HAPController {
     public func unpair(id: String, force: Bool = false) async throws(HAPError) {
         let pairing = try pairing(id: id)
         do throws(HAPError) {
-            let connection = try await connect(pairing)
-            do {
-                try await connection.removePairing(controllerPairingID: pairing.controllerPairingID)
-            } catch {
+            if pairing.isThread {
+                try await withThreadController(pairing) { controller async throws(HAPError) in
+                    try await controller.removePairing(pairing.controllerPairingID)
+                }
+            } else {
+                let connection = try await connect(pairing)
+                do {
+                    try await connection.removePairing(controllerPairingID: pairing.controllerPairingID)
+                } catch {
+                    await connection.close()
+                    throw error
+                }
                 await connection.close()
-                throw error
             }
-            await connection.close()
         } catch  where error.code == .unknownPairing {
             logger.info("accessory \(id) no longer knows this controller; removing the local pairing")
         } catch {

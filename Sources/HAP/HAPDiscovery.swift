@@ -25,21 +25,41 @@ public struct HAPDiscoveredAccessory: Sendable, Hashable {
     public var port: Int
     /// Every address the accessory announced (IPv4 first): a multi-homed accessory has several.
     public var addresses: [String] = []
+    /// Announced as `_hap._udp` (HAP over Thread, CoAP) rather than `_hap._tcp`.
+    public var isThread = false
 }
 
-/// Lists the `_hap._tcp.local` accessories on the local network.
+/// Lists the `_hap._tcp.local` accessories on the local network (and the Thread accessories
+/// of `_hap._udp.local`, with the same TXT keys).
 public enum HAPDiscovery {
-    static let service = "_hap._tcp.local"
+    public static let service = "_hap._tcp.local"
+    public static let threadService = "_hap._udp.local"
+
+    /// Both services at once: the IP accessories, then the Thread ones (`isThread`).
+    public static func browseAll(timeout: Double = 3, interfaces: MDNSInterfaces = .all) async throws(HAPError)
+        -> [HAPDiscoveredAccessory]
+    {
+        async let thread = threadAccessories(timeout: timeout, interfaces: interfaces)
+        let ip = try await browse(timeout: timeout, interfaces: interfaces)
+        return ip + (await thread)
+    }
+
+    /// Thread accessories are an addition: a failure to hear them leaves the IP list alone.
+    private static func threadAccessories(timeout: Double, interfaces: MDNSInterfaces) async
+        -> [HAPDiscoveredAccessory]
+    {
+        (try? await browse(service: threadService, timeout: timeout, interfaces: interfaces)) ?? []
+    }
 
     /// Listens for `timeout` seconds in two ways at once and joins what both heard: the
     /// continuous browser (`HAPBrowser`: every admitted interface, IPv4 and IPv6, as the hap
     /// source follows accessories), and one question from an ephemeral IPv4 port, answered by
     /// unicast, for a machine where port 5353 cannot be shared. Fails only when neither could
     /// listen.
-    public static func browse(timeout: Double = 3, interfaces: MDNSInterfaces = .all) async throws(HAPError)
-        -> [HAPDiscoveredAccessory]
-    {
-        let browser = HAPBrowser(interfaces: interfaces)
+    public static func browse(
+        service: String = service, timeout: Double = 3, interfaces: MDNSInterfaces = .all
+    ) async throws(HAPError) -> [HAPDiscoveredAccessory] {
+        let browser = HAPBrowser(service: service, interfaces: interfaces)
         // The browser is a child of this call: it runs while the question is asked and the
         // time runs out, and is cancelled and awaited before the call returns.
         let outcome = await withTaskGroup(of: (any Error)?.self) {
@@ -63,7 +83,7 @@ public enum HAPDiscovery {
             let browserFailure = await group.next() ?? nil
             switch asked {
             case .success(let records):
-                return .success(merged(accessories(from: records), heard))
+                return .success(merged(accessories(from: records, service: service), heard))
             case .failure(let error) where browserFailure != nil:
                 return .failure(
                     HAPError(code: error.code == .unreachable ? .unreachable : .io, message: error.message))
@@ -98,14 +118,16 @@ public enum HAPDiscovery {
     }
 
     /// Joins PTR, SRV, TXT and A records into accessories.
-    static func accessories(from records: [DNSMessage.Record]) -> [HAPDiscoveredAccessory] {
-        resolve(records).map(\.accessory)
+    static func accessories(from records: [DNSMessage.Record], service: String = service) -> [HAPDiscoveredAccessory] {
+        resolve(records, service: service).map(\.accessory)
     }
 
     /// Joins PTR, SRV, TXT, A and AAAA records into accessories, with their instance names:
     /// the instances of `_hap._tcp` whose TXT has the pairing id (`id`); `md`, `ci`, `sf`, `c#`
     /// and `ff` are read with HAP's defaults.
-    static func resolve(_ records: [DNSMessage.Record]) -> [(instance: String, accessory: HAPDiscoveredAccessory)] {
+    static func resolve(_ records: [DNSMessage.Record], service: String = service) -> [(
+        instance: String, accessory: HAPDiscoveredAccessory
+    )] {
         MDNSInstance.resolve(service: service, records).compactMap { instance in
             let txt = instance.txt
             guard let id = txt["id"] else { return nil }
@@ -115,7 +137,7 @@ public enum HAPDiscovery {
                     id: id, name: instance.label, model: txt["md"] ?? "", category: Int(txt["ci"] ?? "") ?? 1,
                     isPaired: txt["sf"] == "0", configurationNumber: Int(txt["c#"] ?? "") ?? 1,
                     featureFlags: Int(txt["ff"] ?? "") ?? 0, host: instance.addresses.first ?? instance.target,
-                    port: instance.port, addresses: instance.addresses)
+                    port: instance.port, addresses: instance.addresses, isThread: service == threadService)
             )
         }
     }

@@ -19,11 +19,13 @@ public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {
     public var name: String?
     public var category: Int?
     public var configurationNumber: Int?
+    /// How the accessory is reached: nil in files written before HAP over Thread, which are IP's.
+    public var transport: HAPTransport?
 
     public init(
         accessoryPairingID: String, accessoryLTPK: String, controllerPairingID: String, controllerLTSK: String,
         controllerLTPK: String, host: String, port: Int, name: String? = nil, category: Int? = nil,
-        configurationNumber: Int? = nil
+        configurationNumber: Int? = nil, transport: HAPTransport? = nil
     ) {
         self.accessoryPairingID = accessoryPairingID
         self.accessoryLTPK = accessoryLTPK
@@ -35,10 +37,16 @@ public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {
         self.name = name
         self.category = category
         self.configurationNumber = configurationNumber
+        self.transport = transport
     }
 
+    /// Whether the accessory speaks HAP over CoAP (Thread) rather than HTTP over TCP.
+    public var isThread: Bool { transport == .thread }
+
     public var description: String {
-        "HAPPairing(\(accessoryPairingID) at \(host):\(port), controller \(controllerPairingID)\(name.map { ", \"\($0)\"" } ?? ""))"
+        let thread = isThread ? " (thread)" : ""
+        return "HAPPairing(\(accessoryPairingID) at \(host):\(port)\(thread), controller \(controllerPairingID)"
+            + "\(name.map { ", \"\($0)\"" } ?? ""))"
     }
 
     /// The prefix of this accessory's model ids: `hap:<accessory pairing id>`.
@@ -55,6 +63,13 @@ public struct HAPPairing: Sendable, Codable, Hashable, CustomStringConvertible {
         }
         return (a, s, p)
     }
+}
+
+/// How a paired accessory is reached: HAP over IP (HTTP over TCP, `_hap._tcp`) or HAP over
+/// Thread (CoAP over UDP/IPv6, `_hap._udp`). Written into the pairing file as `"ip"`/`"thread"`.
+public enum HAPTransport: String, Sendable, Codable, Hashable {
+    case ip
+    case thread
 }
 
 /// Pairings in a state directory: one JSON file per accessory, mode 0600 in a 0700 directory,

@@ -26,10 +26,8 @@ extension HAPSource {
             }
             let hosts = [pairing.host] + (announced[pairingID] ?? []).filter { $0 != pairing.host }
             do throws(HAPError) {
-                let connection = try await HAPConnection.connect(
-                    firstOf: hosts, port: pairing.port, timeout: connectTimeout, logger: logger)
+                let connection = try await openSession(pairing, hosts: hosts)
                 do throws(HAPError) {
-                    try await connection.verify(pairing)
                     releaseSlot()
                     // Only the accessory itself (verified) moves the pairing to another address.
                     if connection.host != pairing.host && isCurrent(pairingID, token) {
@@ -80,12 +78,24 @@ extension HAPSource {
         }
     }
 
-    /// Consumes events until the connection closes; polls what cannot notify.
-    private func serve(_ pairingID: String, connection: HAPConnection) async {
+    /// A verified session with the pairing's accessory: over TCP, or over CoAP for a Thread one.
+    private func openSession(_ pairing: HAPPairing, hosts: [String]) async throws(HAPError) -> any HAPSession {
+        guard pairing.isThread else {
+            return try await HAPConnection.open(pairing, hosts: hosts, timeout: connectTimeout, logger: logger)
+        }
+        guard let threadLinks else {
+            throw HAPError(code: .unreachable, message: "this gateway was built without HAP over Thread")
+        }
+        return try await HAPThreadSession.open(
+            pairing, hosts: hosts, makeLink: threadLinks, probeInterval: threadProbeInterval, logger: logger)
+    }
+
+    /// Consumes events until the session ends; polls what cannot notify.
+    private func serve(_ pairingID: String, connection: any HAPSession) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await message in connection.events {
-                    await self.applyEvent(pairingID, message)
+                await connection.serveEvents { id, json in
+                    await self.update(pairingID: pairingID, id: id, json: json, emit: true)
                 }
             }
             // A poll interval of 0 turns polling off (the config's meaning), not into a busy loop.
@@ -105,13 +115,7 @@ extension HAPSource {
         }
     }
 
-    private func applyEvent(_ pairingID: String, _ message: HAPHTTPMessage) {
-        for (id, json) in HAPConnection.eventValues(message) {
-            update(pairingID: pairingID, id: id, json: json, emit: true)
-        }
-    }
-
-    private func poll(_ pairingID: String, connection: HAPConnection) async {
+    private func poll(_ pairingID: String, connection: any HAPSession) async {
         var ids: [HAPCharacteristicID] = []
         for acc in accessoriesFor(pairingID) {
             for s in acc.services {
@@ -164,22 +168,11 @@ extension HAPSource {
     }
 
     /// Fetches `/accessories` and turns differences from what we knew into events.
-    func refresh(_ pairing: HAPPairing, token: UUID, connection: HAPConnection) async throws(HAPError) {
-        let json = try await connection.accessoriesJSON()
+    func refresh(_ pairing: HAPPairing, token: UUID, connection: any HAPSession) async throws(HAPError) {
+        let (parsed, problems) = try await connection.accessories(of: pairing)
         guard isCurrent(pairing.accessoryPairingID, token) else { throw HAPError.closed("the pairing was removed") }
-        let fresh: [Accessory]
-        var problems: [String] = []
-        do {
-            let parsed = try HAPAccessoryJSON.parse(
-                json: json, idPrefix: pairing.idPrefix, category: pairing.category, problems: &problems)
-            let (kept, back) = GatewayRoute.partition(parsed, gatewayID: gatewayID)
-            fresh = kept
-            noteCameBack(back, pairing.accessoryPairingID)
-        } catch {
-            throw HAPError(
-                code: .protocolError,
-                message: "the accessory's /accessories does not describe accessories: \(error.message)")
-        }
+        let (fresh, back) = GatewayRoute.partition(parsed, gatewayID: gatewayID)
+        noteCameBack(back, pairing.accessoryPairingID)
         for problem in problems {
             logger.warning(
                 "a value the accessory sent cannot be read",
@@ -252,7 +245,7 @@ extension HAPSource {
 
     /// One `PUT /characteristics` per accessory with `ev: true` for its notifying characteristics,
     /// then one `GET` of what was subscribed (`readBack`).
-    func subscribeAll(_ pairingID: String, connection: HAPConnection) async throws(HAPError) {
+    func subscribeAll(_ pairingID: String, connection: any HAPSession) async throws(HAPError) {
         var subscribed: [HAPCharacteristicID] = []
         for acc in accessoriesFor(pairingID) {
             var items: [HAPCharacteristicID: [String: JSONValue]] = [:]
@@ -278,7 +271,7 @@ extension HAPSource {
     /// Reads characteristics just subscribed and reports what changed: a change between the
     /// values last read (`/accessories`) and the subscription sent no event. The subscription
     /// stands if the read fails; the values then wait for the next event.
-    func readBack(_ ids: [HAPCharacteristicID], _ pairingID: String, connection: HAPConnection) async {
+    func readBack(_ ids: [HAPCharacteristicID], _ pairingID: String, connection: any HAPSession) async {
         guard !ids.isEmpty else { return }
         do {
             for case (let id, .success(let json)) in try await connection.readCharacteristics(ids) {

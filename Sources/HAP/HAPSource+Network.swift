@@ -100,6 +100,7 @@ extension HAPSource {
 
     /// Asks mDNS for the accessory afresh (after a failed connection) and applies the answer.
     func lookUp(_ pairingID: String, timeout: Double) async {
+        let browser = pairings[pairingID]?.isThread == true ? threadBrowser : browser
         guard let browser, let found = await browser.lookup(id: pairingID, timeout: timeout) else { return }
         await apply(.updated(found))
     }

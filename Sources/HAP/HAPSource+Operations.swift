@@ -7,7 +7,7 @@ extension HAPSource {
     // MARK: AccessorySource operations
 
     private func locate(_ address: CharacteristicAddress) throws(AccessoryError) -> (
-        HAPConnection, HAPCharacteristicID, Characteristic
+        any HAPSession, HAPCharacteristicID, Characteristic
     ) {
         guard let (pairingID, aid) = Self.parseAccessoryID(address.accessoryID),
             let acc = accessoriesByID[address.accessoryID]
@@ -77,7 +77,8 @@ extension HAPSource {
         var failures: [CharacteristicAddress: AccessoryError] = [:]
         var byConnection:
             [ObjectIdentifier: (
-                HAPConnection, [HAPCharacteristicID: [String: JSONValue]], [HAPCharacteristicID: CharacteristicAddress]
+                any HAPSession, [HAPCharacteristicID: [String: JSONValue]],
+                [HAPCharacteristicID: CharacteristicAddress]
             )] = [:]
         // Characteristics turned back on, whose changes meanwhile sent no event: read after.
         var missed: [ObjectIdentifier: [HAPCharacteristicID]] = [:]

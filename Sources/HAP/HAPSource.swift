@@ -29,6 +29,12 @@ public actor HAPSource: AccessorySource {
     let hub = EventHub<SourceEvent>()
     /// Follows the paired accessories on the network; nil when told not to (`followsNetwork`).
     let browser: HAPBrowser?
+    /// Follows the Thread accessories (`_hap._udp`); nil without `threadLinks` or `followsNetwork`.
+    let threadBrowser: HAPBrowser?
+    /// Makes the CoAP link of a Thread pairing's session; nil: Thread pairings are not reached.
+    let threadLinks: HAPThreadLinkMaker?
+    /// Seconds without an answer from a Thread accessory before a probe asks whether it is there.
+    let threadProbeInterval: Double
     /// Where mDNS looks for accessories (`mdns-interfaces`): the browser's, and `discover`'s.
     public nonisolated let mdnsInterfaces: MDNSInterfaces
     /// Pairings whose loop should stop waiting and connect now: mDNS saw them at a new address.
@@ -49,8 +55,8 @@ public actor HAPSource: AccessorySource {
     var accessoriesByID: [String: Accessory] = [:]
     /// Accessory ids in the order they first came: the order `accessories()` lists them in.
     var order: [String] = []
-    /// The verified connection of each pairing connected now; operations go through it.
-    var connections: [String: HAPConnection] = [:]
+    /// The verified session of each pairing connected now (IP or Thread); operations go through it.
+    var connections: [String: any HAPSession] = [:]
     /// Characteristics the gateway turned notifications off for.
     var notificationsOff: Set<CharacteristicAddress> = []
     /// Connection handshakes (TCP connect and pair-verify) running
@@ -82,7 +88,8 @@ public actor HAPSource: AccessorySource {
     public init(
         store: HAPPairingStore, logger: Logger = Logger(label: "homemqtt.hap"), pollInterval: Double = 60,
         connectTimeout: Double = 5, backoff: (initial: Double, factor: Double, max: Double) = (0.5, 1.5, 60),
-        followsNetwork: Bool = true, mdnsInterfaces: MDNSInterfaces = .all, gatewayID: String? = nil
+        followsNetwork: Bool = true, mdnsInterfaces: MDNSInterfaces = .all, gatewayID: String? = nil,
+        threadLinks: HAPThreadLinkMaker? = nil, threadProbeInterval: Double = 15
     ) {
         self.store = store
         self.gatewayID = gatewayID
@@ -92,6 +99,11 @@ public actor HAPSource: AccessorySource {
         self.backoff = backoff
         self.mdnsInterfaces = mdnsInterfaces
         browser = followsNetwork ? HAPBrowser(interfaces: mdnsInterfaces, logger: logger) : nil
+        threadBrowser =
+            followsNetwork && threadLinks != nil
+            ? HAPBrowser(service: HAPDiscovery.threadService, interfaces: mdnsInterfaces, logger: logger) : nil
+        self.threadLinks = threadLinks
+        self.threadProbeInterval = threadProbeInterval
         (startStream, starts) = AsyncStream.makeStream(of: (String, UUID).self)
     }
 
@@ -126,7 +138,7 @@ public actor HAPSource: AccessorySource {
         let startStream = self.startStream
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
-                if let browser = self.browser {
+                for browser in [self.browser, self.threadBrowser].compactMap({ $0 }) {
                     group.addTask { await self.follow(browser) }
                 }
                 for await (pairingID, token) in startStream {
