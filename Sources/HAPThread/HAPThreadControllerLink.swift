@@ -68,3 +68,25 @@ public struct HAPThreadControllerLink: HAPCoAPExchange {
         return a.port == b.port && strip(a.host).lowercased() == strip(b.host).lowercased()
     }
 }
+
+extension HAPThreadControllerLink: HAPThreadLink {
+    /// Frees the client's socket and thread; `deliverEvents` ends with its events.
+    public func close() async { await client.close() }
+
+    /// Links for the HAP source and the pairing commands: a client of its own per accessory
+    /// session (its events come to the port its requests leave from), each POST waiting at
+    /// most `deadline` for its answer.
+    public static func maker(deadline: Duration = .seconds(16)) -> HAPThreadLinkMaker {
+        { (host: String, port: Int) throws(HAPError) -> any HAPThreadLink in
+            guard let udpPort = UInt16(exactly: port) else {
+                throw HAPError(code: .unreachable, message: "\(port) is not a UDP port")
+            }
+            let accessory = CoAPPeer(host: host, port: udpPort)
+            do throws(CoAPError) {
+                return HAPThreadControllerLink(client: try makeClient(), accessory: accessory, deadline: deadline)
+            } catch {
+                throw CoAPMapping.hapError(error, to: accessory)
+            }
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 public import Gateway
 public import HAP
+import HAPThread
 public import HomeModel
 public import MDNS
 
@@ -20,10 +21,18 @@ public struct HAPFactory: SourceFactory, CustomStringConvertible {
     /// besides the default route's interface (default: every multicast-capable one).
     public var mdnsInterfaces: MDNSInterfaces
 
+    /// Seconds without an answer from a Thread accessory before a probe asks whether it is
+    /// still there (IP's TCP keepalive idles as long), and how long one of its requests may wait.
+    public var threadProbeInterval: Double = 15
+    public var threadRequestDeadline: Duration = .seconds(16)
+
     public init(pollInterval: Double? = nil, mdnsInterfaces: MDNSInterfaces = .all) {
         self.pollInterval = pollInterval
         self.mdnsInterfaces = mdnsInterfaces
     }
+
+    /// Thread pairings' links, on libcoap (the HAP module knows no CoAP library).
+    var threadLinks: HAPThreadLinkMaker { HAPThreadControllerLink.maker(deadline: threadRequestDeadline) }
 
     public static func read(_ entry: ConfigReader, _ context: ConfigContext) throws(ConfigError) -> Self {
         var interfaces = MDNSInterfaces.all
@@ -39,8 +48,11 @@ public struct HAPFactory: SourceFactory, CustomStringConvertible {
         let source = HAPSource(
             store: Self.pairingStore(context.config), logger: context.logger,
             pollInterval: pollInterval ?? context.config.pollInterval, mdnsInterfaces: mdnsInterfaces,
-            gatewayID: try GatewayIdentity.load(stateDirectory: context.config.stateDirectory))
-        return MadeSource(source: source, pairing: HAPPairingManager(source: source, logger: context.logger))
+            gatewayID: try GatewayIdentity.load(stateDirectory: context.config.stateDirectory),
+            threadLinks: threadLinks, threadProbeInterval: threadProbeInterval)
+        return MadeSource(
+            source: source, pairing: HAPPairingManager(source: source, threadLinks: threadLinks, logger: context.logger)
+        )
     }
 
     /// Offline, `hap pair`, `pairings`, `unpair` and `discover` work on the state directory's
@@ -48,7 +60,8 @@ public struct HAPFactory: SourceFactory, CustomStringConvertible {
     /// the gateway serves them once it has one.
     public static func offlinePairing(_ entry: Self?, _ context: SourceContext) -> (any PairingManager)? {
         HAPPairingManager(
-            store: pairingStore(context.config), mdnsInterfaces: entry?.mdnsInterfaces ?? .all, logger: context.logger)
+            store: pairingStore(context.config), mdnsInterfaces: entry?.mdnsInterfaces ?? .all,
+            threadLinks: (entry ?? Self()).threadLinks, logger: context.logger)
     }
 
     /// Where pairings are kept, in the state directory.

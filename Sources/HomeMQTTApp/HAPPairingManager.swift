@@ -18,30 +18,35 @@ public struct HAPPairingManager: PairingManager {
     let store: HAPPairingStore
     let mdnsInterfaces: MDNSInterfaces
 
-    init(source: HAPSource, logger: Logger) {
+    init(source: HAPSource, threadLinks: HAPThreadLinkMaker?, logger: Logger) {
         self.source = source
         store = source.store
         mdnsInterfaces = source.mdnsInterfaces
-        controller = HAPController(store: source.store, logger: logger)
+        controller = HAPController(store: source.store, logger: logger, threadLinks: threadLinks)
     }
 
-    init(store: HAPPairingStore, mdnsInterfaces: MDNSInterfaces, logger: Logger) {
+    init(store: HAPPairingStore, mdnsInterfaces: MDNSInterfaces, threadLinks: HAPThreadLinkMaker?, logger: Logger) {
         source = nil
         self.store = store
         self.mdnsInterfaces = mdnsInterfaces
-        controller = HAPController(store: store, logger: logger)
+        controller = HAPController(store: store, logger: logger, threadLinks: threadLinks)
     }
 
-    func pair(host: String, port: Int, setupCode: String, name: String?) async throws(GatewayFailure) -> JSONValue {
+    /// `transport` `.thread`: pair-setup over CoAP with a Thread accessory (`_hap._udp`).
+    func pair(host: String, port: Int, setupCode: String, name: String?, transport: HAPTransport = .ip)
+        async throws(GatewayFailure) -> JSONValue
+    {
         // The gateway's own HomeKit bridge would serve its own accessories back to it, again and
         // again: refused before pairing when the address is one of its bridges'…
         let stateDirectory = store.directory.deletingLastPathComponent().path
-        if let bridge = HomeKitBridges.reached(host: host, port: port, stateDirectory: stateDirectory) {
+        if transport == .ip, let bridge = HomeKitBridges.reached(host: host, port: port, stateDirectory: stateDirectory)
+        {
             throw Self.ownBridge(bridge.homeName)
         }
         let pairing: HAPPairing
         do {
-            pairing = try await controller.pair(host: host, port: port, setupCode: setupCode, name: name)
+            pairing = try await controller.pair(
+                host: host, port: port, setupCode: setupCode, name: name, transport: transport)
         } catch {
             throw Self.failure(error)
         }
@@ -145,7 +150,7 @@ public struct HAPPairingManager: PairingManager {
     func discover(timeout: Double) async throws(GatewayFailure) -> JSONValue {
         do {
             return .array(
-                try await HAPDiscovery.browse(timeout: timeout, interfaces: mdnsInterfaces).map(Self.describe))
+                try await HAPDiscovery.browseAll(timeout: timeout, interfaces: mdnsInterfaces).map(Self.describe))
         } catch {
             throw Self.failure(error)
         }
@@ -175,6 +180,7 @@ public struct HAPPairingManager: PairingManager {
             "name": pairing.name.map(JSONValue.string) ?? .null,
             "host": .string(pairing.host),
             "port": .int(Int64(pairing.port)),
+            "transport": .string((pairing.transport ?? .ip).rawValue),
         ]
     }
 
@@ -190,6 +196,7 @@ public struct HAPPairingManager: PairingManager {
             "host": .string(found.host),
             "port": .int(Int64(found.port)),
             "addresses": .array(found.addresses.map(JSONValue.string)),
+            "transport": .string(found.isThread ? "thread" : "ip"),
         ])
     }
 }

@@ -1,4 +1,5 @@
 public import Gateway
+public import HAP
 public import HomeModel
 
 // HAP's own management operations, which the gateway answers after its core ones: `pair`,
@@ -23,12 +24,15 @@ public struct HAPPair: SourceOperation {
     var code: String
     /// A name for the pairing (default: the accessory's own name).
     var name: String?
+    /// `thread`: a Thread accessory (`_hap._udp`), paired over HAP over CoAP; default `ip`.
+    var transport: HAPTransport
 
-    public init(host: String, port: Int, code: String, name: String?) {
+    public init(host: String, port: Int, code: String, name: String?, transport: HAPTransport = .ip) {
         self.host = host
         self.port = port
         self.code = code
         self.name = name
+        self.transport = transport
     }
 
     public init(_ request: RequestReader) throws(GatewayFailure) {
@@ -36,19 +40,28 @@ public struct HAPPair: SourceOperation {
         port = try request.int("port", in: 1...65535)
         code = try request.text("code")
         name = try request.optionalText("name")
+        let transport = try request.optionalText("transport") ?? HAPTransport.ip.rawValue
+        guard let known = HAPTransport(rawValue: transport) else {
+            throw GatewayFailure(code: .invalidField, message: "transport: must be ip or thread, got '\(transport)'")
+        }
+        self.transport = known
     }
 
+    // `transport` only for Thread: the request without it is the one clients always sent.
     public var fields: [String: JSONValue] {
-        [
+        var fields: [String: JSONValue] = [
             "host": .string(host), "port": .int(Int64(port)), "code": .string(code),
             "name": name.map(JSONValue.string) ?? .null,
         ]
+        if transport == .thread { fields["transport"] = .string(transport.rawValue) }
+        return fields
     }
 
     public func perform(with manager: HAPPairingManager, on editor: some HomeEditor) async throws(GatewayFailure)
         -> JSONValue
     {
-        let paired = try await manager.pair(host: host, port: port, setupCode: code, name: name)
+        let paired = try await manager.pair(
+            host: host, port: port, setupCode: code, name: name, transport: transport)
         await editor.running?.paired(
             accessoryIDs: (paired["accessories"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
         return paired

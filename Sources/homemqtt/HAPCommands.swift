@@ -100,7 +100,8 @@ struct DiscoverCommand: AsyncParsableCommand {
             // characters are shown escaped (`\u{1B}`), never sent to the terminal.
             print(
                 ("\(text("id"))  \(text("name"))  model \(model.isEmpty ? "—" : model)  category \(number("category")) (\(text("category-name")))  \(a["paired"]?.boolValue == true ? "paired" : "unpaired")  c#\(number("configuration-number"))  \(Self.endpoint(host, a["port"]?.intValue ?? 0))"
-                    + (others.isEmpty ? "" : "  (also \(others.joined(separator: ", ")))"))
+                    + (others.isEmpty ? "" : "  (also \(others.joined(separator: ", ")))")
+                    + (text("transport") == "thread" ? "  thread (pair with --thread)" : ""))
                     .escapingControlCharacters
             )
         }
@@ -127,6 +128,7 @@ struct PairCommand: AsyncParsableCommand {
     @Option(help: "The accessory's HAP port.") var port: Int
     @Option(help: "The setup code printed on the accessory, XXX-XX-XXX.") var code: String
     @Option(help: "A name for the pairing (default: the accessory's own name).") var name: String?
+    @Flag(help: "A Thread accessory (`hap discover` lists it as thread): pair over HAP over CoAP.") var thread = false
 
     static func isSetupCode(_ code: String) -> Bool {
         let parts = code.split(separator: "-", omittingEmptySubsequences: false).map { Array($0.utf8) }
@@ -153,7 +155,8 @@ struct PairCommand: AsyncParsableCommand {
         // Pair-setup's SRP and a slow accessory take seconds; the controller's own timeouts
         // end it before this does.
         let paired = await options.perform(
-            HAPPair(host: host, port: port, code: code, name: name), timeout: 90, changes: false)
+            HAPPair(host: host, port: port, code: code, name: name, transport: thread ? .thread : .ip), timeout: 90,
+            changes: false)
         let host = paired["host"]?.stringValue ?? host
         let port = paired["port"]?.intValue ?? port
         print(
@@ -192,7 +195,8 @@ struct PairingsCommand: AsyncParsableCommand {
         for p in pairings {
             let name = p["name"]?.stringValue ?? "—"
             let endpoint = "\(p["host"]?.stringValue ?? "?"):\(p["port"]?.intValue ?? 0)"
-            print("\(p["pairing"]?.stringValue ?? "?")  \(name)  \(endpoint)".escapingControlCharacters)
+            let thread = p["transport"]?.stringValue == "thread" ? "  (thread)" : ""
+            print("\(p["pairing"]?.stringValue ?? "?")  \(name)  \(endpoint)\(thread)".escapingControlCharacters)
         }
     }
 }
