@@ -11,7 +11,8 @@ import ServiceLifecycle
 //
 // The port is a free one, read back and announced: a gateway may serve several Thread
 // accessories, and libcoap binds UDP with SO_REUSEADDR, so a 5683 another process holds would
-// not fail the bind but split its datagrams. Controllers find the port through `_hap._udp`.
+// not fail the bind but split its datagrams. Controllers find the port through `_hap._udp`;
+// a restart takes the same port again when it is free (HomeKitThreadPort.swift).
 // It binds the first IPv6 address of `homekit.listen` (HAP over Thread is IPv6 only), `::` by
 // default. A reset (`homekit-reset`) starts a new server with a new identity, as over IP.
 
@@ -42,7 +43,7 @@ extension HomeKitBridgeService {
             try AtomicFileWriter.createDirectory(files.directory)
             let configuration = HAPThreadAccessory.Configuration(
                 accessory: .init(stateDirectory: files.directory, setupCode: code),
-                bind: .init(host: threadBindAddress, port: 0))
+                bind: .init(host: threadBindAddress, port: files.threadPort(host: threadBindAddress)))
             thread = try HAPThreadAccessory(
                 configuration: configuration, database: bridge, logger: logger,
                 onStatusChange: { [weak self] status in
@@ -55,6 +56,7 @@ extension HomeKitBridgeService {
             return false
         }
         let port = Int(thread.address.port)
+        files.keepThreadPort(port)
         await bridge.attach(thread.accessory)
         await bridge.shapeChanged()
         let (resets, reset) = AsyncStream<CheckedContinuation<Void, Never>>.makeStream()
