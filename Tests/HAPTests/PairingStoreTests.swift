@@ -51,4 +51,31 @@ final class PairingStoreTests: XCTestCase {
             XCTAssertEqual(($0 as? HAPError)?.code.rawValue, "bad-pairing-file")
         }
     }
+
+    /// A pairing file written before HAP over Thread (no `transport`) still loads, as IP's; a
+    /// Thread pairing keeps its transport through the file.
+    func testAPairingFileWithoutATransportIsIPs() throws {
+        let temporary = try TemporaryDirectory()
+        let store = HAPPairingStore(directory: temporary.url)
+        let key = String(repeating: "ab", count: 32)
+        let old = """
+            {"accessoryLTPK": "\(key)", "accessoryPairingID": "AA:BB:CC:DD:EE:03", "category": 5,
+             "controllerLTPK": "\(key)", "controllerLTSK": "\(key)", "controllerPairingID": "C1",
+             "host": "192.168.1.20", "name": "Lamp", "port": 51826, "version": 1}
+            """
+        try Data(old.utf8).write(to: store.fileURL(for: "AA:BB:CC:DD:EE:03"))
+        let loaded = try XCTUnwrap(try store.pairing(id: "AA:BB:CC:DD:EE:03"))
+        XCTAssertNil(loaded.transport)
+        XCTAssertFalse(loaded.isThread)
+        XCTAssertEqual(loaded.host, "192.168.1.20")
+        XCTAssertEqual(loaded.port, 51826)
+        XCTAssertEqual(loaded.name, "Lamp")
+
+        var thread = sample("AA:BB:CC:DD:EE:04")
+        thread.transport = .thread
+        try store.save(thread)
+        let text = try String(contentsOf: store.fileURL(for: thread.accessoryPairingID), encoding: .utf8)
+        XCTAssertTrue(text.contains("\"transport\": \"thread\""), text)
+        XCTAssertEqual(try store.pairing(id: thread.accessoryPairingID)?.isThread, true)
+    }
 }

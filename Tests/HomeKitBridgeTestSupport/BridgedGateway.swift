@@ -36,7 +36,7 @@ public struct BridgedGateway: Sendable {
         state: TemporaryDirectory, home: SimulatedHome? = nil, setupCode: String? = BridgedGateway.code,
         configure: (inout GatewayConfig) -> Void = { _ in },
         options: HomeMQTTApp.Options = HomeMQTTApp.Options(),
-        hap: Bool = false,
+        hap: Bool = false, hapFactory: HAPFactory = HAPFactory(),
         _ body: (BridgedGateway) async throws -> Void
     ) async throws {
         TestCensus.record(.memory)
@@ -71,7 +71,7 @@ public struct BridgedGateway: Sendable {
         // it, pairing over `pair` (the loop guard's tests: two gateways pairing with each other).
         var source: any AccessorySource = home
         if hap {
-            let made = try HAPFactory().make(SourceContext(config: config, logger: logger))
+            let made = try hapFactory.make(SourceContext(config: config, logger: logger))
             source = CompositeSource([home, made.source])
             options.pairings = made.pairings
         }
