@@ -29,6 +29,9 @@ extension BridgeFiles {
         try? AtomicFileWriter().write(Data("\(port)\n".utf8), to: threadPortFile)
     }
 
+    /// After a reset: the next server takes a free port.
+    func forgetThreadPort() { try? FileManager.default.removeItem(at: threadPortFile) }
+
     /// Whether a UDP socket without SO_REUSEADDR can bind `host` (IPv6) and `port` now.
     static func isFree(port: UInt16, host: String) -> Bool {
         var address = sockaddr_in6()

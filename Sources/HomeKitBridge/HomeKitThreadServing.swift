@@ -28,6 +28,8 @@ extension HomeKitBridgeService {
         while await serveThreadOnce(bridge, code: code) {
             do throws(HAPServerError) {
                 try HAPAccessoryIdentity.reset(in: files.directory)
+                // A new accessory to every controller: on a new port too, as before the port was kept.
+                files.forgetThreadPort()
                 logger.notice("\(what) reset: a new identity, no pairings", metadata: names)
             } catch {
                 logger.error("\(what): cannot reset", metadata: names.merging(["error": "\(error)"]) { $1 })
