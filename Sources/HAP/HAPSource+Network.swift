@@ -98,6 +98,18 @@ extension HAPSource {
         }
     }
 
+    /// Whether the Thread browser has heard an accessory announced as `_hap._udp` at `host`
+    /// and `port`: `pair` without a transport then pairs over CoAP.
+    public func isAnnouncedAsThread(host: String, port: Int) async -> Bool {
+        guard let threadBrowser else { return false }
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return await threadBrowser.accessories().contains { found in
+            found.port == port
+                && (found.host.caseInsensitiveCompare(bare) == .orderedSame
+                    || found.addresses.contains { $0.caseInsensitiveCompare(bare) == .orderedSame })
+        }
+    }
+
     /// Asks mDNS for the accessory afresh (after a failed connection) and applies the answer.
     func lookUp(_ pairingID: String, timeout: Double) async {
         let browser = pairings[pairingID]?.isThread == true ? threadBrowser : browser

@@ -32,10 +32,13 @@ public struct HAPPairingManager: PairingManager {
         controller = HAPController(store: store, logger: logger, threadLinks: threadLinks)
     }
 
-    /// `transport` `.thread`: pair-setup over CoAP with a Thread accessory (`_hap._udp`).
-    func pair(host: String, port: Int, setupCode: String, name: String?, transport: HAPTransport = .ip)
+    /// `transport` `.thread`: pair-setup over CoAP with a Thread accessory. nil: over CoAP when the
+    /// running source heard the address announced as `_hap._udp`, else over IP.
+    func pair(host: String, port: Int, setupCode: String, name: String?, transport: HAPTransport? = nil)
         async throws(GatewayFailure) -> JSONValue
     {
+        var transport = transport ?? .ip
+        if transport == .ip, await source?.isAnnouncedAsThread(host: host, port: port) == true { transport = .thread }
         // The gateway's own HomeKit bridge would serve its own accessories back to it, again and
         // again: refused before pairing when the address is one of its bridges'…
         let stateDirectory = store.directory.deletingLastPathComponent().path

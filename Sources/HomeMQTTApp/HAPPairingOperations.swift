@@ -24,10 +24,11 @@ public struct HAPPair: SourceOperation {
     var code: String
     /// A name for the pairing (default: the accessory's own name).
     var name: String?
-    /// `thread`: a Thread accessory (`_hap._udp`), paired over HAP over CoAP; default `ip`.
-    var transport: HAPTransport
+    /// `thread`: a Thread accessory, paired over HAP over CoAP; `ip`: over HTTP. nil: `thread`
+    /// when the running gateway heard the address announced as `_hap._udp`, else `ip`.
+    var transport: HAPTransport?
 
-    public init(host: String, port: Int, code: String, name: String?, transport: HAPTransport = .ip) {
+    public init(host: String, port: Int, code: String, name: String?, transport: HAPTransport? = nil) {
         self.host = host
         self.port = port
         self.code = code
@@ -40,20 +41,21 @@ public struct HAPPair: SourceOperation {
         port = try request.int("port", in: 1...65535)
         code = try request.text("code")
         name = try request.optionalText("name")
-        let transport = try request.optionalText("transport") ?? HAPTransport.ip.rawValue
-        guard let known = HAPTransport(rawValue: transport) else {
-            throw GatewayFailure(code: .invalidField, message: "transport: must be ip or thread, got '\(transport)'")
+        transport = try request.optionalText("transport").map { (text: String) throws(GatewayFailure) in
+            guard let known = HAPTransport(rawValue: text) else {
+                throw GatewayFailure(code: .invalidField, message: "transport: must be ip or thread, got '\(text)'")
+            }
+            return known
         }
-        self.transport = known
     }
 
-    // `transport` only for Thread: the request without it is the one clients always sent.
+    // `transport` only when given: the request without it is the one clients always sent.
     public var fields: [String: JSONValue] {
         var fields: [String: JSONValue] = [
             "host": .string(host), "port": .int(Int64(port)), "code": .string(code),
             "name": name.map(JSONValue.string) ?? .null,
         ]
-        if transport == .thread { fields["transport"] = .string(transport.rawValue) }
+        if let transport { fields["transport"] = .string(transport.rawValue) }
         return fields
     }
 

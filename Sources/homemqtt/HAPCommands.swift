@@ -128,7 +128,11 @@ struct PairCommand: AsyncParsableCommand {
     @Option(help: "The accessory's HAP port.") var port: Int
     @Option(help: "The setup code printed on the accessory, XXX-XX-XXX.") var code: String
     @Option(help: "A name for the pairing (default: the accessory's own name).") var name: String?
-    @Flag(help: "A Thread accessory (`hap discover` lists it as thread): pair over HAP over CoAP.") var thread = false
+    @Flag(
+        help:
+            "Pair over HAP over CoAP: a Thread accessory (`hap discover` marks it; a gateway that heard it knows)."
+    )
+    var thread = false
 
     static func isSetupCode(_ code: String) -> Bool {
         let parts = code.split(separator: "-", omittingEmptySubsequences: false).map { Array($0.utf8) }
@@ -155,7 +159,7 @@ struct PairCommand: AsyncParsableCommand {
         // Pair-setup's SRP and a slow accessory take seconds; the controller's own timeouts
         // end it before this does.
         let paired = await options.perform(
-            HAPPair(host: host, port: port, code: code, name: name, transport: thread ? .thread : .ip), timeout: 90,
+            HAPPair(host: host, port: port, code: code, name: name, transport: thread ? .thread : nil), timeout: 90,
             changes: false)
         let host = paired["host"]?.stringValue ?? host
         let port = paired["port"]?.intValue ?? port

@@ -29,6 +29,20 @@ final class ThreadSourceTests: XCTestCase {
         try await waitUntil(what, timeout: 30) { count(gw, topic, payload) > before }
     }
 
+    /// `pair`'s `transport`: `ip` or `thread`, anything else refused by name; left out, it stays
+    /// out of the request (the gateway then decides: `_hap._udp` heard, or IP).
+    func testThePairRequestsTransport() throws {
+        let base: [String: JSONValue] = ["host": "::1", "port": 5683, "code": "031-45-154"]
+        let thread = try HAPPair(RequestReader.request(base.merging(["transport": "thread"]) { $1 }))
+        XCTAssertEqual(thread.fields["transport"], "thread")
+        XCTAssertNil(try HAPPair(RequestReader.request(base)).fields["transport"])
+        XCTAssertThrowsError(try HAPPair(RequestReader.request(base.merging(["transport": "ble"]) { $1 }))) {
+            let failure = $0 as? GatewayFailure
+            XCTAssertEqual(failure?.code, .invalidField)
+            XCTAssertTrue(failure?.message.contains("must be ip or thread") ?? false, "\(String(describing: failure))")
+        }
+    }
+
     func testAGatewayPairsWithAThreadAccessoryAndControlsItAcrossARestart() async throws {
         let aState = try TemporaryDirectory(prefix: "thread-accessory")
         let bState = try TemporaryDirectory(prefix: "thread-controller")
