@@ -20,9 +20,10 @@ public protocol HAPSession: AnyObject, Sendable {
     /// returns the items the accessory refused.
     func writeCharacteristics(_ items: [HAPCharacteristicID: [String: JSONValue]], timed: Bool) async throws(HAPError)
         -> [HAPCharacteristicID: AccessoryError]
-    /// Hands every value the accessory sends on its own (events) to `body`, in arrival order,
-    /// until the session ends (closed, or found dead) or the task is cancelled.
-    func serveEvents(_ body: @escaping @Sendable (HAPCharacteristicID, JSONValue) async -> Void) async
+    /// Hands the values the accessory sends on its own (events) to `body`, in arrival order, the
+    /// values of one message together, until the session ends (closed, or found dead) or the task
+    /// is cancelled.
+    func serveEvents(_ body: @escaping @Sendable ([(HAPCharacteristicID, JSONValue)]) async -> Void) async
     /// Why the session ended; nil while it is open.
     var closeReason: HAPError? { get async }
     func close() async
@@ -54,10 +55,15 @@ extension HAPConnection: HAPSession {
         }
     }
 
-    public func serveEvents(_ body: @escaping @Sendable (HAPCharacteristicID, JSONValue) async -> Void) async {
+    /// Off the connection's event loop (nonisolated: the caller's task reads the stream), one
+    /// hop to `body` per message, as the source applied events before sessions.
+    public nonisolated func serveEvents(
+        _ body: @escaping @Sendable ([(HAPCharacteristicID, JSONValue)]) async -> Void
+    ) async {
         // The stream ends when the connection closes.
         for await message in events {
-            for (id, json) in Self.eventValues(message) { await body(id, json) }
+            let values = Self.eventValues(message)
+            if !values.isEmpty { await body(values) }
         }
     }
 

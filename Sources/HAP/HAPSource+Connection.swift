@@ -94,9 +94,7 @@ extension HAPSource {
     private func serve(_ pairingID: String, connection: any HAPSession) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await connection.serveEvents { id, json in
-                    await self.update(pairingID: pairingID, id: id, json: json, emit: true)
-                }
+                await connection.serveEvents { values in await self.applyEvent(pairingID, values) }
             }
             // A poll interval of 0 turns polling off (the config's meaning), not into a busy loop.
             if pollInterval > 0 {
@@ -113,6 +111,10 @@ extension HAPSource {
             await group.next()
             group.cancelAll()
         }
+    }
+
+    private func applyEvent(_ pairingID: String, _ values: [(HAPCharacteristicID, JSONValue)]) {
+        for (id, json) in values { update(pairingID: pairingID, id: id, json: json, emit: true) }
     }
 
     private func poll(_ pairingID: String, connection: any HAPSession) async {

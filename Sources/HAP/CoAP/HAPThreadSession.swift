@@ -137,7 +137,7 @@ public actor HAPThreadSession: HAPSession {
         return failures
     }
 
-    public func serveEvents(_ body: @escaping @Sendable (HAPCharacteristicID, JSONValue) async -> Void) async {
+    public func serveEvents(_ body: @escaping @Sendable ([(HAPCharacteristicID, JSONValue)]) async -> Void) async {
         guard closeReason == nil else { return }
         let (controller, link, caughtUp) = (controller, link, caughtUp)
         await withTaskGroup(of: Void.self) { group in
@@ -146,10 +146,10 @@ public actor HAPThreadSession: HAPSession {
                 for await event in controller.events {
                     guard let value = event.value else { continue }
                     let iid = UInt64(event.iid)
-                    await body(HAPCharacteristicID(aid: Self.aid, iid: iid), await self.json(value, event.iid))
+                    await body([(HAPCharacteristicID(aid: Self.aid, iid: iid), await self.json(value, event.iid))])
                 }
             }
-            group.addTask { for await (id, json) in caughtUp { await body(id, json) } }
+            group.addTask { for await (id, json) in caughtUp { await body([(id, json)]) } }
             // The probe: returns when the accessory is found gone, or the session closed.
             group.addTask { await self.probe() }
             await group.next()
