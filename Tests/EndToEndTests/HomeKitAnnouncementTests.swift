@@ -72,6 +72,18 @@ final class HomeKitAnnouncementTests: XCTestCase {
         }
     }
 
+    /// `sh` as HAP-python computes it: base64 of SHA-512(setup id + id)'s first 4 bytes.
+    static func setupHash(_ setupID: String, _ id: String) async throws -> String {
+        let hash = try await runChecked(
+            HAPPeer.python.path,
+            [
+                "-c",
+                "import base64,hashlib,sys; print(base64.b64encode(hashlib.sha512((sys.argv[1]+sys.argv[2]).encode()).digest()[:4]).decode())",
+                setupID, id,
+            ])
+        return hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     func makeRig(port: Int) async throws -> Rig {
         try PeerProcess.requireVenv()
         TestCensus.record(.binary)
@@ -139,14 +151,8 @@ final class HomeKitAnnouncementTests: XCTestCase {
         XCTAssertEqual(shown["c#"]?.intValue, cn)
         // `sh`, computed here as HAP-python does: base64 of SHA-512(setup id + id)'s first 4 bytes.
         let setupID = try XCTUnwrap(shown["setup-id"]?.stringValue)
-        let hash = try await runChecked(
-            HAPPeer.python.path,
-            [
-                "-c",
-                "import base64,hashlib,sys; print(base64.b64encode(hashlib.sha512((sys.argv[1]+sys.argv[2]).encode()).digest()[:4]).decode())",
-                setupID, id,
-            ])
-        XCTAssertEqual(txt["sh"]?.stringValue, hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+        let sh = try await Self.setupHash(setupID, id)
+        XCTAssertEqual(txt["sh"]?.stringValue, sh)
 
         // aiohomekit finds the bridge by its pairing id over mDNS alone and pairs with it: `sf`
         // falls to 0, announced at once.
@@ -225,14 +231,8 @@ final class HomeKitAnnouncementTests: XCTestCase {
         let setupID = try XCTUnwrap(shown["setup-id"]?.stringValue)
         let id = try XCTUnwrap(txt["id"]?.stringValue)
         // `sh` as HAP-python computes it, from the accessory's own setup id.
-        let hash = try await runChecked(
-            HAPPeer.python.path,
-            [
-                "-c",
-                "import base64,hashlib,sys; print(base64.b64encode(hashlib.sha512((sys.argv[1]+sys.argv[2]).encode()).digest()[:4]).decode())",
-                setupID, id,
-            ])
-        XCTAssertEqual(txt["sh"]?.stringValue, hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+        let sh = try await Self.setupHash(setupID, id)
+        XCTAssertEqual(txt["sh"]?.stringValue, sh)
     }
 
     /// A Thread accessory (`homekit: thread`, issue 42) is announced as `_hap._udp` with the TXT
@@ -272,14 +272,8 @@ final class HomeKitAnnouncementTests: XCTestCase {
         XCTAssertEqual(txt["id"], shown["id"])
         let setupID = try XCTUnwrap(shown["setup-id"]?.stringValue)
         let id = try XCTUnwrap(txt["id"]?.stringValue)
-        let hash = try await runChecked(
-            HAPPeer.python.path,
-            [
-                "-c",
-                "import base64,hashlib,sys; print(base64.b64encode(hashlib.sha512((sys.argv[1]+sys.argv[2]).encode()).digest()[:4]).decode())",
-                setupID, id,
-            ])
-        XCTAssertEqual(txt["sh"]?.stringValue, hash.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines))
+        let sh = try await Self.setupHash(setupID, id)
+        XCTAssertEqual(txt["sh"]?.stringValue, sh)
 
         // Stopped: the goodbye removes it at once.
         let beforeStop = rig.events.count
