@@ -97,6 +97,17 @@ final class ThreadSourceTests: XCTestCase {
                 topics.availability = parts.dropLast(3).joined(separator: "/") + "/$availability"
                 let accessory = await b.gateway.tree.accessories.first { $0.displayName == "Garage Door Opener" }
                 XCTAssertEqual(accessory?.id, "hap:\(pairingID):1")
+                // On B's HomeKit bridge too, like every accessory B controls (issue 42).
+                let (_, bridged) = try await Controller.pair(b, state: bState)
+                var bridgedNames: [String] = []
+                for _ in 0..<100 {
+                    bridgedNames = StandaloneAccessoryTests.names(try await bridged.accessoriesJSON())
+                    if bridgedNames.contains("Garage Door Opener") { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                XCTAssertTrue(bridgedNames.contains("Garage Door Opener"), "\(bridgedNames)")
+                await bridged.close()
+
                 let aTarget = try await a.seen.waitFor("A's garage target state", timeout: 10) {
                     $0.topic.hasSuffix("/garage-door/target-door-state/state")
                 }
