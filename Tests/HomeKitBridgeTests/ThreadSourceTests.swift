@@ -43,6 +43,26 @@ final class ThreadSourceTests: XCTestCase {
         }
     }
 
+    /// A gateway that pairs its own simulated Thread accessory is refused, as it is with its own
+    /// bridge: the accessory would be in its home twice.
+    func testAGatewayPairingItsOwnThreadAccessoryIsRefused() async throws {
+        let state = try TemporaryDirectory(prefix: "thread-self")
+        let files = try BridgedGateway.standaloneGarageFiles(in: state, how: "thread")
+        let home = try SimulatedHome.load(directory: files, clock: .manual)
+        try await BridgedGateway.run(state: state, home: home, hap: true) { gw in
+            let (service, port) = try await gw.standalone(Self.garage)
+            let code = try XCTUnwrap(service.setup?.code)
+            let outcome = await gw.gateway.perform(
+                .manage(HAPPair(host: "::1", port: port, code: code, name: nil, transport: .thread)))
+            let failure = try XCTUnwrap(outcome.failure, "\(outcome)")
+            XCTAssertTrue(failure.message.contains("serves its own accessories"), failure.message)
+            let store = HAPPairingStore(directory: URL(fileURLWithPath: state.path + "/pairings"))
+            XCTAssertEqual(try store.all().count, 0)
+            let names = await gw.gateway.tree.accessories.map(\.displayName)
+            XCTAssertEqual(names.filter { $0 == "Garage Door Opener" }.count, 1, "\(names)")
+        }
+    }
+
     func testAGatewayPairsWithAThreadAccessoryAndControlsItAcrossARestart() async throws {
         let aState = try TemporaryDirectory(prefix: "thread-accessory")
         let bState = try TemporaryDirectory(prefix: "thread-controller")
