@@ -57,7 +57,7 @@ public struct HAPPairingManager: PairingManager {
         // is taken back at once, before any source serves it.
         if BridgeFiles.ownPairingIDs(stateDirectory: stateDirectory).contains(pairing.accessoryPairingID) {
             try? await controller.unpair(id: pairing.accessoryPairingID, force: true)
-            throw Self.ownBridge(nil)
+            throw Self.ownBridge(nil, servedAlone: true)
         }
         var data = Self.describe(pairing)
         let accessories: [Accessory]?
@@ -164,12 +164,16 @@ public struct HAPPairingManager: PairingManager {
     }
 
     /// The refusal to pair with the gateway's own bridge.
-    static func ownBridge(_ home: String?) -> GatewayFailure {
-        GatewayFailure(
+    /// `servedAlone`: known by its pairing id, so it may be one of the accessories the gateway
+    /// serves on their own (`homekit: standalone` or `thread`) rather than a bridge.
+    static func ownBridge(_ home: String?, servedAlone: Bool = false) -> GatewayFailure {
+        let what =
+            servedAlone
+            ? "this gateway's own HomeKit bridge or an accessory it serves alone (homekit: standalone or thread)"
+            : "this gateway's own HomeKit bridge\(home.map { " (home '\($0)')" } ?? "")"
+        return GatewayFailure(
             code: .invalidField,
-            message:
-                "that is this gateway's own HomeKit bridge\(home.map { " (home '\($0)')" } ?? ""): a gateway does not pair with its own bridge, which serves its own accessories"
-        )
+            message: "that is \(what): a gateway does not pair with its own bridge, which serves its own accessories")
     }
 
     static func failure(_ error: HAPError) -> GatewayFailure {

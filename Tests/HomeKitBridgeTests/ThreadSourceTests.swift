@@ -55,7 +55,7 @@ final class ThreadSourceTests: XCTestCase {
             let outcome = await gw.gateway.perform(
                 .manage(HAPPair(host: "::1", port: port, code: code, name: nil, transport: .thread)))
             let failure = try XCTUnwrap(outcome.failure, "\(outcome)")
-            XCTAssertTrue(failure.message.contains("serves its own accessories"), failure.message)
+            XCTAssertTrue(failure.message.contains("an accessory it serves alone"), failure.message)
             let store = HAPPairingStore(directory: URL(fileURLWithPath: state.path + "/pairings"))
             XCTAssertEqual(try store.all().count, 0)
             let names = await gw.gateway.tree.accessories.map(\.displayName)
