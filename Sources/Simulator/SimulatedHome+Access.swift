@@ -78,7 +78,7 @@ extension SimulatedHome {
                 }
                 if !enabled {
                     notifying.remove(address)
-                } else if notifying.insert(address).inserted, unreported.remove(address) != nil,
+                } else if notifying.insert(address), unreported.remove(address) != nil,
                     let value = accessoryList[ai].services[si].characteristics[ci].value
                 {
                     hub.yield(.valueUpdated(address, value))

@@ -86,7 +86,7 @@ extension SimulatedHome {
         return accessoryList[ai].services[si].characteristics[ci].value
     }
 
-    public func notificationsEnabled() -> Set<CharacteristicAddress> { notifying }
+    public func notificationsEnabled() -> Set<CharacteristicAddress> { notifying.addresses }
 
     /// Puts an event into the streams as if it happened (tests use it as a marker).
     func emit(_ event: SourceEvent) { hub.yield(event) }
@@ -155,6 +155,6 @@ extension SimulatedHome {
     private func dropState(of accessoryID: String) {
         for key in engines.keys where key.accessoryID == accessoryID { engines[key] = nil }
         pending.removeAll { $0.key.accessoryID == accessoryID }
-        notifying = notifying.filter { $0.accessoryID != accessoryID }
+        notifying.removeAccessory(accessoryID)
     }
 }

@@ -46,7 +46,7 @@ public actor SimulatedHome: AccessorySource {
     /// Ends `run()`'s sleep early (`wakeRunner`).
     private let wakes = WakeSignal()
     /// Addresses whose notifications a controller turned on: only their changes are reported.
-    var notifying: Set<CharacteristicAddress> = []
+    var notifying = CharacteristicAddressSet()
     /// Addresses whose value changed while their notifications were off: enabling them reports
     /// the value then, so a change between a controller's first read and its subscription is
     /// not lost.

@@ -5,8 +5,8 @@ import Synchronization
 /// accessory workers' bookkeeping. Made once with the gateway; read from any task.
 final class WorkQueues: Sendable {
     /// The characteristics that should notify, for `syncNotifications` (only the latest counts).
-    let notificationTargets: AsyncStream<Set<CharacteristicAddress>>.Continuation
-    let notificationStream: AsyncStream<Set<CharacteristicAddress>>
+    let notificationTargets: AsyncStream<CharacteristicAddressSet>.Continuation
+    let notificationStream: AsyncStream<CharacteristicAddressSet>
     /// Home events ask for a rebuild here rather than rebuilding each: a rebuild costs the whole
     /// tree, and a burst of events (the first start adopts every room and accessory, one event
     /// each) would otherwise cost events × tree. Requests made while a rebuild runs collapse
@@ -28,7 +28,7 @@ final class WorkQueues: Sendable {
     let pendingJobs = Atomic<Int>(0)
 
     init() {
-        (notificationStream, notificationTargets) = AsyncStream<Set<CharacteristicAddress>>.makeStream(
+        (notificationStream, notificationTargets) = AsyncStream<CharacteristicAddressSet>.makeStream(
             bufferingPolicy: .bufferingNewest(1))
         (requestStream, requestQueue) = AsyncStream<Gateway.GatewayRequest>.makeStream()
         (rebuildStream, rebuildRequests) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))

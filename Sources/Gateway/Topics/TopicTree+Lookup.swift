@@ -61,8 +61,8 @@ extension GatewayFailure {
 extension TopicTree {
     /// The in-scope characteristics that can notify, straight from the tree (no array of every
     /// address on the way).
-    func notifyingAddresses() -> Set<CharacteristicAddress> {
-        var out = Set<CharacteristicAddress>(minimumCapacity: characteristicCount)
+    func notifyingAddresses() -> CharacteristicAddressSet {
+        var out = CharacteristicAddressSet()
         for accessory in accessories {
             for service in accessory.services {
                 for c in service.characteristics where c.characteristic.metadata.permissions.contains(.notify) {
