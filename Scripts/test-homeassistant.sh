@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Checks the gateway's Home Assistant discovery against Home Assistant itself (issue 43), not a
+# hand-written template evaluator:
+#   1. Home Assistant $HOMEMQTT_HA_VERSION in a Debian 13 (trixie) root, which has the Python 3.13
+#      it needs (the host's Debian 12 has 3.11): the pristine root Scripts/test-package.sh keeps is
+#      copied once to $cache/ha-<version> and gets python3, a venv and Home Assistant there; later
+#      runs reuse it, each through an overlay of its own (the cached root is never written);
+#   2. on the host: mosquitto on a free port and the built `homemqtt run` with the shipped config's
+#      simulated home and Home Assistant discovery, in a temp config and state directory;
+#   3. Home Assistant with a fresh config directory, onboarded headlessly, the MQTT integration
+#      added by its config flow; every component of the gateway's retained discovery becomes an entity;
+#   4. every enabled entity driven through what Home Assistant offers for its domain, its state
+#      read back (Scripts/homeassistant-drive.py: a table and the failures);
+#   5. home-assistant.log read for MQTT and template warnings and errors; the gateway restarted
+#      once, every entity available again, the log read again.
+# Exits 0 only when every command worked and the log is clean; otherwise 1, with the list.
+# Needs root (chroot, mounts) and the network for the first install (pip, from PyPI).
+#
+# With --if-due it runs only when due: when its inputs (Sources/HomeAssistant and these scripts)
+# changed since the run recorded in .ci/homeassistant-tested, or that run is 7 days old or more.
+# A run that passes writes the record, to be committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+record=.ci/homeassistant-tested
+version=${HOMEMQTT_HA_VERSION:-2026.2.3}
+cache=${HOMEMQTT_ROOT_CACHE:-/var/cache/homemqtt-test-roots}
+
+ha_inputs() {
+    find Sources/HomeAssistant Scripts/test-homeassistant.sh Scripts/homeassistant-drive.py -type f -print0 |
+        LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
+}
+
+if [ "${1:-}" = "--if-due" ]; then
+    shift
+    inputs=$(ha_inputs)
+    tested_inputs=$(sed -n 's/^inputs //p' "$record" 2>/dev/null || true)
+    tested_on=$(sed -n 's/^date //p' "$record" 2>/dev/null || true)
+    age_days=$(((($(date -u +%s) - $(date -u -d "${tested_on:-1970-01-01}" +%s 2>/dev/null || echo 0))) / 86400))
+    if [ "$inputs" = "$tested_inputs" ] && [ "$age_days" -lt 7 ]; then
+        echo "test-homeassistant: not due: its inputs ($inputs) passed on $tested_on"
+        exit 0
+    fi
+    echo "test-homeassistant: due: ${tested_inputs:+inputs $tested_inputs → }$inputs, last passed ${tested_on:-never}"
+fi
+
+if [ -z "${HOMEMQTT_HA_UNSHARED:-}" ]; then
+    # Built as the user who runs this; the rest as root, in a mount namespace of its own, so
+    # that the overlay and the root's proc and dev go when the run ends, however it ends.
+    if [ -z "${HOMEMQTT_BINARY:-}" ]; then
+        swift build --product homemqtt >/dev/null
+        export HOMEMQTT_BINARY=$repo/.build/debug/homemqtt
+    fi
+    [ "$(id -u)" -eq 0 ] || exec sudo -E "$0" "$@"
+    HOMEMQTT_HA_UNSHARED=1 exec unshare --mount --propagation private "$0" "$@"
+fi
+
+say() { echo "test-homeassistant: $*"; }
+seconds() { echo $(($(date +%s) - $1)); }
+# The host's trust store, for pip in the root: where TLS goes through an inspecting proxy, its CA
+# is there and not in Debian's bundle.
+root_env=(env -i PATH=/opt/ha/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 HOME=/root
+    PIP_CERT=/etc/host-ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1 DEBIAN_FRONTEND=noninteractive)
+in_root() { chroot "$1" "${root_env[@]}" "${@:2}"; }
+
+# 1. Home Assistant's root, made once per version.
+ha_root=$cache/ha-$version
+if [ ! -d "$ha_root" ]; then
+    [ -d "$cache/trixie" ] || { say "no $cache/trixie: run Scripts/test-package.sh once (it makes it)"; exit 1; }
+    started=$(date +%s)
+    say "installing Home Assistant $version in a copy of the trixie root (once; kept in $ha_root)"
+    umount -R "$ha_root.partial/proc" "$ha_root.partial/dev" 2>/dev/null || true
+    rm -rf --one-file-system "$ha_root.partial"
+    cp -a "$cache/trixie" "$ha_root.partial"
+    cp /etc/resolv.conf "$ha_root.partial/etc/resolv.conf"
+    cp /etc/ssl/certs/ca-certificates.crt "$ha_root.partial/etc/host-ca.crt"
+    mount -t proc proc "$ha_root.partial/proc"
+    mount --rbind /dev "$ha_root.partial/dev"
+    in_root "$ha_root.partial" apt-get update -qq >/dev/null
+    in_root "$ha_root.partial" apt-get install -y -qq --no-install-recommends \
+        python3 python3-venv python3-dev gcc libc6-dev ca-certificates >/dev/null
+    in_root "$ha_root.partial" python3 -m venv /opt/ha
+    in_root "$ha_root.partial" pip install -q "homeassistant==$version"
+    # What the integrations this run loads need (Home Assistant would pip-install them at its
+    # start otherwise, into each run's overlay): their manifests' requirements, pinned by HA.
+    in_root "$ha_root.partial" python3 -c '
+import json, pathlib, homeassistant.components as c
+base = pathlib.Path(c.__path__[0]); todo = ["mqtt", "onboarding", "config", "api", "http", "person", "auth",
+    "websocket_api", "logger", "system_log", "frontend", "analytics", "backup", "repairs", "diagnostics"]
+seen, reqs = set(), set()
+while todo:
+    name = todo.pop()
+    if name in seen or not (base / name / "manifest.json").exists(): continue
+    seen.add(name); m = json.loads((base / name / "manifest.json").read_text())
+    reqs.update(m.get("requirements", [])); todo += m.get("dependencies", []) + m.get("after_dependencies", [])
+print("\n".join(sorted(reqs)))' >"$ha_root.partial/tmp/requirements.txt"
+    in_root "$ha_root.partial" pip install -q -r /tmp/requirements.txt
+    umount -R "$ha_root.partial/proc" "$ha_root.partial/dev"
+    mv "$ha_root.partial" "$ha_root"
+    say "installed in $(seconds "$started") s"
+else
+    say "Home Assistant $version: the root installed before, $ha_root"
+fi
+
+work=$(mktemp -d /tmp/homemqtt-ha-test.XXXXXX)
+broker_pid="" gateway_pid="" ha_pid=""
+cleanup() {
+    local rc=$?
+    # (Each its own statement: under errexit a failing `wait` in an && list would end the trap.)
+    for pid in $ha_pid $gateway_pid $broker_pid; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    umount -R "$work/root" 2>/dev/null || true
+    [ -n "${HOMEMQTT_HA_KEEP:-}" ] && say "kept $work" || rm -rf --one-file-system "$work"
+    exit "$rc"
+}
+trap cleanup EXIT
+run_started=$(date +%s)
+
+# 2. The broker and the gateway, on the host.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+printf 'listener %s 127.0.0.1\nallow_anonymous true\n' "$port" >"$work/mosquitto.conf"
+"$(command -v mosquitto || echo /usr/sbin/mosquitto)" -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 &
+broker_pid=$!
+sed -e "s|mqtt://127.0.0.1:1883|mqtt://127.0.0.1:$port|; s|^state-directory: .*|state-directory: $work/state|" \
+    -e "s|directory: accessories|directory: $repo/Config/accessories|" Config/gateway.yml >"$work/gateway.yml"
+grep -A1 '^homeassistant:' "$work/gateway.yml" | grep -q 'enabled: true' ||
+    { say "the shipped config does not enable Home Assistant discovery"; exit 1; }
+start_gateway() {
+    "$HOMEMQTT_BINARY" run -c "$work/gateway.yml" >>"$work/gateway.log" 2>&1 &
+    gateway_pid=$!
+    # "gateway online" is logged once the tree and every discovery config are published.
+    local lines=$1
+    for _ in $(seq 600); do
+        tail -n +"$((lines + 1))" "$work/gateway.log" | grep -q 'gateway online' && return 0
+        kill -0 "$gateway_pid" 2>/dev/null || { tail "$work/gateway.log"; say "the gateway ended"; exit 1; }
+        sleep 0.1
+    done
+    say "the gateway did not come online in 60 s"; exit 1
+}
+start_gateway 0
+
+# 3. Home Assistant in an overlay of its root, with a fresh config directory.
+mkdir -p "$work/upper" "$work/overlay-work" "$work/root"
+mount -t overlay overlay -o "lowerdir=$ha_root,upperdir=$work/upper,workdir=$work/overlay-work" "$work/root"
+root=$work/root
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+cp Scripts/homeassistant-drive.py "$root/tmp/drive.py"
+# Every retained discovery config the gateway published (one JSON payload a line): what HA must show.
+timeout 10 mosquitto_sub -h 127.0.0.1 -p "$port" -t 'homeassistant/#' --retained-only -W 3 -F '%p' \
+    >"$root/tmp/discovery.jsonl" 2>/dev/null || true
+say "$(grep -c . "$root/tmp/discovery.jsonl") retained discovery configs"
+ha_port=$(free_port)
+config=$root/tmp/ha-config
+mkdir -p "$config"
+cat >"$config/configuration.yaml" <<EOF
+homeassistant:
+  name: HomeMQTT test
+  unit_system: metric
+  time_zone: UTC
+  latitude: 52.5
+  longitude: 13.4
+  elevation: 30
+  country: DE
+  currency: EUR
+http:
+  server_host: 127.0.0.1
+  server_port: $ha_port
+api:
+config:
+onboarding:
+logger:
+  default: info
+EOF
+ha_started=$(date +%s)
+# chroot and env exec, so that $ha_pid is Home Assistant's own (a function in the background would be a subshell).
+chroot "$root" "${root_env[@]}" hass -c /tmp/ha-config --skip-pip --log-file /tmp/ha-config/home-assistant.log \
+    >"$work/hass.out" 2>&1 &
+ha_pid=$!
+drive() { in_root "$root" python3 /tmp/drive.py "$@" --url "http://127.0.0.1:$ha_port" --token-file /tmp/token; }
+drive setup --broker-port "$port" || { tail -30 "$config/home-assistant.log"; exit 1; }
+drive wait --discovery /tmp/discovery.jsonl
+say "Home Assistant up, onboarded and every entity discovered in $(seconds "$ha_started") s"
+
+# 4. Every entity driven.
+status=0
+drive_started=$(date +%s)
+drive drive --discovery /tmp/discovery.jsonl --states-file /tmp/states.json || status=1
+say "driven in $(seconds "$drive_started") s"
+
+# 5. The log, before and after a restart of the gateway.
+log_problems() {
+    grep -E '^[0-9-]+ [0-9:.]+ (WARNING|ERROR|CRITICAL) ' "$config/home-assistant.log" |
+        grep -iE 'mqtt|template|jinja' || true
+}
+problems=$(log_problems)
+kill -TERM "$gateway_pid"
+wait "$gateway_pid" || { say "the gateway's exit status on SIGTERM: $?"; status=1; }
+start_gateway "$(wc -l <"$work/gateway.log")"
+drive avail --states-file /tmp/states.json || status=1
+after=$(log_problems)
+if [ -n "$after" ]; then
+    say "MQTT and template warnings and errors in home-assistant.log" \
+        "(those of the restart after the first $(grep -c . <<<"$problems")):"
+    echo "$after"
+    status=1
+fi
+others=$(grep -cE '^[0-9-]+ [0-9:.]+ (WARNING|ERROR|CRITICAL) ' "$config/home-assistant.log" || true)
+say "home-assistant.log: $others warnings and errors in all" \
+    "(HOMEMQTT_HA_KEEP=1 keeps it, in <work>/upper/tmp/ha-config)"
+gateway_warnings=$(grep -cE ' (warning|error|critical) ' "$work/gateway.log" || true)
+say "gateway log: $gateway_warnings warnings and errors"
+grep -E ' (warning|error|critical) ' "$work/gateway.log" | head -40 || true
+say "run took $(seconds "$run_started") s"
+if [ "$status" -ne 0 ]; then
+    say "FAILED"
+    exit 1
+fi
+printf 'inputs %s\ndate %s\n' "$(ha_inputs)" "$(date -u +%F)" >"$repo/$record"
+say "passed; recorded in $record"
