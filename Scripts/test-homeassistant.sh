@@ -124,8 +124,10 @@ port=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\n' "$port" >"$work/mosquitto.conf"
 "$(command -v mosquitto || echo /usr/sbin/mosquitto)" -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 &
 broker_pid=$!
+# HOMEMQTT_HA_ACCESSORIES: another directory of accessory files (e.g. with HAP dumps) instead of the shipped home.
+accessories=$(realpath "${HOMEMQTT_HA_ACCESSORIES:-Config/accessories}")
 sed -e "s|mqtt://127.0.0.1:1883|mqtt://127.0.0.1:$port|; s|^state-directory: .*|state-directory: $work/state|" \
-    -e "s|directory: accessories|directory: $repo/Config/accessories|" Config/gateway.yml >"$work/gateway.yml"
+    -e "s|directory: accessories|directory: $accessories|" Config/gateway.yml >"$work/gateway.yml"
 grep -A1 '^homeassistant:' "$work/gateway.yml" | grep -q 'enabled: true' ||
     { say "the shipped config does not enable Home Assistant discovery"; exit 1; }
 start_gateway() {
@@ -218,6 +220,10 @@ say "run took $(seconds "$run_started") s"
 if [ "$status" -ne 0 ]; then
     say "FAILED"
     exit 1
+fi
+if [ -n "${HOMEMQTT_HA_ACCESSORIES:-}" ]; then
+    say "passed (on $accessories: not recorded, the record is the shipped home's)"
+    exit 0
 fi
 printf 'inputs %s\ndate %s\n' "$(ha_inputs)" "$(date -u +%F)" >"$repo/$record"
 say "passed; recorded in $record"
