@@ -16,7 +16,7 @@
 # Exits 0 only when every command worked and the log is clean; otherwise 1, with the list.
 # Needs root (chroot, mounts) and the network for the first install (pip, from PyPI).
 #
-# With --if-due it runs only when due: when its inputs (Sources/HomeAssistant and these scripts)
+# With --if-due it runs only when due: when its inputs (Sources/HomeAssistant, these scripts, the dumps)
 # changed since the run recorded in .ci/homeassistant-tested, or that run is 7 days old or more.
 # A run that passes writes the record, to be committed.
 set -euo pipefail
@@ -27,7 +27,8 @@ version=${HOMEMQTT_HA_VERSION:-2026.2.3}
 cache=${HOMEMQTT_ROOT_CACHE:-/var/cache/homemqtt-test-roots}
 
 ha_inputs() {
-    find Sources/HomeAssistant Scripts/test-homeassistant.sh Scripts/homeassistant-drive.py -type f -print0 |
+    find Sources/HomeAssistant Scripts/test-homeassistant.sh Scripts/homeassistant-drive.py \
+        Tests/Fixtures/hap-fixtures -type f -print0 |
         LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
 
@@ -124,8 +125,16 @@ port=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\n' "$port" >"$work/mosquitto.conf"
 "$(command -v mosquitto || echo /usr/sbin/mosquitto)" -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 &
 broker_pid=$!
-# HOMEMQTT_HA_ACCESSORIES: another directory of accessory files (e.g. with HAP dumps) instead of the shipped home.
-accessories=$(realpath "${HOMEMQTT_HA_ACCESSORIES:-Config/accessories}")
+# The shipped home and every real device's `/accessories` dump of Tests/Fixtures/hap-fixtures
+# (the simulator imports a `.json` file in its directory as a dump), as issue 43 asks.
+# HOMEMQTT_HA_ACCESSORIES: another directory of accessory files instead (not recorded).
+if [ -n "${HOMEMQTT_HA_ACCESSORIES:-}" ]; then
+    accessories=$(realpath "$HOMEMQTT_HA_ACCESSORIES")
+else
+    accessories=$work/accessories
+    cp -r Config/accessories "$accessories"
+    cp Tests/Fixtures/hap-fixtures/*.json "$accessories/"
+fi
 sed -e "s|mqtt://127.0.0.1:1883|mqtt://127.0.0.1:$port|; s|^state-directory: .*|state-directory: $work/state|" \
     -e "s|directory: accessories|directory: $accessories|" Config/gateway.yml >"$work/gateway.yml"
 grep -A1 '^homeassistant:' "$work/gateway.yml" | grep -q 'enabled: true' ||
@@ -222,7 +231,7 @@ if [ "$status" -ne 0 ]; then
     exit 1
 fi
 if [ -n "${HOMEMQTT_HA_ACCESSORIES:-}" ]; then
-    say "passed (on $accessories: not recorded, the record is the shipped home's)"
+    say "passed (on $accessories: not recorded; the record is the shipped home's and the dumps')"
     exit 0
 fi
 printf 'inputs %s\ndate %s\n' "$(ha_inputs)" "$(date -u +%F)" >"$repo/$record"
