@@ -395,18 +395,53 @@ async def avail(args):
     print(f"avail: all {len(wanted)} entities available again after the gateway's restart")
 
 
+async def gone(args):
+    """An accessory removed while the gateway was stopped: the components its configs named
+    (in `--discovery`, not in `--after`) leave Home Assistant's registry, and every other one
+    stays there and available."""
+    token = open(args.token_file).read()
+    before, after = expected_unique_ids(args.discovery), expected_unique_ids(args.after)
+    removed = before - after
+    if not removed or not after:
+        sys.exit(f"gone: nothing to check ({len(removed)} removed, {len(after)} kept)")
+    async with aiohttp.ClientSession() as http:
+        deadline = time.monotonic() + args.timeout
+        while True:
+            have = {e["unique_id"] for e in await mqtt_entities(http, args, token)}
+            left, lost = removed & have, after - have
+            if not left and not lost:
+                break
+            if time.monotonic() > deadline:
+                sys.exit(f"gone: {len(left)} removed components still in Home Assistant {sorted(left)[:10]}, "
+                         f"{len(lost)} kept ones missing {sorted(lost)[:10]}")
+            await asyncio.sleep(0.5)
+        kept = [e["entity_id"] for e in await mqtt_entities(http, args, token)
+                if e["unique_id"] in after and not e.get("disabled_by")]
+        driver = Driver(http, args, token)
+        while True:
+            down = [e for e in kept if ((await driver.state(e)) or {}).get("state") in (None, "unavailable")]
+            if not down:
+                break
+            if time.monotonic() > deadline:
+                sys.exit(f"gone: {len(down)} kept entities unavailable: {down[:20]}")
+            await asyncio.sleep(0.5)
+    print(f"gone: the {len(removed)} components of the accessory removed while stopped left Home Assistant; "
+          f"{len(kept)} enabled entities of the others available")
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("step", choices=["setup", "wait", "drive", "avail"])
+    p.add_argument("step", choices=["setup", "wait", "drive", "avail", "gone"])
     p.add_argument("--url", default="http://127.0.0.1:8123")
     p.add_argument("--broker-port", type=int)
     p.add_argument("--token-file", required=True)
     p.add_argument("--discovery")
     p.add_argument("--states-file")
+    p.add_argument("--after")
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("--follow", type=float, default=30)
     args = p.parse_args()
-    asyncio.run({"setup": setup, "wait": wait, "drive": drive, "avail": avail}[args.step](args))
+    asyncio.run({"setup": setup, "wait": wait, "drive": drive, "avail": avail, "gone": gone}[args.step](args))
 
 
 if __name__ == "__main__":
