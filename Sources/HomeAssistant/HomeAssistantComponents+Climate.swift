@@ -137,7 +137,7 @@ extension HomeAssistantComponents {
             let cooling = service.characteristics.first(where: { $0.typeName == "cooling-threshold" }),
             heating.haIsWritable, cooling.haIsWritable, heating.haHasState, cooling.haHasState
         else { return }
-        let fields = "value_json[\(HomeAssistantTemplate.literal(service.slug))]"
+        let fields = HomeAssistantTemplate.section(service.slug)
         func field(_ c: TopicTree.CharacteristicNode) -> String {
             "\(fields)[\(HomeAssistantTemplate.literal(c.slug))]"
         }
@@ -150,8 +150,11 @@ extension HomeAssistantComponents {
         config["temperature_command_topic"] = .string(node.topic + "/$set")
         config["temperature_command_template"] = .string("{\"\(service.slug)\":{\"\(key)\":\(value)}}")
         config["temperature_state_topic"] = .string(node.topic + "/$state")
+        // The threshold of the mode shown; `None` in auto; empty (ignored) before the document
+        // has the mode, or the threshold.
         config["temperature_state_template"] = .string(
-            "{{ \(field(cooling)) if \(field(mode)) == 2 else (\(field(heating)) if \(field(mode)) == 1 else 'None') }}"
+            "{{ \(field(cooling)) | default('') if \(field(mode)) == 2 else (\(field(heating)) | default('') if "
+                + "\(field(mode)) == 1 else ('None' if \(HomeAssistantTemplate.has(service.slug, mode.slug)) else '')) }}"
         )
     }
 

@@ -92,7 +92,7 @@ extension HomeAssistantComponents {
         {
             take(hue)
             take(saturation)
-            let fields = "value_json[\(HomeAssistantTemplate.literal(service.slug))]"
+            let fields = HomeAssistantTemplate.section(service.slug)
             config["hs_command_topic"] = .string(node.topic + "/$set")
             config["hs_command_template"] = .string(
                 HomeAssistantComponents.setDocument(
@@ -102,9 +102,11 @@ extension HomeAssistantComponents {
                         (saturation.slug, HomeAssistantTemplate.roundedWithin("sat", saturation.haMetadata, top: 100)),
                     ]))
             config["hs_state_topic"] = .string(node.topic + "/$state")
+            // `hue,saturation`; empty (a message Home Assistant ignores) until the document has both.
+            let (h, s) = (HomeAssistantTemplate.literal(hue.slug), HomeAssistantTemplate.literal(saturation.slug))
             config["hs_value_template"] = .string(
-                "{{ \(fields)[\(HomeAssistantTemplate.literal(hue.slug))] }},"
-                    + "{{ \(fields)[\(HomeAssistantTemplate.literal(saturation.slug))] }}")
+                "{{ ((\(fields)[\(h)] ~ ',' ~ \(fields)[\(s)]) if \(HomeAssistantTemplate.has(service.slug, saturation.slug))"
+                    + " else '') if \(HomeAssistantTemplate.has(service.slug, hue.slug)) else '' }}")
             // Both read and both change with `$state`, so neither tells the mode (Home Assistant
             // would show the one whose message came last): the gateway's `$color-mode` does.
             if config["color_temp_state_topic"] != nil {

@@ -46,13 +46,23 @@ enum HomeAssistantTemplate {
         "{{ ((value | float - \(number(offset))) / \(number(step))) | round(0) | int }}"
     }
 
+    /// A service's section of its accessory's `$state`, `{}` where the document has none (before
+    /// its first values): a key of it is then undefined, which `default` and `==` take quietly,
+    /// where a key of an undefined section would raise, and Home Assistant log an error.
+    static func section(_ service: String) -> String { "(value_json[\(literal(service))] | default({}))" }
+
+    /// A key of `section(service)` as a test that it is there (its value, or `''`, is not `''`).
+    static func has(_ service: String, _ field: String) -> String {
+        "\(section(service))[\(literal(field))] | default('') != ''"
+    }
+
     /// A heater-cooler's mode from its accessory's `$state`: `off` while `active` is 0, else the
-    /// target state's mode.
+    /// target state's mode; `None` (Home Assistant shows no mode) before the power is known.
     static func offOrLookup(service: String, power: String, mode: String, _ pairs: [(String, String)]) -> String {
         let entries = pairs.map { "\(literal($0.0)): \(literal($0.1))" }.joined(separator: ", ")
-        let fields = "value_json[\(literal(service))]"
-        return "{{ 'off' if \(fields)[\(literal(power))] == 0 else {\(entries)}[\(fields)[\(literal(mode))] | string] "
-            + "| default('None') }}"
+        let fields = section(service)
+        return "{{ ('off' if \(fields)[\(literal(power))] == 0 else {\(entries)}[\(fields)[\(literal(mode))] "
+            + "| default('') | string] | default('None')) if \(has(service, power)) else 'None' }}"
     }
 
     /// A light's colour mode from its accessory's `$state`: `color_temp` or `hs`, and empty (a

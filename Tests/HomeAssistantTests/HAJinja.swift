@@ -30,6 +30,12 @@ enum HAJinja {
     /// Each job's payload (a value template's state), or nil where Home Assistant raises and
     /// sends (or takes) nothing.
     static func render(_ jobs: [Job]) async throws -> [String?] {
+        try await renderLogged(jobs).map(\.text)
+    }
+
+    /// Each job's payload, and the lines Home Assistant's log would have from rendering it
+    /// (an undefined value rendered, iterated or tested: a warning; a key of one: an error).
+    static func renderLogged(_ jobs: [Job]) async throws -> [(text: String?, log: [String])] {
         if let reason = HAPPeer.unavailableReason {
             if HAPPeer.isRequired { throw ProcessError("\(reason) (CI=true: Jinja2 must render the templates)") }
             throw XCTSkip(reason)
@@ -45,7 +51,9 @@ enum HAJinja {
         guard result.status == 0, case .array(let answers) = try JSONValue(parsing: result.standardOutput),
             answers.count == jobs.count
         else { throw ProcessError("ha_render.py exited \(result.status): \(result.standardError)") }
-        return answers.map { $0["ok"]?.stringValue }
+        return answers.map { answer in
+            (answer["ok"]?.stringValue, answer["log"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        }
     }
 
     /// A variable as JSON, so Python gets the type Home Assistant passes: 21.0 stays a float.

@@ -9,7 +9,9 @@ Assistant can send over the offered ranges in one go).
 What is Home Assistant's here (Home Assistant 2026.2, github.com/home-assistant/core,
 Apache-2.0; see Tests/Fixtures/LICENSE-Apache-2.0):
 - the environment: an ImmutableSandboxedEnvironment whose undefined renders empty
-  (homeassistant/helpers/template/__init__.py, TemplateEnvironment, not strict);
+  (homeassistant/helpers/template/__init__.py, TemplateEnvironment, not strict), and logs as
+  make_logging_undefined's LoggingUndefined does: a warning when an undefined is rendered,
+  iterated or tested for truth, an error when it raises; each job's such lines are its "log";
 - the filters and functions our templates use, with Home Assistant's signatures and meaning
   (homeassistant/helpers/template/extensions/type_cast.py: float, int, is_number;
   extensions/math.py: round with precision, method and default, and the min/max globals);
@@ -21,7 +23,8 @@ Apache-2.0; see Tests/Fixtures/LICENSE-Apache-2.0):
 - Template.async_render_with_possible_json_value (homeassistant/helpers/template/__init__.py),
   as MqttValueTemplate calls it without a default: `value` is the payload and `value_json` its
   JSON where it parses; on a Jinja2 TemplateError (an undefined key's key) the payload itself is
-  the result, while any other error (float of a word) raises, and the message is dropped.
+  the result (and "Error parsing value" is logged), while any other error (float of a word)
+  raises, and the message is dropped.
 The functions are written here for Python 3.11 (Home Assistant's use 3.14 syntax), to the same
 behaviour; a failure to convert without a default raises ValueError as raise_no_default does.
 """
@@ -111,8 +114,37 @@ def _min_max_global(name):
     return function
 
 
+LOG = []  # the current job's log lines, as Home Assistant's logger would write them
+
+
+class LoggingUndefined(jinja2.Undefined):
+    """make_logging_undefined(strict=False): Jinja2's Undefined, logged where it is used."""
+
+    def _log(self, level):
+        LOG.append(f"{level}: Template variable {level.lower()}: {self._undefined_message}")
+
+    def _fail_with_undefined_error(self, *args, **kwargs):
+        try:
+            return super()._fail_with_undefined_error(*args, **kwargs)
+        except self._undefined_exception:
+            self._log("ERROR")
+            raise
+
+    def __str__(self):
+        self._log("WARNING")
+        return super().__str__()
+
+    def __iter__(self):
+        self._log("WARNING")
+        return super().__iter__()
+
+    def __bool__(self):
+        self._log("WARNING")
+        return super().__bool__()
+
+
 def environment():
-    env = ImmutableSandboxedEnvironment(undefined=jinja2.Undefined)
+    env = ImmutableSandboxedEnvironment(undefined=LoggingUndefined)
     for name, function in {"float": forgiving_float, "int": forgiving_int}.items():
         env.filters[name] = function
         env.globals[name] = function
@@ -152,7 +184,8 @@ def render_value(env, cache, template, payload):
         pass
     try:
         return compiled.render(variables).strip()
-    except jinja2.TemplateError:
+    except jinja2.TemplateError as error:
+        LOG.append(f"ERROR: Error parsing value: {error} (value: {payload}, template: {template})")
         return payload
 
 
@@ -161,6 +194,7 @@ def main():
         jobs = json.load(file)
     env, cache, out = environment(), {}, []
     for job in jobs:
+        LOG.clear()
         try:
             if "payload" in job:
                 out.append({"ok": render_value(env, cache, job["template"], job["payload"])})
@@ -168,6 +202,7 @@ def main():
                 out.append({"ok": render(env, cache, job["template"], job["variables"])})
         except Exception as error:  # Home Assistant raises MqttCommandTemplateException: nothing is sent
             out.append({"error": f"{type(error).__name__}: {error}"})
+        out[-1]["log"] = list(LOG)
     json.dump(out, sys.stdout)
 
 
