@@ -276,13 +276,7 @@ public final class HomeKitBridgeService: Service, Sendable {
                     try? await announcement.run()
                     return nil
                 }
-                group.addTask {
-                    for await request in resets.cancelOnGracefulShutdown() {
-                        self.running.withLock { $0.waiter = request }
-                        return .reset
-                    }
-                    return nil
-                }
+                group.addTask { await self.resetRequested(resets) ? .reset : nil }
                 var end: End = .stopped
                 for await next in group {
                     guard let next else { continue }
@@ -306,12 +300,7 @@ public final class HomeKitBridgeService: Service, Sendable {
                 running.withLock { $0.takeWaiter() }?.resume()
                 return await failed(message)
             case .reset:
-                do throws(HAPServerError) {
-                    try HAPAccessoryIdentity.reset(in: files.directory)
-                    logger.notice("\(what) reset: a new identity, no pairings", metadata: names)
-                } catch {
-                    logger.error("\(what): cannot reset", metadata: names.merging(["error": "\(error)"]) { $1 })
-                }
+                resetIdentity()
             }
         }
     }

@@ -26,14 +26,8 @@ extension HomeKitBridgeService {
         // A reset's caller, however the server it waits for ends.
         defer { running.withLock { $0.takeWaiter() }?.resume() }
         while await serveThreadOnce(bridge, code: code) {
-            do throws(HAPServerError) {
-                try HAPAccessoryIdentity.reset(in: files.directory)
-                // A new accessory to every controller: on a new port too, as before the port was kept.
-                files.forgetThreadPort()
-                logger.notice("\(what) reset: a new identity, no pairings", metadata: names)
-            } catch {
-                logger.error("\(what): cannot reset", metadata: names.merging(["error": "\(error)"]) { $1 })
-            }
+            // A new accessory to every controller: on a new port too, as before the port was kept.
+            resetIdentity(alsoForget: files.forgetThreadPort)
         }
     }
 
@@ -102,13 +96,7 @@ extension HomeKitBridgeService {
                 try? await announcement.run()
                 return nil
             }
-            group.addTask {
-                for await request in resets.cancelOnGracefulShutdown() {
-                    self.running.withLock { $0.waiter = request }
-                    return true
-                }
-                return nil
-            }
+            group.addTask { await self.resetRequested(resets) ? true : nil }
             var wasReset = false
             for await end in group {
                 guard let end else { continue }
