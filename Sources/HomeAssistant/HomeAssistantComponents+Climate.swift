@@ -71,6 +71,14 @@ extension HomeAssistantComponents {
         HomeAssistantTemplate.Grid(metadata)?.top ?? metadata.maxValue
     }
 
+    /// `min_temp`, `max_temp` and `temp_step` as one threshold's, where it states them.
+    static func range(of c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue]) {
+        let metadata = c.haMetadata
+        if let low = metadata.minValue { config["min_temp"] = .double(low) }
+        if let high = highest(metadata) { config["max_temp"] = .double(high) }
+        if let step = metadata.minStep, step > 0 { config["temp_step"] = .double(step) }
+    }
+
     static func temperature(
         _ c: TopicTree.CharacteristicNode, into config: inout [String: JSONValue], state: String, command: String
     ) {
@@ -150,6 +158,11 @@ extension HomeAssistantComponents {
         config["temperature_command_topic"] = .string(node.topic + "/$set")
         config["temperature_command_template"] = .string("{\"\(service.slug)\":{\"\(key)\":\(value)}}")
         config["temperature_state_topic"] = .string(node.topic + "/$state")
+        switch options.heaterCoolerModes[mode.address] {
+        case 1: Self.range(of: heating, into: &config)
+        case 2: Self.range(of: cooling, into: &config)
+        default: break // auto, or not known yet: both thresholds' ranges, as the range sliders have them
+        }
         // The threshold of the mode shown; `None` in auto; empty (ignored) before the document
         // has the mode, or the threshold.
         config["temperature_state_template"] = .string(

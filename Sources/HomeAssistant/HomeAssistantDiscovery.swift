@@ -39,6 +39,14 @@ public enum HomeAssistantDiscovery {
         /// gateways' devices on one broker are told apart in Home Assistant.
         public var site: Site?
 
+        /// Each heater-cooler's target mode now (its `target-heater-cooler-state`, by address),
+        /// where the gateway knows it. Home Assistant has one `min_temp`…`max_temp` per entity,
+        /// and a HomeKit heater-cooler has a range per threshold: the single target's range is
+        /// that of the mode's threshold (the heating one's in heat, the cooling one's in cool),
+        /// as Home Assistant's own HomeKit integration shows it, and both together otherwise; the
+        /// config is published again when the mode changes (`HomeAssistantOutput.valueChanged`).
+        public var heaterCoolerModes: [CharacteristicAddress: Int64] = [:]
+
         public init(
             defaultRoomID: String? = nil, accessoryTopics: Bool = false, supportURL: String? = nil,
             homeName: String? = nil, lastSeen: Bool = false, site: Site? = nil
@@ -114,7 +122,7 @@ public enum HomeAssistantDiscovery {
         let base: String
         let prefix: String
         let gatewayStatusTopic: String
-        let options: Options
+        var options: Options
 
         /// - Parameter nodeIDs: the accessories' node ids as recorded (`HomeAssistantIdentity`);
         ///   without it, the ids the base gives (`nodeIDs(for:base:)`).

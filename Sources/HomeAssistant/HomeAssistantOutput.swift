@@ -18,6 +18,9 @@ public final class HomeAssistantOutput: GatewayOutput {
     private var previous: HomeAssistantDiscovery.Context?
     /// Made at the start of each pass (`accessoriesHeldElsewhere`).
     private var heldElsewhere: Set<String> = []
+    /// The accessories with a heater-cooler whose config follows its mode (`heaterCoolerModes`),
+    /// as the last context found them: a value change of any other costs a set lookup.
+    private var modeFollowing: Set<String> = []
 
     /// The node ids kept in the state directory, shared by every home of the gateway; nil when
     /// its file cannot be read (then the ids the base gives, and `identityError` is logged).
@@ -42,13 +45,48 @@ public final class HomeAssistantOutput: GatewayOutput {
     }
 
     private func context(_ tree: TopicTree, _ gateway: isolated Gateway) -> HomeAssistantDiscovery.Context {
-        HomeAssistantDiscovery.Context(
-            tree: tree, prefix: config.prefix, gatewayStatusTopic: gateway.statusTopic,
-            options: .init(
-                defaultRoomID: gateway.home?.roomForEntireHome.id, accessoryTopics: accessoryTopics,
-                supportURL: config.supportURL,
-                homeName: homeName(gateway), lastSeen: gateway.publishesLastSeen, site: config.site),
+        var options = HomeAssistantDiscovery.Options(
+            defaultRoomID: gateway.home?.roomForEntireHome.id, accessoryTopics: accessoryTopics,
+            supportURL: config.supportURL,
+            homeName: homeName(gateway), lastSeen: gateway.publishesLastSeen, site: config.site)
+        if accessoryTopics {
+            modeFollowing = []
+            for node in tree.accessories {
+                let modes = heaterCoolerModes(of: node, gateway)
+                guard !modes.isEmpty else { continue }
+                modeFollowing.insert(node.id)
+                options.heaterCoolerModes.merge(modes) { $1 }
+            }
+        }
+        return HomeAssistantDiscovery.Context(
+            tree: tree, prefix: config.prefix, gatewayStatusTopic: gateway.statusTopic, options: options,
             nodeIDs: identity?.nodeIDs(for: tree.accessories.map(\.id), base: tree.base))
+    }
+
+    /// The target mode of each heater-cooler of the accessory (-1 while it has no value).
+    private func heaterCoolerModes(
+        of node: TopicTree.AccessoryNode, _ gateway: isolated Gateway
+    ) -> [CharacteristicAddress: Int64] {
+        var out: [CharacteristicAddress: Int64] = [:]
+        for service in node.services where service.typeName == "heater-cooler" {
+            guard let mode = service.characteristics.first(where: { $0.typeName == "target-heater-cooler-state" })
+            else { continue }
+            out[mode.address] = gateway.value(of: mode.address)?.doubleValue.map { Int64($0) } ?? -1
+        }
+        return out
+    }
+
+    /// A heater-cooler's mode changed: its config again, with the range of the mode's threshold.
+    /// (Published at once, so Home Assistant has it before the `$state` with the new mode.)
+    public func valueChanged(accessoryID: String, _ gateway: isolated Gateway) {
+        guard modeFollowing.contains(accessoryID), var current = pass,
+            let node = gateway.publishedTopicTree.accessory(id: accessoryID)
+        else { return }
+        let modes = heaterCoolerModes(of: node, gateway)
+        guard modes.contains(where: { current.options.heaterCoolerModes[$0.key] != $0.value }) else { return }
+        current.options.heaterCoolerModes.merge(modes) { $1 }
+        pass = current
+        _ = publishDocuments(of: node, gateway)
     }
 
     /// Writes what the pass recorded of the ids; a failure is logged, and the ids stay in memory.
