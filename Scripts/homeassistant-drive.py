@@ -243,6 +243,14 @@ class Driver:
         for mode in a.get("hvac_modes") or []:
             await self.command(e, "climate", "set_hvac_mode", {"hvac_mode": mode}, lambda s, m=mode: s["state"] == m,
                                [])
+        # turn_off and turn_on, where Home Assistant offers them (ClimateEntityFeature TURN_OFF, TURN_ON).
+        features = a.get("supported_features", 0)
+        if features & 128:
+            await self.command(e, "climate", "turn_off", {}, lambda s: s["state"] == "off", [])
+        if features & 256:
+            await self.command(e, "climate", "turn_on", {}, lambda s: s["state"] not in ("off", "unavailable"), [])
+        # The range offered now: a heater-cooler's single target has its mode's threshold's range.
+        a = (await self.state(e))["attributes"]
         lo, hi = a.get("min_temp"), a.get("max_temp")
         step = a.get("target_temp_step") or 0.5
         mid = lo + round((hi - lo) / 2 / step) * step

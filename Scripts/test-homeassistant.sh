@@ -6,17 +6,23 @@
 #      copied once to $cache/ha-<version> and gets python3, a venv and Home Assistant there; later
 #      runs reuse it, each through an overlay of its own (the cached root is never written);
 #   2. on the host: mosquitto on a free port and the built `homemqtt run` with the shipped config's
-#      simulated home and Home Assistant discovery, in a temp config and state directory;
+#      simulated home, the real devices' dumps and Tests/Fixtures/homeassistant-devices, and Home
+#      Assistant discovery, in a temp config and state directory;
 #   3. Home Assistant with a fresh config directory, onboarded headlessly, the MQTT integration
 #      added by its config flow; every component of the gateway's retained discovery becomes an entity;
 #   4. every enabled entity driven through what Home Assistant offers for its domain, its state
 #      read back (Scripts/homeassistant-drive.py: a table and the failures);
-#   5. home-assistant.log read for MQTT and template warnings and errors; the gateway restarted
-#      once, every entity available again, the log read again.
+#   5. moves between homes: entity ids kept, commands followed through the other home's topics
+#      (Scripts/homeassistant-sites.py);
+#   6. the gateway restarted (SIGTERM: exit 0, every home's status offline), every entity back;
+#   7. an accessory removed while the gateway is stopped: its entities leave, its config cleared once;
+#   8. a second site on the same broker: no shared unique id, devices told apart by the site's
+#      name, its entities driven, the first site's untouched;
+#   and home-assistant.log read for MQTT and template warnings and errors throughout.
 # Exits 0 only when every command worked and the log is clean; otherwise 1, with the list.
 # Needs root (chroot, mounts) and the network for the first install (pip, from PyPI).
 #
-# With --if-due it runs only when due: when its inputs (Sources/HomeAssistant, these scripts, the dumps)
+# With --if-due it runs only when due: when its inputs (Sources/HomeAssistant, these scripts, the fixtures)
 # changed since the run recorded in .ci/homeassistant-tested, or that run is 7 days old or more.
 # A run that passes writes the record, to be committed.
 set -euo pipefail
@@ -28,7 +34,8 @@ cache=${HOMEMQTT_ROOT_CACHE:-/var/cache/homemqtt-test-roots}
 
 ha_inputs() {
     find Sources/HomeAssistant Scripts/test-homeassistant.sh Scripts/homeassistant-drive.py \
-        Tests/Fixtures/hap-fixtures -type f -print0 |
+        Scripts/homeassistant-sites.py Tests/Fixtures/hap-fixtures Tests/Fixtures/homeassistant-devices \
+        -type f -print0 |
         LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
 
@@ -104,11 +111,11 @@ else
 fi
 
 work=$(mktemp -d /tmp/homemqtt-ha-test.XXXXXX)
-broker_pid="" gateway_pid="" ha_pid=""
+broker_pid="" gateway_pid="" site_pid="" ha_pid=""
 cleanup() {
     local rc=$?
     # (Each its own statement: under errexit a failing `wait` in an && list would end the trap.)
-    for pid in $ha_pid $gateway_pid $broker_pid; do
+    for pid in $ha_pid $site_pid $gateway_pid $broker_pid; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
@@ -125,31 +132,57 @@ port=$(free_port)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\n' "$port" >"$work/mosquitto.conf"
 "$(command -v mosquitto || echo /usr/sbin/mosquitto)" -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 &
 broker_pid=$!
-# The shipped home and every real device's `/accessories` dump of Tests/Fixtures/hap-fixtures
-# (the simulator imports a `.json` file in its directory as a dump), as issue 43 asks.
+# The shipped home, every real device's `/accessories` dump of Tests/Fixtures/hap-fixtures (the
+# simulator imports a `.json` file in its directory as a dump), as issue 43 asks, and the kinds
+# of device the two lack (Tests/Fixtures/homeassistant-devices: a valve, a blind, an alarm...).
 # HOMEMQTT_HA_ACCESSORIES: another directory of accessory files instead (not recorded).
 if [ -n "${HOMEMQTT_HA_ACCESSORIES:-}" ]; then
     accessories=$(realpath "$HOMEMQTT_HA_ACCESSORIES")
 else
     accessories=$work/accessories
     cp -r Config/accessories "$accessories"
-    cp Tests/Fixtures/hap-fixtures/*.json "$accessories/"
+    cp Tests/Fixtures/hap-fixtures/*.json Tests/Fixtures/homeassistant-devices/*.yml "$accessories/"
 fi
 sed -e "s|mqtt://127.0.0.1:1883|mqtt://127.0.0.1:$port|; s|^state-directory: .*|state-directory: $work/state|" \
     -e "s|directory: accessories|directory: $accessories|" Config/gateway.yml >"$work/gateway.yml"
 grep -A1 '^homeassistant:' "$work/gateway.yml" | grep -q 'enabled: true' ||
     { say "the shipped config does not enable Home Assistant discovery"; exit 1; }
+status_of() { # base topic: its retained $gateway/status, or nothing
+    mosquitto_sub -h 127.0.0.1 -p "$port" -t "$1/\$gateway/status" --retained-only -C 1 -W 1 -F '%p' 2>/dev/null || true
+}
+# Each home of a gateway (one per base topic) logs "gateway online" once its tree and discovery
+# configs, and the clears of what it no longer publishes, are queued, and `online` after them on
+# its connection; so once the broker holds `online` (it held `offline` from the stop before), it
+# holds all of that.
+wait_online() { # pid, log, lines of the log before this start, its homes' base topics
+    local base
+    for base in "${@:4}"; do
+        for _ in $(seq 600); do
+            tail -n +"$(($3 + 1))" "$2" | grep -q "base=$base .*gateway online" && break
+            kill -0 "$1" 2>/dev/null || { tail "$2"; say "the gateway of $2 ended"; exit 1; }
+            sleep 0.1
+        done
+        for _ in $(seq 120); do
+            [ "$(status_of "$base")" = online ] && continue 2
+            sleep 0.5
+        done
+        say "the gateway of $2 did not bring $base online in 60 s"; exit 1
+    done
+}
+bases=(home) # the first gateway's homes
 start_gateway() {
     "$HOMEMQTT_BINARY" run -c "$work/gateway.yml" >>"$work/gateway.log" 2>&1 &
     gateway_pid=$!
-    # "gateway online" is logged once the tree and every discovery config are published.
-    local lines=$1
-    for _ in $(seq 600); do
-        tail -n +"$((lines + 1))" "$work/gateway.log" | grep -q 'gateway online' && return 0
-        kill -0 "$gateway_pid" 2>/dev/null || { tail "$work/gateway.log"; say "the gateway ended"; exit 1; }
-        sleep 0.1
+    wait_online "$gateway_pid" "$work/gateway.log" "$1" "${bases[@]}"
+}
+# SIGTERM: the gateway exits 0, and each home's status says `offline`.
+stop_gateway() {
+    local base
+    kill -TERM "$gateway_pid"
+    wait "$gateway_pid" || { say "the gateway's exit status on SIGTERM: $?"; status=1; }
+    for base in "${bases[@]}"; do
+        [ "$(status_of "$base")" = offline ] || { say "$base/\$gateway/status after the stop: not offline"; status=1; }
     done
-    say "the gateway did not come online in 60 s"; exit 1
 }
 start_gateway 0
 
@@ -160,6 +193,7 @@ root=$work/root
 mount -t proc proc "$root/proc"
 mount --rbind /dev "$root/dev"
 cp Scripts/homeassistant-drive.py "$root/tmp/drive.py"
+cp Scripts/homeassistant-sites.py "$root/tmp/sites.py"
 # Every retained discovery config the gateway published (one JSON payload a line): what HA must show.
 timeout 10 mosquitto_sub -h 127.0.0.1 -p "$port" -t 'homeassistant/#' --retained-only -W 3 -F '%p' \
     >"$root/tmp/discovery.jsonl" 2>/dev/null || true
@@ -192,6 +226,7 @@ chroot "$root" "${root_env[@]}" hass -c /tmp/ha-config --skip-pip --log-file /tm
     >"$work/hass.out" 2>&1 &
 ha_pid=$!
 drive() { in_root "$root" python3 /tmp/drive.py "$@" --url "http://127.0.0.1:$ha_port" --token-file /tmp/token; }
+sites() { in_root "$root" python3 /tmp/sites.py "$@" --url "http://127.0.0.1:$ha_port" --token-file /tmp/token; }
 drive setup --broker-port "$port" || { tail -30 "$config/home-assistant.log"; exit 1; }
 drive wait --discovery /tmp/discovery.jsonl
 say "Home Assistant up, onboarded and every entity discovered in $(seconds "$ha_started") s"
@@ -202,24 +237,51 @@ drive_started=$(date +%s)
 drive drive --discovery /tmp/discovery.jsonl --states-file /tmp/states.json || status=1
 say "driven in $(seconds "$drive_started") s"
 
-# 5. The log, before and after a restart of the gateway.
-# Home Assistant's own echo of a device's removal is not a problem of ours (step 6 says why).
+# 5. Moves between homes: a home added, a bridged light and a switch moved there, back, and the
+# switch there again (it stays there through the restart and the removal below). Each time, their
+# entities keep their ids (unique ids follow the accessory, not the base topic), Home Assistant
+# gains no entity but the new home's gateway device, and every command they offer is followed,
+# which it can only be through the new home's topics (the old ones are cleared).
+request() { # op, JSON: the gateway's answer must be ok
+    local answer
+    answer=$(mosquitto_rr -h 127.0.0.1 -p "$port" -V mqttv5 -t "home/\$gateway/request/$1" \
+        -e "home/\$gateway/response/$1" -m "$2" -W 10) || { say "$1: no answer"; return 1; }
+    grep -q '"status":"ok"' <<<"$answer" || { say "$1 $2: $answer"; return 1; }
+}
+move() { # home, label, accessory ids: moved, then checked through Home Assistant
+    local home=$1 label=$2 id nodes=()
+    shift 2
+    for id in "$@"; do
+        request accessory/home "{\"accessory\":\"$id\",\"home\":\"$home\"}" || return 1
+        nodes+=(--node "homemqtt_$(tr -c 'a-z0-9\n' _ <<<"$id")")
+    done
+    sites moved --discovery /tmp/discovery.jsonl --registry /tmp/registry.json "${nodes[@]}" --label "$label"
+}
+if [ -z "${HOMEMQTT_HA_ACCESSORIES:-}" ]; then
+    moves_started=$(date +%s)
+    { sites registry --out /tmp/registry.json && request home/add '{"name":"Cabin"}' && bases+=(home-cabin) &&
+        move Cabin "to Cabin" sim:office-switch sim:lumen-bridge:2 &&
+        move "My Home" "back to My Home" sim:office-switch sim:lumen-bridge:2 &&
+        move Cabin "to Cabin again" sim:office-switch; } || status=1
+    say "moves between homes checked in $(seconds "$moves_started") s"
+fi
+
+# 6. The log, before and after a restart of the gateway.
+# Home Assistant's own echo of a device's removal is not a problem of ours (step 7 says why).
 echo_of_removal='No device components to cleanup for homemqtt_sim_koogeek_ls1_1,'
 log_problems() {
     grep -E '^[0-9-]+ [0-9:.]+ (WARNING|ERROR|CRITICAL) ' "$config/home-assistant.log" |
         grep -iE 'mqtt|template|jinja' | grep -vF "$echo_of_removal" || true
 }
 problems=$(log_problems)
-kill -TERM "$gateway_pid"
-wait "$gateway_pid" || { say "the gateway's exit status on SIGTERM: $?"; status=1; }
+stop_gateway
 start_gateway "$(wc -l <"$work/gateway.log")"
 drive avail --states-file /tmp/states.json || status=1
-# 6. An accessory removed while the gateway is stopped (the Koogeek bulb's dump; not from a
+# 7. An accessory removed while the gateway is stopped (the Koogeek bulb's dump; not from a
 # directory of the caller's, HOMEMQTT_HA_ACCESSORIES): its entities leave Home Assistant, the
 # others stay.
 if [ -z "${HOMEMQTT_HA_ACCESSORIES:-}" ]; then
-    kill -TERM "$gateway_pid"
-    wait "$gateway_pid" || { say "the gateway's exit status on SIGTERM: $?"; status=1; }
+    stop_gateway
     removed=$accessories/koogeek_ls1.json
     rm "$removed"
     say "removed $(basename "$removed") while the gateway was stopped"
@@ -251,6 +313,38 @@ print(max((len(c.get("cmps") or c.get("components") or {}) for c in map(json.loa
         status=1
     fi
 fi
+# 8. A second site on the same broker: another gateway with the same home on a base topic and a
+# state directory of its own, and a site name, shown before its devices' names and areas. No
+# unique id is shared, its devices are told apart from the first site's by name, each of its
+# entities follows every command, and the first site's entities are untouched by them.
+if [ -z "${HOMEMQTT_HA_ACCESSORIES:-}" ]; then
+    site_started=$(date +%s)
+    cp -r "$accessories" "$work/accessories-lake"
+    sed -e "s|^base-topic: home|base-topic: lake|; s|client-id: homemqtt|client-id: homemqtt-lake|" \
+        -e "s|^state-directory: .*|state-directory: $work/state-lake|" \
+        -e "s|directory: $accessories\$|directory: $work/accessories-lake|" \
+        -e "s|^  # site-name: .*|  site-name: Lake House|; s|^  # site-name-in: .*|  site-name-in: [device-name, area]|" \
+        "$work/gateway.yml" >"$work/gateway-lake.yml"
+    [ "$(grep -cE '^(base-topic: lake|  site-name: Lake House|  site-name-in: \[)' "$work/gateway-lake.yml")" = 3 ] ||
+        { say "the second site's config was not made"; exit 1; }
+    "$HOMEMQTT_BINARY" run -c "$work/gateway-lake.yml" >"$work/gateway-lake.log" 2>&1 &
+    site_pid=$!
+    wait_online "$site_pid" "$work/gateway-lake.log" 0 lake
+    timeout 10 mosquitto_sub -h 127.0.0.1 -p "$port" -t 'homeassistant/#' --retained-only -W 3 -F '%p' \
+        >"$work/discovery-all.jsonl" 2>/dev/null || true
+    lake_status='"topic":"lake/$gateway/status"'
+    grep '^{' "$work/discovery-all.jsonl" | grep -F "$lake_status" >"$root/tmp/discovery-lake.jsonl" || true
+    grep '^{' "$work/discovery-all.jsonl" | grep -vF "$lake_status" >"$root/tmp/discovery-home.jsonl" || true
+    { sites states --discovery /tmp/discovery-home.jsonl --out /tmp/states-home.json &&
+        sites sites --discovery /tmp/discovery-home.jsonl --site-discovery /tmp/discovery-lake.jsonl \
+            --site-name "Lake House"; } || status=1
+    drive drive --discovery /tmp/discovery-lake.jsonl --states-file /tmp/states-lake.json || status=1
+    sites unchanged --discovery /tmp/discovery-home.jsonl --states-file /tmp/states-home.json || status=1
+    kill -TERM "$site_pid"
+    wait "$site_pid" || { say "the second site's exit status on SIGTERM: $?"; status=1; }
+    site_pid=""
+    say "the second site checked in $(seconds "$site_started") s"
+fi
 after=$(log_problems)
 if [ -n "$after" ]; then
     say "MQTT and template warnings and errors in home-assistant.log" \
@@ -261,9 +355,11 @@ fi
 others=$(grep -cE '^[0-9-]+ [0-9:.]+ (WARNING|ERROR|CRITICAL) ' "$config/home-assistant.log" || true)
 say "home-assistant.log: $others warnings and errors in all" \
     "(HOMEMQTT_HA_KEEP=1 keeps it, in <work>/upper/tmp/ha-config)"
-gateway_warnings=$(grep -cE ' (warning|error|critical) ' "$work/gateway.log" || true)
-say "gateway log: $gateway_warnings warnings and errors"
-grep -E ' (warning|error|critical) ' "$work/gateway.log" | head -40 || true
+for log in "$work/gateway.log" "$work/gateway-lake.log"; do
+    [ -f "$log" ] || continue
+    say "$(basename "$log"): $(grep -cE ' (warning|error|critical) ' "$log" || true) warnings and errors"
+    grep -E ' (warning|error|critical) ' "$log" | head -40 || true
+done
 say "run took $(seconds "$run_started") s"
 if [ "$status" -ne 0 ]; then
     say "FAILED"
