@@ -14,6 +14,9 @@ these use), each a subcommand, run with Home Assistant's own Python:
             area, and no device name of the second is one of the first's
   unchanged the first site's controllable entities are as `states` recorded them (--states-file),
             after the second site's were driven: commands on one site never reach the other
+  diagnostic the gateway's sensors and the accessories' last seen are diagnostic entities, the
+            last-seen ones disabled by default, the gateway's enabled ones with a state (issue 44;
+            "Last error" is unknown while there is none)
 """
 
 import argparse
@@ -177,9 +180,49 @@ async def sites(args):
     sys.exit(1 if problems else 0)
 
 
+async def diagnostic(args):
+    """Issue 44: the gateway's own sensors and every accessory's last seen are diagnostic entities
+    in Home Assistant's registry, the last-seen ones disabled until a person enables them (as the
+    configs ask), and the gateway's enabled ones have a state."""
+    token = open(args.token_file).read()
+    wanted = {}  # unique id: enabled by default
+    for config in configs(args.discovery):
+        components = config.get("cmps") or config.get("components") or {}
+        for c in components.values():
+            if c.get("entity_category") == "diagnostic":
+                wanted[c.get("unique_id")] = c.get("enabled_by_default", True)
+    gateway = [u for u in wanted if gateway_device(u)]
+    last_seen = [u for u in wanted if u.endswith("_last_seen")]
+    if not gateway or not last_seen:
+        sys.exit(f"diagnostic: the configs have {len(gateway)} gateway and {len(last_seen)} last-seen entities")
+    async with aiohttp.ClientSession() as http:
+        entries = {e["unique_id"]: e for e in await mqtt_entities(http, args, token)}
+        driver = Driver(http, args, token)
+        problems = []
+        for uid, enabled in sorted(wanted.items()):
+            e = entries.get(uid)
+            if e is None:
+                problems.append(f"{uid}: not in Home Assistant")
+                continue
+            if e.get("entity_category") != "diagnostic":
+                problems.append(f"{e['entity_id']}: category {e.get('entity_category')!r}, not diagnostic")
+            if enabled != (e.get("disabled_by") is None):
+                problems.append(f"{e['entity_id']}: disabled_by {e.get('disabled_by')!r}, enabled by default {enabled}")
+            if enabled:
+                state = ((await driver.state(e["entity_id"])) or {}).get("state")
+                # Unknown is a state for "Last error" (while the gateway has none), for no other.
+                if state in (None, "unavailable") or (state == "unknown" and not uid.endswith("_last_error")):
+                    problems.append(f"{e['entity_id']}: state {state!r}")
+    for p in problems:
+        print(f"FAIL {p}")
+    print(f"diagnostic: {len(gateway)} gateway entities and {len(last_seen)} last-seen ones, all diagnostic in "
+          f"Home Assistant; the last-seen ones disabled, the gateway's enabled ones with a state")
+    sys.exit(1 if problems else 0)
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("step", choices=["registry", "moved", "states", "sites", "unchanged"])
+    p.add_argument("step", choices=["registry", "moved", "states", "sites", "unchanged", "diagnostic"])
     p.add_argument("--url", default="http://127.0.0.1:8123")
     p.add_argument("--token-file", required=True)
     p.add_argument("--discovery")
@@ -193,7 +236,8 @@ def main():
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("--follow", type=float, default=30)
     args = p.parse_args()
-    steps = {"registry": registry, "moved": moved, "states": states, "sites": sites, "unchanged": unchanged}
+    steps = {"registry": registry, "moved": moved, "states": states, "sites": sites, "unchanged": unchanged,
+             "diagnostic": diagnostic}
     asyncio.run(steps[args.step](args))
 
 

@@ -229,10 +229,11 @@ drive() { in_root "$root" python3 /tmp/drive.py "$@" --url "http://127.0.0.1:$ha
 sites() { in_root "$root" python3 /tmp/sites.py "$@" --url "http://127.0.0.1:$ha_port" --token-file /tmp/token; }
 drive setup --broker-port "$port" || { tail -30 "$config/home-assistant.log"; exit 1; }
 drive wait --discovery /tmp/discovery.jsonl
+status=0
+sites diagnostic --discovery /tmp/discovery.jsonl || status=1
 say "Home Assistant up, onboarded and every entity discovered in $(seconds "$ha_started") s"
 
 # 4. Every entity driven.
-status=0
 drive_started=$(date +%s)
 drive drive --discovery /tmp/discovery.jsonl --states-file /tmp/states.json || status=1
 say "driven in $(seconds "$drive_started") s"
