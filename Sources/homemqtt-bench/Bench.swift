@@ -137,6 +137,8 @@ struct GatewayChild: AsyncParsableCommand {
     )
 
     @Option var config: String
+    @Flag(help: "Make the changes that stdin asks for in the simulator (`SourceChanges`).")
+    var changesFromStdin = false
 
     func run() async throws {
         HomeMQTTApp.useOneMemoryArena()
@@ -154,7 +156,12 @@ struct GatewayChild: AsyncParsableCommand {
             configuration: .init(
                 services: parts.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
-            try await group.run()
+            // The changes end when the bench closes stdin, before it stops the gateway.
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                if changesFromStdin { tasks.addTask { try await SourceChanges.follow(source) } }
+                try await tasks.waitForAll()
+            }
         } catch is CancellationError {
             return
         }

@@ -45,12 +45,14 @@ enum Callgrind {
     /// (also when a signal ends it: valgrind writes the profile before the process goes).
     /// `environment` entries are added to the bench's own.
     static func start(
-        _ executable: String, _ arguments: [String], outFile: String, environment: [String: String]? = nil
+        _ executable: String, _ arguments: [String], outFile: String, environment: [String: String]? = nil,
+        standardInput: Bool = false
     ) throws -> ChildProcess {
         if let reason = unavailableReason { throw BenchError(reason) }
         return try ChildProcess(
             "valgrind", ["--tool=callgrind", "--callgrind-out-file=\(outFile)", executable] + arguments,
-            environment: (environment ?? [:]).merging([BenchEntry.runLoopVariable: "1"]) { $1 })
+            environment: (environment ?? [:]).merging([BenchEntry.runLoopVariable: "1"]) { $1 },
+            standardInput: standardInput)
     }
 
     /// Waits for a process under callgrind to end (SIGTERM first when `terminate`), and returns the

@@ -26,6 +26,9 @@ enum InstructionsScenario {
         let files = try TemporaryDirectory(prefix: "homemqtt-bench-instr")
         var rows = try await roundTripRows(
             accessories: full ? 100 : 10, roundTrips: full ? 5000 : 100, files: files, profile: true)
+        rows += try await notificationRows(
+            accessories: files.url.appendingPathComponent("accessories"), changes: full ? 5000 : 100, files: files)
+        if ProcessInfo.processInfo.environment["HOMEMQTT_BENCH_NO_HAP"] != nil { return rows }
         rows += try await hapRows(reads: full ? 5000 : 100, pythonReads: full ? 1000 : 20)
         return rows
     }
