@@ -115,38 +115,85 @@ final class GatewayThread: TaskExecutor, MQTTNetworkThreadGuest, @unchecked Send
 /// The jobs waiting for the gateway's thread, under one lock and one condition variable; or,
 /// while lent, for the network thread that `borrowerWake` wakes — unless `handedBack`.
 private final class JobQueue: @unchecked Sendable {
-    private var jobs: [UnownedJob] = []
-    private var spare: [UnownedJob] = []
-    private var closed = false
-    private var sleeping = false
-    private var borrowerWake: (@Sendable () -> Void)?
+    /// What the lock guards. Behind a pointer, not in stored properties: every access to a
+    /// class's stored `var` is checked for exclusivity at run time (`swift_beginAccess`, a
+    /// thread-local look-up), and a job's trip through here made a dozen of them, ~6 k
+    /// instructions a `set` (callgrind). What holds instead: every access is under `mutex`.
+    private struct State {
+        var jobs: [UnownedJob] = []
+        var spare: [UnownedJob] = []
+        var closed = false
+        var sleeping = false
+        var borrowerWake: (@Sendable () -> Void)?
+        var borrowerWaiting = false
+        var handedBack = false
+        var window = (start: ContinuousClock.now, busy: Duration.zero)
+    }
+
+    private let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
+    /// Allocated, so that their addresses are stable (`&` on a stored property promises none).
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    private var jobs: [UnownedJob] {
+        get { state.pointee.jobs }
+        _modify { yield &state.pointee.jobs }
+    }
+    private var spare: [UnownedJob] {
+        get { state.pointee.spare }
+        _modify { yield &state.pointee.spare }
+    }
+    private var closed: Bool {
+        get { state.pointee.closed }
+        set { state.pointee.closed = newValue }
+    }
+    private var sleeping: Bool {
+        get { state.pointee.sleeping }
+        set { state.pointee.sleeping = newValue }
+    }
+    private var borrowerWake: (@Sendable () -> Void)? {
+        get { state.pointee.borrowerWake }
+        set { state.pointee.borrowerWake = newValue }
+    }
     /// The borrower waits for its socket: the next job appended wakes it.
-    private var borrowerWaiting = false
+    private var borrowerWaiting: Bool {
+        get { state.pointee.borrowerWaiting }
+        set { state.pointee.borrowerWaiting = newValue }
+    }
     /// Lent, but the borrower ran out of budget: the own thread drains until the queue is empty.
-    private var handedBack = false
+    private var handedBack: Bool {
+        get { state.pointee.handedBack }
+        set { state.pointee.handedBack = newValue }
+    }
     /// Since when, and how long of it, the own thread has worked on handed-back work.
-    private var window = (start: ContinuousClock.now, busy: Duration.zero)
+    private var window: (start: ContinuousClock.Instant, busy: Duration) {
+        get { state.pointee.window }
+        _modify { yield &state.pointee.window }
+    }
     /// Who takes the next job: the borrower, or the own thread.
-    private var borrowerTakes: Bool { borrowerWake != nil && !handedBack }
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
+    private var borrowerTakes: Bool { state.pointee.borrowerWake != nil && !state.pointee.handedBack }
 
     init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
+        state.initialize(to: State())
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
         jobs.reserveCapacity(64)
         spare.reserveCapacity(64)
     }
 
     deinit {
-        pthread_cond_destroy(&condition)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        state.deinitialize(count: 1)
+        state.deallocate()
+        condition.deallocate()
+        mutex.deallocate()
     }
 
     /// Wakes whichever thread drains only if it waits: a job appended while it drains costs no
     /// syscall.
     func append(_ job: UnownedJob) {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         jobs.append(job)
         var wakeBorrower: (@Sendable () -> Void)?
         var signal = false
@@ -158,34 +205,34 @@ private final class JobQueue: @unchecked Sendable {
         } else {
             signal = sleeping
         }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
         wakeBorrower?()
-        if signal { pthread_cond_signal(&condition) }
+        if signal { pthread_cond_signal(condition) }
     }
 
     func lend(wake: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         borrowerWake = wake
         borrowerWaiting = false
         handedBack = false
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 
     func takeBack() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         borrowerWake = nil
         borrowerWaiting = false
         handedBack = false
         let signal = sleeping
-        pthread_mutex_unlock(&mutex)
-        if signal { pthread_cond_signal(&condition) }
+        pthread_mutex_unlock(mutex)
+        if signal { pthread_cond_signal(condition) }
     }
 
     /// For the borrower: everything queued, or nil (nothing, or handed back), and then it is
     /// woken for the next job it takes.
     func nextForBorrower() -> [UnownedJob]? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         guard borrowerTakes, !jobs.isEmpty else {
             borrowerWaiting = true
             return nil
@@ -196,28 +243,28 @@ private final class JobQueue: @unchecked Sendable {
     /// The borrower spent its budget: the own thread drains until the queue is empty, from
     /// `rest` (the batch's jobs not run yet) on.
     func handBack(_ rest: ArraySlice<UnownedJob>) {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         jobs.insert(contentsOf: rest, at: 0)
         handedBack = true
         window = (ContinuousClock.now, .zero)
         borrowerWaiting = true
         let signal = sleeping && !jobs.isEmpty
-        pthread_mutex_unlock(&mutex)
-        if signal { pthread_cond_signal(&condition) }
+        pthread_mutex_unlock(mutex)
+        if signal { pthread_cond_signal(condition) }
     }
 
     func borrowerAwake() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         borrowerWaiting = false
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 
     func close() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         closed = true
         let wake = sleeping
-        pthread_mutex_unlock(&mutex)
-        if wake { pthread_cond_signal(&condition) }
+        pthread_mutex_unlock(mutex)
+        if wake { pthread_cond_signal(condition) }
     }
 
     /// For the gateway's thread, having worked `busy` on the batch before: everything queued
@@ -227,8 +274,8 @@ private final class JobQueue: @unchecked Sendable {
     /// writes beside this one working, which is faster than one thread doing both. Otherwise
     /// (a lone slow job, then requests one at a time) it goes back to the borrower.
     func next(afterWorking busy: Duration) -> [UnownedJob]? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         window.busy += busy
         while jobs.isEmpty || borrowerTakes {
             if jobs.isEmpty && closed { return nil }
@@ -237,7 +284,7 @@ private final class JobQueue: @unchecked Sendable {
             if jobs.isEmpty && handedBack {
                 if waitOrTimeOut(GatewayThread.keepAfterHandBack) && jobs.isEmpty { handedBack = false }
             } else {
-                pthread_cond_wait(&condition, &mutex)
+                pthread_cond_wait(condition, mutex)
             }
             sleeping = false
         }
@@ -261,7 +308,7 @@ private final class JobQueue: @unchecked Sendable {
         let nanoseconds = Int(deadline.tv_nsec) + Int(duration.components.attoseconds / 1_000_000_000)
         deadline.tv_sec += time_t(nanoseconds / 1_000_000_000)
         deadline.tv_nsec = Int(nanoseconds % 1_000_000_000)
-        return pthread_cond_timedwait(&condition, &mutex, &deadline) == ETIMEDOUT
+        return pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT
     }
 
     /// The two arrays swap, so a batch reuses the storage of the one before (once the batch
