@@ -28,6 +28,14 @@ struct ServedHome {
 
     /// A characteristic's value: the last one reported, else the one its accessory came with.
     func currentValue(_ address: CharacteristicAddress) -> CharacteristicValue? {
+        Self.currentValue(address, values: values, accessories: accessories)
+    }
+
+    /// `currentValue(_:)` from the two tables it reads (`Gateway.currentValue(_:)`).
+    static func currentValue(
+        _ address: CharacteristicAddress, values: [CharacteristicAddress: CharacteristicValue],
+        accessories: [String: Accessory]
+    ) -> CharacteristicValue? {
         if let reported = values[address] { return reported }
         for service in accessories[address.accessoryID]?.services ?? [] {
             if let found = service.characteristics.first(where: { $0.iid == address.iid }) { return found.value }
