@@ -39,8 +39,14 @@ public struct MQTTBrokerLimits: Sendable, Hashable, CustomStringConvertible {
 
     /// The largest packet the client sends: the smallest of the broker's, the configured and
     /// the learned limits; nil when none is known (then only the protocol's 256 MB bounds it).
+    /// Every publish asks (a few times): without an array, which cost two allocations a call.
     public var maximumPacketSize: Int? {
-        [brokerMaximumPacketSize, configuredMaximumPacketSize, learnedMaximumPacketSize].compactMap { $0 }.min()
+        func smaller(_ a: Int?, _ b: Int?) -> Int? {
+            guard let a else { return b }
+            guard let b else { return a }
+            return min(a, b)
+        }
+        return smaller(smaller(brokerMaximumPacketSize, configuredMaximumPacketSize), learnedMaximumPacketSize)
     }
 
     /// Whether the packet limit in force was learned rather than told.
