@@ -6,7 +6,12 @@ public import HomeModel
 /// `hap`), and `response/<op>` (`{"id", "status", "data"}`).
 enum Answers {
     static func result(id: JSONValue, op: String, value: CharacteristicValue?) -> JSONValue {
-        var object: [String: JSONValue] = ["id": id, "op": .string(op), "status": .string("ok")]
+        // Every `set` and `get` answers here. Room for the fourth key from the start: a literal
+        // of three grew its table for `value` (the encoder sorts the keys: the text is the same).
+        var object = [String: JSONValue](minimumCapacity: 4)
+        object["id"] = id
+        object["op"] = .string(op)
+        object["status"] = .string("ok")
         if let value { object["value"] = ValueCodec.json(value) }
         return .object(object)
     }

@@ -229,8 +229,14 @@ public struct TopicTree: Sendable {
 
     public func characteristic(_ address: CharacteristicAddress) -> CharacteristicNode? {
         guard let a = accessoryIndex[address.accessoryID] else { return nil }
-        for service in accessories[a].services {
-            if let found = service.characteristics.first(where: { $0.address.iid == address.iid }) { return found }
+        // Every value change and answer looks here. By index: `first(where:)` copied each node
+        // it passed (a retain and release of each of its references), ~1 k instructions a `set`.
+        let services = accessories[a].services
+        for s in services.indices {
+            for c in services[s].characteristics.indices where services[s].characteristics[c].address.iid == address.iid
+            {
+                return services[s].characteristics[c]
+            }
         }
         return nil
     }
@@ -240,7 +246,10 @@ public struct TopicTree: Sendable {
             return nil
         }
         let slug = topic[topic.index(after: slash)...]
-        return accessories[a].services[s].characteristics.first { $0.slug == slug }
+        // By index, as `characteristic(_:)`: no copy of the nodes passed over.
+        let characteristics = accessories[a].services[s].characteristics
+        for c in characteristics.indices where characteristics[c].slug == slug { return characteristics[c] }
+        return nil
     }
 
     public func service(topic: String) -> (AccessoryNode, ServiceNode)? {
