@@ -33,6 +33,7 @@ if [ "$status" -ne 0 ]; then
     exit 1
 fi
 python3 - "$work/out" "$work/profile" <<'EOF'
+import os
 import sys
 
 out_path, profile = sys.argv[1], sys.argv[2]
@@ -113,6 +114,12 @@ trip = next((r for r in instructions if r[1].startswith("set → state round tri
 if check(trip is not None, f"no round trip row in: {instructions}"):
     check(trip[2].endswith(" instr"), f"round trip: {trip}")
     check(trip[3].startswith("echo client ") and trip[3].endswith(" instr"), f"round trip baseline: {trip}")
+# The notification path's: per source change, its two profiles kept beside the round trip's.
+notify = next((r for r in instructions if r[1].startswith("source change → state notification")), None)
+if check(notify is not None, f"no notification row in: {instructions}"):
+    check(notify[2].endswith(" instr"), f"notification: {notify}")
+    for count in [100, 200]:
+        check(os.path.isfile(f"{profile}/callgrind.notify-{count}.out"), f"no notification profile of {count}")
 read = next((r for r in instructions if r[1].startswith("HAP read")), None)
 if check(read is not None, f"no HAP read row in: {instructions}"):
     check(read[2].endswith(" instr") or read[2] == "blocked", f"HAP read: {read}")
