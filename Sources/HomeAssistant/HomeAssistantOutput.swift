@@ -18,8 +18,8 @@ public final class HomeAssistantOutput: GatewayOutput {
     private var previous: HomeAssistantDiscovery.Context?
     /// Made at the start of each pass (`accessoriesHeldElsewhere`).
     private var heldElsewhere: Set<String> = []
-    /// The accessories with a heater-cooler whose config follows its mode (`heaterCoolerModes`),
-    /// as the last context found them: a value change of any other costs a set lookup.
+    /// The accessories with a heater-cooler whose config follows its mode (`heaterCoolerModes`)
+    /// in the pass's tree: a value change of any other costs a set lookup.
     private var modeFollowing: Set<String> = []
 
     /// The node ids kept in the state directory, shared by every home of the gateway; nil when
@@ -50,12 +50,8 @@ public final class HomeAssistantOutput: GatewayOutput {
             supportURL: config.supportURL,
             homeName: homeName(gateway), lastSeen: gateway.publishesLastSeen, site: config.site)
         if accessoryTopics {
-            modeFollowing = []
             for node in tree.accessories {
-                let modes = heaterCoolerModes(of: node, gateway)
-                guard !modes.isEmpty else { continue }
-                modeFollowing.insert(node.id)
-                options.heaterCoolerModes.merge(modes) { $1 }
+                options.heaterCoolerModes.merge(heaterCoolerModes(of: node, gateway)) { $1 }
             }
         }
         return HomeAssistantDiscovery.Context(
@@ -148,6 +144,7 @@ public final class HomeAssistantOutput: GatewayOutput {
             return
         }
         pass = context(tree, gateway)
+        modeFollowing = Set(pass?.options.heaterCoolerModes.keys.map(\.accessoryID) ?? [])
         previous = nil
         clearLeftBehind(tree, gateway)
     }
