@@ -88,21 +88,26 @@ async def ws_call(http, url, token, message):
         return reply["result"]
 
 
-def expected_unique_ids(discovery_file):
-    """The unique ids of every component the retained discovery configs name (device-based `cmps` or single)."""
-    ids = set()
+def configs(discovery_file):
+    """The retained discovery configs of a file, one JSON payload a line."""
     with open(discovery_file) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            config = json.loads(line)
-            components = config.get("cmps") or config.get("components")
-            for c in components.values() if components else [config]:
-                uid = c.get("uniq_id") or c.get("unique_id")
-                if uid:
-                    ids.add(uid)
-    return ids
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def component_ids(config):
+    """The unique ids of a config's components (device-based `cmps`, or a single component's own)."""
+    components = config.get("cmps") or config.get("components")
+    return {c.get("uniq_id") or c.get("unique_id") for c in (components.values() if components else [config])} - {None}
+
+
+def expected_unique_ids(discovery_file):
+    """The unique ids of every component the retained discovery configs name."""
+    return set().union(*map(component_ids, configs(discovery_file)))
+
+
+async def unavailable(driver, entity_ids):
+    """Those of the entities Home Assistant has no state for, or shows unavailable."""
+    return [e for e in entity_ids if ((await driver.state(e)) or {}).get("state") in (None, "unavailable")]
 
 
 async def mqtt_entities(http, args, token):
@@ -131,12 +136,12 @@ async def wait(args):
         enabled = [e["entity_id"] for e in await mqtt_entities(http, args, token) if not e.get("disabled_by")]
         driver = Driver(http, args, token)
         while True:
-            unavailable = [e for e in enabled if ((await driver.state(e)) or {}).get("state") in (None, "unavailable")]
-            if not unavailable or time.monotonic() > deadline:
+            down = await unavailable(driver, enabled)
+            if not down or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.5)
     print(f"wait: all {len(expected)} discovered components are Home Assistant entities; "
-          f"{len(enabled) - len(unavailable)} of {len(enabled)} enabled ones available")
+          f"{len(enabled) - len(down)} of {len(enabled)} enabled ones available")
 
 
 class Driver:
@@ -394,7 +399,7 @@ async def avail(args):
         driver = Driver(http, args, token)
         deadline = time.monotonic() + args.timeout
         while True:
-            missing = [e for e in wanted if ((await driver.state(e)) or {}).get("state") in (None, "unavailable")]
+            missing = await unavailable(driver, wanted)
             if not missing:
                 break
             if time.monotonic() > deadline:
@@ -427,7 +432,7 @@ async def gone(args):
                 if e["unique_id"] in after and not e.get("disabled_by")]
         driver = Driver(http, args, token)
         while True:
-            down = [e for e in kept if ((await driver.state(e)) or {}).get("state") in (None, "unavailable")]
+            down = await unavailable(driver, kept)
             if not down:
                 break
             if time.monotonic() > deadline:

@@ -27,20 +27,10 @@ import time
 
 import aiohttp
 
-from drive import Driver, expected_unique_ids, mqtt_entities, ws_call
+from drive import Driver, component_ids, configs, expected_unique_ids, mqtt_entities, unavailable, ws_call
 
 # Domains whose state changes only by a command (the simulator moves nothing of these by itself).
 CONTROLLED = ("light", "switch", "lock", "fan", "climate")
-
-
-def configs(discovery_file):
-    with open(discovery_file) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def component_ids(config):
-    components = config.get("cmps") or config.get("components")
-    return {c.get("uniq_id") or c.get("unique_id") for c in (components.values() if components else [config])} - {None}
 
 
 def device_ids(config):
@@ -81,7 +71,7 @@ async def moved(args):
             missing = sorted(uids - have.keys())
             new = sorted(u for u in set(have) - set(before) if not gateway_device(u))
             ours = [have[u]["entity_id"] for u in sorted(uids) if u in have and not have[u].get("disabled_by")]
-            down = [e for e in ours if ((await driver.state(e)) or {}).get("state") in (None, "unavailable")]
+            down = await unavailable(driver, ours)
             if renamed or new:  # neither heals with time: a new id is a new entity for good
                 sys.exit(f"moved: {args.label}: entity ids changed {renamed}, new entities {new[:10]}")
             if not missing and not down:
