@@ -54,6 +54,62 @@ public struct AtomicFileWriter: Sendable {
 
     /// Replaces `url` with `bytes`, creating its directory (0700) when it is missing.
     public func write(_ bytes: [UInt8], to url: URL) throws(ModelError) {
+        try write(to: url) { (stream: inout Stream) throws(ModelError) in try stream.append(bytes) }
+    }
+
+    /// The temporary file being written: what `body` appends goes out a chunk at a time, so a
+    /// large file (the record of owned topics at 10,000 accessories) is never whole in memory.
+    public struct Stream {
+        fileprivate let fd: Int32
+        fileprivate let temp: String
+        fileprivate let writer: AtomicFileWriter
+        fileprivate var buffer: [UInt8] = []
+        fileprivate var offset = 0
+        /// A hook stopped the write (a test's "crash"): the temporary stays, as after a crash.
+        fileprivate var crashed = false
+
+        /// Appends bytes, writing each full chunk.
+        public mutating func append(_ bytes: some Collection<UInt8>) throws(ModelError) {
+            buffer.append(contentsOf: bytes)
+            try flush(whole: false)
+        }
+
+        /// Appends `text` as a JSON string, quoted and escaped.
+        public mutating func appendJSONString(_ text: String) throws(ModelError) {
+            JSONValue.appendString(text, to: &buffer)
+            try flush(whole: false)
+        }
+
+        /// Writes the buffer's full chunks, or all of it (`whole`, at the end).
+        fileprivate mutating func flush(whole: Bool) throws(ModelError) {
+            var start = 0
+            while buffer.count - start >= writer.chunkSize || (whole && start < buffer.count) {
+                let count = min(writer.chunkSize, buffer.count - start)
+                do { try writer.step(.write(offset: offset, count: count)) } catch {
+                    crashed = true
+                    throw error
+                }
+                var done = 0
+                while done < count {
+                    let n = buffer.withUnsafeBytes { bytes in
+                        posixWrite(fd, bytes.baseAddress.map { $0 + start + done }, count - done)
+                    }
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw AtomicFileWriter.ioError("write \(temp)")
+                    }
+                    done += n
+                }
+                offset += count
+                start += count
+            }
+            if start > 0 { buffer.removeFirst(start) }
+        }
+    }
+
+    /// Replaces `url` with what `body` appends to the stream, creating its directory (0700) when
+    /// it is missing. A failure of `body` leaves the old file.
+    public func write(to url: URL, _ body: (inout Stream) throws(ModelError) -> Void) throws(ModelError) {
         let directory = url.deletingLastPathComponent().path
         let temp = directory + "/" + Self.temporaryPrefix(for: url) + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try step(.createTemporary)
@@ -70,36 +126,29 @@ public struct AtomicFileWriter: Sendable {
             unlink(temp)
             return error
         }
+        // open's mode is filtered by the umask; 0600 is meant whatever the umask is.
+        guard fchmod(fd, Self.fileMode) == 0 else { throw fail(Self.ioError("set the mode of \(temp)")) }
+        var stream = Stream(fd: fd, temp: temp, writer: self)
         do {
-            // open's mode is filtered by the umask; 0600 is meant whatever the umask is.
-            guard fchmod(fd, Self.fileMode) == 0 else { throw fail(Self.ioError("set the mode of \(temp)")) }
-            var offset = 0
-            while offset < bytes.count {
-                let count = min(chunkSize, bytes.count - offset)
-                do { try step(.write(offset: offset, count: count)) } catch { close(fd); throw error }
-                var done = 0
-                while done < count {
-                    let n = bytes.withUnsafeBytes { buffer in
-                        posixWrite(fd, buffer.baseAddress.map { $0 + offset + done }, count - done)
-                    }
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw fail(Self.ioError("write \(temp)"))
-                    }
-                    done += n
-                }
-                offset += count
+            try body(&stream)
+            try stream.flush(whole: true)
+        } catch {
+            // A hook's "crash" leaves the temporary as a crash would; anything else removes it.
+            if stream.crashed {
+                close(fd)
+                throw error
             }
-            do { try step(.syncFile) } catch { close(fd); throw error }
-            guard fsync(fd) == 0 else { throw fail(Self.ioError("fsync \(temp)")) }
-            do { try step(.closeFile) } catch { close(fd); throw error }
-            isOpen = false
-            guard close(fd) == 0 else { throw fail(Self.ioError("close \(temp)")) }
-            try step(.rename)
-            guard rename(temp, url.path) == 0 else { throw fail(Self.ioError("rename \(temp) to \(url.path)")) }
-            try step(.syncDirectory)
-            try Self.syncDirectory(directory)
+            throw fail(error)
         }
+        do { try step(.syncFile) } catch { close(fd); throw error }
+        guard fsync(fd) == 0 else { throw fail(Self.ioError("fsync \(temp)")) }
+        do { try step(.closeFile) } catch { close(fd); throw error }
+        isOpen = false
+        guard close(fd) == 0 else { throw fail(Self.ioError("close \(temp)")) }
+        try step(.rename)
+        guard rename(temp, url.path) == 0 else { throw fail(Self.ioError("rename \(temp) to \(url.path)")) }
+        try step(.syncDirectory)
+        try Self.syncDirectory(directory)
     }
 
     /// Makes the renames in `directory` durable.
@@ -132,7 +181,7 @@ public struct AtomicFileWriter: Sendable {
         guard chmod(path, directoryMode) == 0 else { throw ioError("set the mode of \(path)") }
     }
 
-    private func step(_ s: WriteStep) throws(ModelError) {
+    fileprivate func step(_ s: WriteStep) throws(ModelError) {
         guard let hook else { return }
         do {
             try hook(s)

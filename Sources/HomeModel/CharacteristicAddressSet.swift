@@ -74,6 +74,41 @@ public struct CharacteristicAddressSet: Sendable, Equatable {
         return out
     }
 
+    /// The addresses not in `other`, in `CharacteristicAddress` order, a few thousand at a time:
+    /// each batch of whole accessories, closed once it holds `size` (so a batch exceeds `size`
+    /// by at most one accessory's addresses). The first notification sync of 10,000
+    /// accessories made them as one array and filtered it into another: ~20 MB at the
+    /// start-up's peak, for a moment.
+    public func batches(notIn other: CharacteristicAddressSet, size: Int) -> Batches {
+        Batches(set: self, other: other, ids: byAccessory.keys.sorted(), size: max(size, 1))
+    }
+
+    public struct Batches: Sequence, IteratorProtocol {
+        fileprivate let set: CharacteristicAddressSet
+        fileprivate let other: CharacteristicAddressSet
+        fileprivate let ids: [String]
+        fileprivate let size: Int
+        private var index = 0
+
+        fileprivate init(set: CharacteristicAddressSet, other: CharacteristicAddressSet, ids: [String], size: Int) {
+            (self.set, self.other, self.ids, self.size) = (set, other, ids, size)
+        }
+
+        public mutating func next() -> [CharacteristicAddress]? {
+            var batch: [CharacteristicAddress] = []
+            while index < ids.count, batch.count < size {
+                let id = ids[index]
+                index += 1
+                let theirs = other.byAccessory[id] ?? []
+                for iid in set.byAccessory[id] ?? [] where !CharacteristicAddressSet.position(of: iid, in: theirs).found
+                {
+                    batch.append(CharacteristicAddress(accessoryID: id, iid: iid))
+                }
+            }
+            return batch.isEmpty ? nil : batch
+        }
+    }
+
     /// Every address, as a `Set`.
     public var addresses: Set<CharacteristicAddress> {
         var out = Set<CharacteristicAddress>(minimumCapacity: count)
@@ -84,7 +119,7 @@ public struct CharacteristicAddressSet: Sendable, Equatable {
     }
 
     /// Where `iid` is in the sorted `iids`, or would go.
-    private static func position(of iid: UInt64, in iids: [UInt64]) -> (index: Int, found: Bool) {
+    fileprivate static func position(of iid: UInt64, in iids: [UInt64]) -> (index: Int, found: Bool) {
         var (low, high) = (0, iids.count)
         while low < high {
             let middle = (low + high) / 2

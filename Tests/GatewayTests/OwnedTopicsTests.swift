@@ -138,6 +138,28 @@ final class OwnedTopicsTests: XCTestCase {
         }
     }
 
+    /// The record is written as it is made (never whole in memory): the same JSON document a
+    /// `JSONValue` of it encodes to, escapes included, across many of the writer's chunks.
+    func testTheRecordIsWrittenAsTheDocumentItIs() throws {
+        let directory = try TemporaryDirectory(prefix: "homemqtt-owned")
+        let store = OwnedTopicsStore(
+            stateDirectory: URL(fileURLWithPath: directory.path), broker: "mqtt://\"broker\":1883", base: "häus")
+        var record = OwnedTopics()
+        record.topics = Set((0..<5_000).map { "häus/room \($0)/\"quoted\"\\back/$info" })
+        record.accessories = Dictionary(
+            uniqueKeysWithValues: (0..<3_000).map { ("häus/room/lamp-\($0)", Set(["light/on", "light/brightness\n"])) })
+        try store.save(record)
+        let expected = JSONValue.object([
+            "version": .int(1), "broker": .string("mqtt://\"broker\":1883"), "base": .string("häus"),
+            "topics": .array(record.topics.sorted().map(JSONValue.string)),
+            "accessories": .object(record.accessories.mapValues { .array($0.sorted().map(JSONValue.string)) }),
+        ])
+        let written = try XCTUnwrap(FileManager.default.contents(atPath: store.file.path))
+        XCTAssertGreaterThan(written.count, 4 * 64 * 1024, "more than a few chunks")
+        XCTAssertEqual(Array(written), expected.encodedUTF8())
+        XCTAssertEqual(try store.load(), record)
+    }
+
     func testRequestFiltersMatchAsABrokerDoes() {
         for (topic, filter, expected) in [
             ("home/a/b/c/d/set", "home/+/+/+/+/set", true),

@@ -50,4 +50,30 @@ import Testing
         let again = set.remove(Self.address(2, 3))
         #expect(!again)
     }
+
+    /// The notification sync's difference: every address of one set not in the other, each
+    /// once, in order, in batches of whole accessories that close once they reach the size.
+    @Test func itsDifferenceComesInBatchesOfWholeAccessories() {
+        var generator = SystemRandomNumberGenerator()
+        let all = (0..<40).flatMap { accessory in (1...30).map { Self.address(accessory, UInt64($0)) } }
+        let one = CharacteristicAddressSet(all.filter { _ in Bool.random(using: &generator) })
+        let other = CharacteristicAddressSet(all.filter { _ in Bool.random(using: &generator) })
+        let batches = Array(one.batches(notIn: other, size: 50))
+        let expected = one.sorted.filter { !other.contains($0) }
+        #expect(batches.flatMap { $0 } == expected)
+        for (index, batch) in batches.enumerated() {
+            let accessories = Set(batch.map(\.accessoryID))
+            // No accessory is split between batches, and a batch stops at the first accessory
+            // that takes it to the size.
+            for later in batches.dropFirst(index + 1) {
+                #expect(accessories.isDisjoint(with: later.map(\.accessoryID)))
+            }
+            let withoutLast = batch.filter { $0.accessoryID != batch.last?.accessoryID }
+            #expect(withoutLast.count < 50)
+            #expect(!batch.isEmpty)
+        }
+        #expect(Array(one.batches(notIn: one, size: 50)).isEmpty)
+        #expect(Array(CharacteristicAddressSet().batches(notIn: one, size: 50)).isEmpty)
+        #expect(Array(one.batches(notIn: CharacteristicAddressSet(), size: 1_000)) == [one.sorted])
+    }
 }

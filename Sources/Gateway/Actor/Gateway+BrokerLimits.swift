@@ -32,7 +32,7 @@ extension Gateway {
             if Task.isCancelled { return }
             let payload = message.payload()
             setRetained(message.topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
-            await outbox.wait(below: publication.backlog)
+            await outbox.wait(below: publication.backlog, bytes: Publication.backlogBytes)
         }
     }
 

@@ -92,7 +92,7 @@ extension Gateway {
             if Task.isCancelled { return }
             applyDocuments(node)
             enqueue(publication.characteristicTopics(of: node, old: empty, texts: &texts, value: currentValue))
-            await outbox.wait(below: publication.backlog)
+            await outbox.wait(below: publication.backlog, bytes: Publication.backlogBytes)
         }
         _ = outputs.gatewayDocuments(self)
         await applyTreePaced()

@@ -118,17 +118,21 @@ extension Gateway {
         notifyObservers(.value(node, value))
     }
 
+    /// How many addresses `syncNotifications` hands the source in one call, about.
+    static var notificationBatch: Int { 4096 }
+
     func syncNotifications() async {
         // Kept by accessory (`CharacteristicAddressSet`): at 10,000 accessories a `Set` of the
         // 250,000 addresses that notify cost 12.6 MB, made again at each change of the tree.
         var enabled = CharacteristicAddressSet()
         for await desired in work.notificationStream {
-            let off = enabled.sorted.filter { !desired.contains($0) }
-            let on = desired.sorted.filter { !enabled.contains($0) }
-            if !off.isEmpty {
+            // A batch of whole accessories at a time (`batches`): a home of a few thousand
+            // characteristics in one call each way, a large one without its every address in
+            // arrays at once.
+            for off in enabled.batches(notIn: desired, size: Self.notificationBatch) {
                 _ = await source.setNotifications(enabled: false, for: off)
             }
-            if !on.isEmpty {
+            for on in desired.batches(notIn: enabled, size: Self.notificationBatch) {
                 let failures = await source.setNotifications(enabled: true, for: on)
                 for (address, error) in failures {
                     logger.debug(

@@ -39,6 +39,11 @@ final class Outbox: Sendable {
     /// drain lowers it after a send, releasing: a publisher that reads zero (acquiring) comes
     /// after every queued message in the client's order.
     private let waiting = Atomic(0)
+    /// The payload bytes of the queued publishes (`Item.publish`; a batch of characteristics'
+    /// topics and a republication make theirs as they are sent). A large home's first
+    /// publication waits on it as well as on the count: its HA configs and tree pages are
+    /// large, and 20,000 of them queued were most of its peak memory.
+    private let waitingBytes = Atomic(0)
     /// Which failures to log and how many went unlogged.
     private let failures = Mutex(PublishFailures())
     /// Publishes not handed to the broker: refused before sending (a topic or packet it would
@@ -56,6 +61,9 @@ final class Outbox: Sendable {
     /// Messages queued and not yet handed to the client (a republication counts as one): the
     /// direct path is taken only at zero, and a producer of many waits for it to fall.
     var backlog: Int { waiting.load(ordering: .acquiring) }
+
+    /// The payload bytes of the queued publishes (`waitingBytes`).
+    var backlogBytes: Int { waitingBytes.load(ordering: .relaxed) }
 
     /// Under MQTT 5 every publication says what it is, all UTF-8: JSON documents
     /// `application/json`, `$availability` and the status `text/plain`, and `state` by its text
@@ -148,6 +156,7 @@ final class Outbox: Sendable {
                 return
             }
         }
+        waitingBytes.add(payload.count, ordering: .relaxed)
         queue(.publish(topic: topic, payload: payload, retain: retain, qos: qos, properties: properties), counting: 1)
     }
 
@@ -172,10 +181,11 @@ final class Outbox: Sendable {
         waiting.subtract(messages, ordering: .acquiringAndReleasing)
     }
 
-    /// Waits until fewer than `limit` messages wait, or until `deadline`. Polls: it is used
-    /// only while the first publication of a large home is made, and at the end.
-    func wait(below limit: Int, until deadline: ContinuousClock.Instant? = nil) async {
-        while backlog >= limit {
+    /// Waits until fewer than `limit` messages wait and their payloads are below `bytes`, or
+    /// until `deadline`. Polls: it is used only while the first publication of a large home is
+    /// made, and at the end.
+    func wait(below limit: Int, bytes: Int = .max, until deadline: ContinuousClock.Instant? = nil) async {
+        while backlog >= limit || backlogBytes >= bytes {
             if let deadline, ContinuousClock.now >= deadline { return }
             try? await Task.sleep(for: .milliseconds(2))
         }
@@ -188,6 +198,7 @@ final class Outbox: Sendable {
             switch item {
             case .publish(let topic, let payload, let retain, let qos, let properties):
                 await send(topic, payload, retain: retain, qos: qos, properties: properties)
+                waitingBytes.subtract(payload.count, ordering: .relaxed)
                 sent(1)
             case .characteristics(let list):
                 await send(list)

@@ -7,6 +7,10 @@ struct Publication {
     /// How many messages the first publication lets wait in the outbox before it makes more,
     /// so that a large home's whole retained tree is never in memory at once.
     let backlog: Int
+    /// And how many payload bytes (the outbox's `backlogBytes`): the documents and tree pages
+    /// of a few accessories' worth, enough that the outbox never runs dry while the gateway
+    /// makes the next, and never the whole home's.
+    static let backlogBytes = 1 << 20
     /// The tree whose characteristic topics are on the broker (the current tree once started).
     private(set) var tree: TopicTree
     /// The retained topics other than characteristics' `state`/`meta`, as digests.
