@@ -63,7 +63,7 @@ final class Outbox: Sendable {
     var backlog: Int { waiting.load(ordering: .acquiring) }
 
     /// The payload bytes of the queued publishes (`waitingBytes`).
-    var backlogBytes: Int { waitingBytes.load(ordering: .relaxed) }
+    var backlogBytes: Int { waitingBytes.load(ordering: .acquiring) }
 
     /// Under MQTT 5 every publication says what it is, all UTF-8: JSON documents
     /// `application/json`, `$availability` and the status `text/plain`, and `state` by its text
@@ -187,6 +187,9 @@ final class Outbox: Sendable {
     func wait(below limit: Int, bytes: Int = .max, until deadline: ContinuousClock.Instant? = nil) async {
         while backlog >= limit || backlogBytes >= bytes {
             if let deadline, ContinuousClock.now >= deadline { return }
+            // A first publication stopped (SIGTERM) while the broker takes nothing: its caller
+            // checks for the cancellation next; a sleep that throws at once would spin here.
+            if deadline == nil, Task.isCancelled { return }
             try? await Task.sleep(for: .milliseconds(2))
         }
     }
@@ -198,8 +201,9 @@ final class Outbox: Sendable {
             switch item {
             case .publish(let topic, let payload, let retain, let qos, let properties):
                 await send(topic, payload, retain: retain, qos: qos, properties: properties)
-                waitingBytes.subtract(payload.count, ordering: .relaxed)
                 sent(1)
+                // After the count: a producer waiting on the bytes finds the count down too.
+                waitingBytes.subtract(payload.count, ordering: .releasing)
             case .characteristics(let list):
                 await send(list)
                 sent(CharacteristicTopics.messages(in: list))
