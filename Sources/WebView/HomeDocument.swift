@@ -41,7 +41,7 @@ enum HomeDocument {
                     var object: [String: JSONValue] = [
                         "iid": .uint(c.address.iid), "slug": .string(c.slug), "m": .int(Int64(index)),
                     ]
-                    if let value = value(c, inputs.values) { object["v"] = ValueCodec.json(value) }
+                    if let value = value(c, of: service, inputs.values) { object["v"] = ValueCodec.json(value) }
                     if c.isReadOnlyScope { object["ro"] = .bool(true) }
                     if let name = c.characteristic.name { object["desc"] = .string(name) }
                     characteristics.append(.object(object))
@@ -69,9 +69,10 @@ enum HomeDocument {
 
     /// A characteristic's value: the last one reported, else the one it was described with.
     static func value(
-        _ node: TopicTree.CharacteristicNode, _ values: [CharacteristicAddress: CharacteristicValue]
+        _ node: TopicTree.CharacteristicNode, of service: TopicTree.ServiceNode,
+        _ values: [CharacteristicAddress: CharacteristicValue]
     ) -> CharacteristicValue? {
-        values[node.address] ?? node.characteristic.value
+        values[node.address] ?? service.describedValue(of: node)
     }
 
     private static func accessory(_ node: TopicTree.AccessoryNode, services: [JSONValue]) -> [String: JSONValue] {

@@ -43,7 +43,9 @@ enum TreeText {
                             + (permissions.contains(.write) && !c.isReadOnlyScope ? "w" : "-")
                             + (permissions.contains(.notify) ? "n" : "-")
                         let value =
-                            c.characteristic.value.map { ValueCodec.text($0, metadata: c.characteristic.metadata) }
+                            service.describedValue(of: c).map {
+                                ValueCodec.text($0, metadata: c.characteristic.metadata)
+                            }
                             ?? "—"
                         out += shown("      \(c.slug) = \(value) (\(access))")
                     }

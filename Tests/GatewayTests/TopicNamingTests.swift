@@ -91,10 +91,17 @@ final class TopicTreeTests: XCTestCase {
             base: "home", accessories: list, home: try await home(list), scope: try ScopeFilter(ScopeConfig()))
         let a = try XCTUnwrap(tree.characteristic(CharacteristicAddress(accessoryID: "a", iid: 12)))
         let b = try XCTUnwrap(tree.characteristic(CharacteristicAddress(accessoryID: "b", iid: 12)))
-        XCTAssertEqual(a.characteristic.value, .int(10))
-        XCTAssertEqual(b.characteristic.value, .int(50))
-        XCTAssertEqual(a.characteristic, list[0].services[1].characteristics[1])
-        XCTAssertEqual(b.characteristic, list[1].services[1].characteristics[1])
+        // The described value is the service's (the accessory's description), not the node's.
+        func service(_ id: String) throws -> TopicTree.ServiceNode {
+            try XCTUnwrap(
+                tree.accessory(id: id)?.services.first { $0.characteristics.contains { $0.address.iid == 12 } })
+        }
+        XCTAssertEqual(try service("a").describedValue(of: a), .int(10))
+        XCTAssertEqual(try service("b").describedValue(of: b), .int(50))
+        var described = list[0].services[1].characteristics[1]
+        described.value = nil
+        XCTAssertEqual(a.characteristic, described)
+        XCTAssertEqual(b.characteristic, described)
         XCTAssertEqual([a.typeName, b.typeName], ["brightness", "brightness"])
         XCTAssertEqual(a.topic, "home/default-room/hall-lamp/lightbulb/brightness")
         XCTAssertEqual(b.topic, "home/default-room/desk-lamp/lightbulb/brightness")

@@ -9,13 +9,12 @@ public struct TopicTree: Sendable {
         /// The service's topic, shared with it: a characteristic stores no topic string of its
         /// own; `topic` is made from this when asked.
         public var serviceTopic: String
-        public var slug: String
-        /// What the characteristic is, but its value: the same for the characteristic of every
-        /// accessory of one model, so the tree keeps one for them all (`Kinds`).
+        /// What the characteristic is (without its value), its slug and its scope: the same for
+        /// the characteristic of every accessory of one model, so the tree keeps one for them
+        /// all (`Kinds`). A node is 48 bytes; with these and the described value of its own it
+        /// was 88 (10 MB more at 10,000 accessories). The described value is the service's
+        /// (`ServiceNode.describedValue`).
         private var kind: Kind
-        /// The value the characteristic was described with.
-        private var describedValue: CharacteristicValue?
-        public var isReadOnlyScope: Bool
 
         public init(
             address: CharacteristicAddress, serviceTopic: String, slug: String, typeName: String,
@@ -33,47 +32,57 @@ public struct TopicTree: Sendable {
         ) {
             self.address = address
             self.serviceTopic = serviceTopic
-            self.slug = slug
-            self.isReadOnlyScope = isReadOnlyScope
-            describedValue = characteristic.value
-            kind = kinds.kind(of: characteristic, typeName: typeName)
+            kind = kinds.kind(of: characteristic, slug: slug, isReadOnlyScope: isReadOnlyScope, typeName: typeName)
         }
 
+        public var slug: String { kind.slug }
+        /// Writable by the characteristic's permissions, read-only by the scope's.
+        public var isReadOnlyScope: Bool { kind.isReadOnlyScope }
         /// `home/<room>/<accessory>/<service>/<characteristic>`
         public var topic: String { serviceTopic + "/" + slug }
         public var typeName: String { kind.typeName }
-        public var characteristic: Characteristic {
-            var characteristic = kind.characteristic
-            characteristic.value = describedValue
-            return characteristic
-        }
+        /// What the characteristic is, without a value: the current one is the gateway's
+        /// (`Gateway.currentValue`), the described one the service's (`ServiceNode.describedValue`).
+        public var characteristic: Characteristic { kind.characteristic }
 
         /// A button's press: published on `state` once per press, never retained.
         public var isEvent: Bool { kind.characteristic.isEvent }
     }
 
-    /// A characteristic without its value, and its catalog name.
+    /// A characteristic without its value, its catalog name, its slug and scope.
     final class Kind: Sendable {
         let characteristic: Characteristic
         let typeName: String
+        let slug: String
+        let isReadOnlyScope: Bool
 
-        init(_ characteristic: Characteristic, typeName: String) {
-            self.characteristic = characteristic
+        init(_ key: Kinds.Key, typeName: String) {
+            characteristic = key.characteristic
+            slug = key.slug
+            isReadOnlyScope = key.isReadOnlyScope
             self.typeName = typeName
         }
     }
 
-    /// The kinds of characteristic a tree's builder has met. A node holds its kind by reference:
-    /// 8 bytes where the characteristic and its type name were 88, so that a home of 10,000
-    /// lamps of one model holds 25 kinds, not 250,000 copies (20 MB).
+    /// The kinds of characteristic a tree's builder has met. A node holds its kind by reference,
+    /// so that a home of 10,000 lamps of one model holds 25 kinds, not 250,000 copies.
     struct Kinds {
-        private var known: [Characteristic: Kind] = [:]
+        struct Key: Hashable {
+            var characteristic: Characteristic
+            var slug: String
+            var isReadOnlyScope: Bool
+        }
 
-        mutating func kind(of characteristic: Characteristic, typeName: (Characteristic) -> String) -> Kind {
-            var key = characteristic
-            key.value = nil
+        private var known: [Key: Kind] = [:]
+
+        mutating func kind(
+            of characteristic: Characteristic, slug: String, isReadOnlyScope: Bool,
+            typeName: (Characteristic) -> String
+        ) -> Kind {
+            var key = Key(characteristic: characteristic, slug: slug, isReadOnlyScope: isReadOnlyScope)
+            key.characteristic.value = nil
             if let kind = known[key] { return kind }
-            let kind = Kind(key, typeName: typeName(key))
+            let kind = Kind(key, typeName: typeName(key.characteristic))
             known[key] = kind
             return kind
         }
@@ -87,6 +96,12 @@ public struct TopicTree: Sendable {
         public var displayName: String
         public var service: AccessoryService
         public var characteristics: [CharacteristicNode]
+
+        /// The value `node` (one of this service's) was described with: the accessory's
+        /// description (`service`), before any value reported since.
+        public func describedValue(of node: CharacteristicNode) -> CharacteristicValue? {
+            service.characteristics.first { $0.iid == node.address.iid }?.value
+        }
     }
 
     public struct AccessoryNode: Sendable {
