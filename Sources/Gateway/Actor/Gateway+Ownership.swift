@@ -39,10 +39,18 @@ extension Gateway {
     /// other ledger topic join the record when it settles (one that a crash leaves unrecorded is
     /// still recognised by its output at the next start, `isOwnEarlierTopic`).
     func ownership(of tree: TopicTree) -> OwnedTopics {
+        OwnedTopics(publishing: tree, gatewayTopics: gatewayTopics, documents: accessoryDocuments)
+    }
+
+    /// What this gateway holds on the broker now: the published tree's topics and the ledger's.
+    var currentOwnership: OwnedTopics {
         OwnedTopics(
-            publishing: tree,
-            gatewayTopics: publishesHealth ? [statusTopic, treeTopic, healthTopic] : [statusTopic, treeTopic],
-            documents: accessoryDocuments)
+            publishing: publishedTree, gatewayTopics: gatewayTopics, documents: accessoryDocuments,
+            ledger: retained.topics)
+    }
+
+    private var gatewayTopics: Set<String> {
+        publishesHealth ? [statusTopic, treeTopic, healthTopic] : [statusTopic, treeTopic]
     }
 
     /// Makes the record hold what `tree` is about to publish. A record that cannot be written is
@@ -59,8 +67,7 @@ extension Gateway {
     /// accessory removed while the gateway was down, a rename made offline), then asks for the
     /// record to settle.
     func clearRecordedGhosts() {
-        var current = ownership(of: publishedTree)
-        current.topics.formUnion(retained.topics)
+        let current = currentOwnership
         let ghosts = ownership.recorded.topicsToClear(keeping: current)
         if !ghosts.isEmpty {
             logger.info(
@@ -88,8 +95,7 @@ extension Gateway {
             // 10,000 accessories, at the start-up's peak. Nothing runs on the actor in between,
             // and the file keeps the old record until the new one replaces it.
             if !retained.topics.allSatisfy(ownership.recorded.topics.contains) { ownership.recorded = OwnedTopics() }
-            var current = ownership(of: publishedTree)
-            current.topics.formUnion(retained.topics)
+            let current = currentOwnership
             if current != ownership.recorded { ownership.save(current, logger: logger) }
         }
     }
