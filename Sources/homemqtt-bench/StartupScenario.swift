@@ -51,8 +51,10 @@ enum StartupScenario {
                     baseline: "bare publisher " + Format.seconds(m.baselineSeconds),
                     ratio: Format.ratio(m.floorSeconds / m.baselineSeconds),
                     target: "—", met: "—"))
-            // Issue 44's memory targets: 50 MB at 1,000 accessories, 150 MB at the largest size (issue 25's was 250).
-            let memoryTarget: Int? = scale == .full ? (checked ? 150 : m.accessories == 1000 ? 50 : nil) : nil
+            // Issue 44's memory targets: 50 MB at 1,000 accessories, 150 MB at 10,000 (issue 25's was
+            // 250), by the size measured (`HOMEMQTT_BENCH_STARTUP_SIZES=1000` alone is still 1,000's).
+            let memoryTarget: Int? =
+                scale == .full ? (m.accessories == 1000 ? 50 : m.accessories == 10_000 ? 150 : nil) : nil
             rows.append(
                 Row(
                     name, "\(m.accessories) acc: peak RSS (VmHWM) of the gateway process",
