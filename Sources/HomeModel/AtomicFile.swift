@@ -68,10 +68,16 @@ public struct AtomicFileWriter: Sendable {
         /// A hook stopped the write (a test's "crash"): the temporary stays, as after a crash.
         fileprivate var crashed = false
 
-        /// Appends bytes, writing each full chunk.
+        /// Appends bytes, writing each full chunk: the buffer never holds more than a chunk, however
+        /// large `bytes` is.
         public mutating func append(_ bytes: some Collection<UInt8>) throws(ModelError) {
-            buffer.append(contentsOf: bytes)
-            try flush(whole: false)
+            var rest = bytes[...]
+            while !rest.isEmpty {
+                let piece = rest.prefix(writer.chunkSize - buffer.count)
+                buffer.append(contentsOf: piece)
+                rest = rest[piece.endIndex...]
+                try flush(whole: false)
+            }
         }
 
         /// Appends `text` as a JSON string, quoted and escaped.
