@@ -35,31 +35,27 @@ public struct TopicTree: Sendable {
             kind = kinds.kind(of: characteristic, slug: slug, isReadOnlyScope: isReadOnlyScope, typeName: typeName)
         }
 
-        public var slug: String { kind.slug }
+        public var slug: String { kind.key.slug }
         /// Writable by the characteristic's permissions, read-only by the scope's.
-        public var isReadOnlyScope: Bool { kind.isReadOnlyScope }
+        public var isReadOnlyScope: Bool { kind.key.isReadOnlyScope }
         /// `home/<room>/<accessory>/<service>/<characteristic>`
         public var topic: String { serviceTopic + "/" + slug }
         public var typeName: String { kind.typeName }
         /// What the characteristic is, without a value: the current one is the gateway's
         /// (`Gateway.currentValue`), the described one the service's (`ServiceNode.describedValue`).
-        public var characteristic: Characteristic { kind.characteristic }
+        public var characteristic: Characteristic { kind.key.characteristic }
 
         /// A button's press: published on `state` once per press, never retained.
-        public var isEvent: Bool { kind.characteristic.isEvent }
+        public var isEvent: Bool { kind.key.characteristic.isEvent }
     }
 
     /// A characteristic without its value, its catalog name, its slug and scope.
     final class Kind: Sendable {
-        let characteristic: Characteristic
+        let key: Kinds.Key
         let typeName: String
-        let slug: String
-        let isReadOnlyScope: Bool
 
         init(_ key: Kinds.Key, typeName: String) {
-            characteristic = key.characteristic
-            slug = key.slug
-            isReadOnlyScope = key.isReadOnlyScope
+            self.key = key
             self.typeName = typeName
         }
     }
@@ -67,7 +63,7 @@ public struct TopicTree: Sendable {
     /// The kinds of characteristic a tree's builder has met. A node holds its kind by reference,
     /// so that a home of 10,000 lamps of one model holds 25 kinds, not 250,000 copies.
     struct Kinds {
-        struct Key: Hashable {
+        struct Key: Hashable, Sendable {
             var characteristic: Characteristic
             var slug: String
             var isReadOnlyScope: Bool
