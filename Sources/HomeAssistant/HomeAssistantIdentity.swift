@@ -148,8 +148,7 @@ public final class HomeAssistantIdentity: Sendable {
         // document of 10,000 accessories was 8 MB at the start-up's peak. Read back by `File`.
         try AtomicFileWriter().write(to: file) { (stream: inout AtomicFileWriter.Stream) throws(ModelError) in
             try stream.append("{\n  \"accessories\" : {".utf8)
-            for (index, id) in entries.keys.sorted().enumerated() {
-                guard let entry = entries[id] else { continue }
+            for (index, (id, entry)) in entries.sorted(by: { $0.key < $1.key }).enumerated() {
                 try stream.append((index == 0 ? "\n    " : ",\n    ").utf8)
                 try stream.appendJSONString(id)
                 try stream.append(" : {\n      \"node-id\" : ".utf8)

@@ -209,8 +209,7 @@ extension Gateway {
     /// stopped as any gateway is.
     public func retire() {
         var all = ownership.recorded
-        all.formUnion(ownership(of: publishedTree))
-        all.topics.formUnion(retained.topics)
+        all.formUnion(currentOwnership)
         let topics = all.topicsToClear(keeping: OwnedTopics())
         logger.info("clearing the topics of a home no longer served here", metadata: ["count": "\(topics.count)"])
         let inside = base + "/"

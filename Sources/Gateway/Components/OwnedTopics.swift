@@ -142,11 +142,11 @@ public struct OwnedTopics: Sendable, Equatable {
             try stream.append("]".utf8)
         }
         try stream.append(#"{"accessories":{"#.utf8)
-        for (index, id) in accessories.keys.sorted().enumerated() {
+        for (index, (id, paths)) in accessories.sorted(by: { $0.key < $1.key }).enumerated() {
             if index > 0 { try stream.append(",".utf8) }
             try stream.appendJSONString(id)
             try stream.append(":".utf8)
-            try list(accessories[id] ?? [], &stream)
+            try list(paths, &stream)
         }
         try stream.append(#"},"base":"#.utf8)
         try stream.appendJSONString(base)
