@@ -191,6 +191,14 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     }
 }
 
+extension Yams.Node {
+    /// The document in `yaml`, its scalars left as the text they are written as (nil when the
+    /// text holds no document). Yams' default resolver would tag each scalar (bool, int, null…)
+    /// by regular expressions compiled through ICU on first use — code and data this reader
+    /// never needs, because each `strict…` reading below says itself what a scalar means.
+    public static func compose(yaml: String) throws -> Node? { try Yams.compose(yaml: yaml, .basic) }
+}
+
 extension Yams.Node: StrictNode {
     public var strictEntries: [(key: String?, value: Node)]? {
         mapping.map { $0.map { (key: $0.key.scalar?.string, value: $0.value) } }

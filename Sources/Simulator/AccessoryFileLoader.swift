@@ -195,7 +195,7 @@ public enum AccessoryFileLoader {
     {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: yaml)
+            root = try Node.compose(yaml: yaml)
         } catch {
             // Yams puts the position and problem on the first two lines, then a snippet.
             let lines = String(describing: error).split(separator: "\n").prefix(2).map {

@@ -40,7 +40,6 @@ extension GatewayHealth {
     /// The rates are those of the last refresh (the `health` request takes no sample of its own,
     /// so it says what the retained document says, within one interval).
     func document(_ inputs: Inputs, now: Date = Date()) -> JSONValue {
-        let dates = ISO8601DateFormatter()
         let (totals, requests) = (inputs.activity.totals, inputs.activity.requestCounts)
         var broker: [String: JSONValue] = [
             "url": .string(inputs.brokerURL), "state": .string(inputs.brokerState),
@@ -48,7 +47,7 @@ extension GatewayHealth {
         ]
         if let failure = inputs.lastError {
             broker["last-error"] = .string(failure.message)
-            broker["last-error-at"] = .string(dates.string(from: failure.at))
+            broker["last-error-at"] = .string(UTCTimestamp.string(failure.at))
         }
         var process: [String: JSONValue] = [
             "cpu-seconds": Self.rounded(ProcessUsage.cpuSeconds()), "cpu-percent": Self.rounded(rates.cpuPercent),
@@ -64,13 +63,13 @@ extension GatewayHealth {
         let reachable = bySource.values.reduce(0) { $0 + $1.reachable }
         let errors = inputs.activity.recentErrors().suffix(Self.errorCount).map { record -> JSONValue in
             .object([
-                "time": .string(dates.string(from: record.time)), "topic": .string(record.topic),
+                "time": .string(UTCTimestamp.string(record.time)), "topic": .string(record.topic),
                 "op": .string(record.op), "code": .string(record.code), "message": .string(record.message),
             ])
         }
         let inScope = Int64(inputs.accessories.count)
         var document: [String: JSONValue] = [
-            "status": .string(inputs.status), "time": .string(dates.string(from: now)),
+            "status": .string(inputs.status), "time": .string(UTCTimestamp.string(now)),
             "uptime": .double(Self.seconds(inputs.uptime)), "process": .object(process), "broker": .object(broker),
             "messages": .object([
                 "received": .int(Int64(totals.received)), "published": .int(Int64(totals.published)),

@@ -31,7 +31,6 @@ struct LastSeen {
 
     /// The topic level under an accessory's topic.
     static let level = "$last-seen"
-    static let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     /// Heard from `id` now.
     mutating func heard(_ id: String, at date: Date = Date()) {
@@ -53,7 +52,8 @@ struct LastSeen {
         guard let entry = entries[id], let heard = entry.heard else { return nil }
         entries[id]?.changed = false
         return JSONValue.object([
-            "last-seen": .string(Self.style.format(heard)), "reconnects": .int(Int64(entry.reconnects)),
+            "last-seen": .string(UTCTimestamp.string(heard, milliseconds: true)),
+            "reconnects": .int(Int64(entry.reconnects)),
         ]).encodedUTF8()
     }
 

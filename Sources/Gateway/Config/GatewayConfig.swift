@@ -165,7 +165,7 @@ public struct GatewayConfig: Sendable {
         }
         let root: Node?
         do {
-            root = try Yams.compose(yaml: text)
+            root = try Node.compose(yaml: text)
         } catch {
             throw ConfigError(file: file, key: nil, message: ConfigFile.yamlProblem(error), code: .invalidYAML)
         }
