@@ -15,8 +15,10 @@ extension HomeMQTTApp {
     /// the topic tree elsewhere keeps both. Set here, one arena peaked 285–288 MB at 10,000
     /// accessories against 292–295 MB (three alternated pairs) and 72 MB at 1,000 against 74–75,
     /// in no more time; a gateway serves on one or two threads, which rarely contend for it.
-    /// Threads that allocated before this call keep their arenas, so `MALLOC_ARENA_MAX=1` in
-    /// the environment, which glibc applies first (and which wins here), saves a little more.
+    /// A thread that allocated before this call keeps its arena, and later threads share it with
+    /// the main one, so it must come before anything is awaited, on the main thread
+    /// (`HomeMQTT.main`, `BenchEntry.main`). `MALLOC_ARENA_MAX` in the environment, which glibc
+    /// applies first, wins here.
     public static func useOneMemoryArena() {
         #if canImport(Glibc)
             guard ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil, let symbol = dlsym(nil, "mallopt")

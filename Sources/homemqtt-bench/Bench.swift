@@ -35,6 +35,8 @@ enum BenchEntry {
         if ProcessInfo.processInfo.environment[runLoopVariable] != nil {
             precondition(homemqtt_bench_drains_in_run_loop() == 1, "the run-loop drain was not installed")
         }
+        // As `homemqtt run` does, before anything is awaited (see `HomeMQTT.main`).
+        if CommandLine.arguments.dropFirst().first == "gateway-child" { HomeMQTTApp.useOneMemoryArena() }
         await HomeMQTTBench.main()
     }
 }
@@ -141,7 +143,6 @@ struct GatewayChild: AsyncParsableCommand {
     var changesFromStdin = false
 
     func run() async throws {
-        HomeMQTTApp.useOneMemoryArena()
         bootstrapLogging(level: .warning)
         let config = try HomeMQTTApp.loadConfig(file: config)
         let logger = Logger(label: "homemqtt")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import HomeMQTTApp
 
 // The homemqtt command: its subcommands (`run` by default) and the config options they share.
 
@@ -19,6 +20,24 @@ struct HomeMQTT: AsyncParsableCommand {
         ] + HAPCommand.hiddenAliases,
         defaultSubcommand: RunCommand.self
     )
+
+    /// ArgumentParser's own `main`, but for `run` the one malloc arena is set first, here on the
+    /// main thread before anything is awaited. Set in `run()`, it came after a thread of the
+    /// concurrency pool had allocated and so had made a second arena, which the gateway's
+    /// threads then shared: in some start-ups and not others, 5 MB more at the peak.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if command is RunCommand { HomeMQTTApp.useOneMemoryArena() }
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 struct ConfigOptions: ParsableArguments {

@@ -21,7 +21,6 @@ struct RunCommand: AsyncParsableCommand {
     var logLevel: String?
 
     func run() async throws {
-        HomeMQTTApp.useOneMemoryArena()
         let config: GatewayConfig
         do {
             config = try Setup.loadConfig(options)
