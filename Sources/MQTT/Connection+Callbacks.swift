@@ -139,15 +139,17 @@ extension Connection {
                 state.settleKept(kept, protocolVersion: configuration.protocolVersion)
                 sent = nil
             }
-            let limit = configuration.maxQueuedPublishes
-            return (state.takeCapacityWaiters(limit: limit, resumingAt: Connection.resumeLevel(limit: limit)), sent)
+            let resumed = state.takeCapacityWaiters(
+                configuration, resumingAt: Connection.resumeLevel(limit: configuration.maxQueuedPublishes),
+                bytes: Connection.resumeLevel(limit: configuration.maxQueuedBytes))
+            return (resumed, sent)
         }
         // A refusal: counted, logged and learned from outside the lock.
         if let sent { settle(sent, reason: reason) }
         for waiter in resumed { waiter.resume(returning: .success(())) }
     }
 
-    /// How few messages are outstanding when a publisher that waited for room is resumed: a
+    /// How few messages (or bytes) are outstanding when a publisher that waited for room is resumed: a
     /// quarter of the limit below it. Resumed at each acknowledgement, a publisher that keeps
     /// the limit full would wake once per message, and the network thread with it; resumed a
     /// quarter down, it publishes that many at once and each side wakes once per batch.

@@ -134,7 +134,6 @@ extension Connection {
     func publish(
         _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTPublishProperties
     ) async -> Outcome {
-        let limit = configuration.maxQueuedPublishes
         while true {
             if let outcome = publishWithoutWaiting(
                 topic, payload: payload, qos: qos, retain: retain, properties: properties)
@@ -144,7 +143,9 @@ extension Connection {
             let outcome = await suspend(.capacity) { state in
                 if state.stopRequested || state.finished { return .failure(.closed) }
                 let ready = !state.replacing && !state.awaitingFirstConnect
-                return state.outstanding.count < limit && ready ? .success(()) : nil
+                let room = state.outstanding.hasRoom(
+                    limit: configuration.maxQueuedPublishes, bytes: configuration.maxQueuedBytes)
+                return room && ready ? .success(()) : nil
             }
             if case .failure = outcome { return outcome }
         }
@@ -183,7 +184,7 @@ extension Connection {
             // drop the retain flag), takes nothing new.
             if state.replacing || state.awaitingFirstConnect { return .wait }
             if qos == .atMostOnce && !state.connected { return state.everConnected ? .drop : .fail(.notConnected) }
-            if state.outstanding.count >= limit { return .wait }
+            if !state.outstanding.hasRoom(limit: limit, bytes: configuration.maxQueuedBytes) { return .wait }
             state.users += 1
             state.sendOrder += 1
             return .go(

@@ -162,7 +162,7 @@ extension Connection {
             state.ignoredAcks.removeAll()
             var released = Array(state.ackWaiters.values)
             state.ackWaiters.removeAll()
-            released += state.takeCapacityWaiters(limit: configuration.maxQueuedPublishes)
+            released += state.takeCapacityWaiters(configuration)
             let connectWaiters = state.everConnected ? [] : state.takeWaiters(.connect)
             return (state.everConnected, connectWaiters, released)
         }

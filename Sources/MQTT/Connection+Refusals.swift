@@ -176,14 +176,14 @@ extension Connection {
             sent.at = .now
             resent[newMid] = sent
         }
-        control.withLock { state in state.outstanding.merge(resent) { _, new in new } }
+        control.withLock { state in state.outstanding.merge(resent) }
     }
 
     private func finishFirstConnect() {
         let resumed = control.withLock { state -> [CheckedContinuation<Outcome, Never>] in
             guard state.awaitingFirstConnect else { return [] }
             state.awaitingFirstConnect = false
-            return state.takeCapacityWaiters(limit: configuration.maxQueuedPublishes)
+            return state.takeCapacityWaiters(configuration)
         }
         for waiter in resumed { waiter.resume(returning: .success(())) }
     }
@@ -191,7 +191,7 @@ extension Connection {
     private func finishReplacing() {
         let resumed = control.withLock { state in
             state.replacing = false
-            return state.takeCapacityWaiters(limit: configuration.maxQueuedPublishes)
+            return state.takeCapacityWaiters(configuration)
         }
         for waiter in resumed { waiter.resume(returning: .success(())) }
     }

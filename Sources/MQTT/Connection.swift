@@ -41,7 +41,7 @@ final class Connection: Sendable {
         var lastLogError: String?
         /// Incremented when a connection drops; QoS 0 publishes of older epochs are gone.
         var epoch: UInt64 = 0
-        var outstanding: [Int32: Sent] = [:]
+        var outstanding = OutstandingPublishes()
         /// Counts publishes handed to libmosquitto: the order they go out in.
         var sendOrder: UInt64 = 0
         /// The largest packet the broker acknowledged without a refusal.
@@ -141,6 +141,7 @@ final class Connection: Sendable {
             config.reconnectDelayMax >= config.reconnectDelayMin
         else { throw .invalidConfiguration("timeouts and reconnect delays must be positive (max >= min)") }
         guard config.maxQueuedPublishes >= 1 else { throw .invalidConfiguration("maxQueuedPublishes must be >= 1") }
+        guard config.maxQueuedBytes >= 1 else { throw .invalidConfiguration("maxQueuedBytes must be >= 1") }
         guard config.maximumTopicLevels >= 1 else { throw .invalidConfiguration("maximumTopicLevels must be >= 1") }
         if let size = config.maximumPacketSize, !(128...MQTTBrokerLimits.protocolMaximumPacketSize).contains(size) {
             throw .invalidConfiguration(
@@ -292,15 +293,19 @@ extension Connection.Control {
         return ids.compactMap { waiters.removeValue(forKey: $0)?.continuation }
     }
 
-    /// Oldest capacity waiters first, as many as there are free slots.
-    mutating func takeCapacityWaiters(limit: Int) -> [CheckedContinuation<Outcome, Never>] {
-        takeCapacityWaiters(limit: limit, resumingAt: limit - 1)
+    /// Oldest capacity waiters first, as many as there are free slots, once there is room.
+    mutating func takeCapacityWaiters(_ configuration: MQTTConfiguration) -> [CheckedContinuation<Outcome, Never>] {
+        takeCapacityWaiters(
+            configuration, resumingAt: configuration.maxQueuedPublishes - 1, bytes: configuration.maxQueuedBytes)
     }
 
-    /// As `takeCapacityWaiters(limit:)`, once no more than `level` messages are outstanding.
-    mutating func takeCapacityWaiters(limit: Int, resumingAt level: Int) -> [CheckedContinuation<Outcome, Never>] {
-        let free = limit - outstanding.count
-        guard outstanding.count <= level, free > 0, !waiters.isEmpty else { return [] }
+    /// As `takeCapacityWaiters(_:)`, once no more than `level` messages and fewer than `bytes`
+    /// bytes are outstanding (or none at all).
+    mutating func takeCapacityWaiters(_ configuration: MQTTConfiguration, resumingAt level: Int, bytes: Int)
+        -> [CheckedContinuation<Outcome, Never>]
+    {
+        let free = configuration.maxQueuedPublishes - outstanding.count
+        guard outstanding.hasRoom(limit: level + 1, bytes: bytes), free > 0, !waiters.isEmpty else { return [] }
         let ids = waiters.filter { $0.value.kind == .capacity }.keys.sorted().prefix(free)
         return ids.compactMap { waiters.removeValue(forKey: $0)?.continuation }
     }

@@ -32,10 +32,13 @@
 /// ## Backpressure
 /// The client counts publishes that libmosquitto accepted but has not finished: a QoS 0 message until
 /// libmosquitto wrote it to the socket (its `on_publish` fires then), a QoS 1/2 message until the broker
-/// acknowledged it (`on_publish` after PUBACK/PUBCOMP). When `maxQueuedPublishes` are outstanding, `publish`
-/// suspends until a quarter of them have completed (so a fast publisher wakes once per batch). Queued QoS 0 messages are discarded by libmosquitto when the connection
-/// drops, so they are forgotten then. Memory for queued publishes is therefore bounded by
-/// `maxQueuedPublishes` times the message size, however fast the caller publishes.
+/// acknowledged it (`on_publish` after PUBACK/PUBCOMP), and the bytes of their packets. When
+/// `maxQueuedPublishes` are outstanding, or `maxQueuedBytes`, `publish` suspends until a quarter of
+/// them have completed (so a fast publisher wakes once per batch); a packet larger than
+/// `maxQueuedBytes` waits until nothing is outstanding and goes alone. Queued QoS 0 messages are
+/// discarded by libmosquitto when the connection drops, so they are forgotten then. Memory for
+/// queued publishes is therefore bounded by `maxQueuedBytes` plus one packet, however fast the
+/// caller publishes.
 ///
 /// ## Reconnecting
 /// Only after a first successful CONNACK: a failed first `connect()` throws and leaves nothing running. Later

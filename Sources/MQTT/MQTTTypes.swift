@@ -75,6 +75,11 @@ public struct MQTTConfiguration: Sendable {
     /// Backpressure: the most publishes accepted by libmosquitto but not yet written (QoS 0) or acknowledged
     /// (QoS 1/2). `publish` suspends while this many are outstanding.
     public var maxQueuedPublishes: Int = 1000
+    /// Backpressure by size: the most bytes of such packets (libmosquitto keeps a copy of each
+    /// until then). `publish` suspends while this many are outstanding, unless none are: a larger
+    /// packet still goes, alone. A thousand small messages are far below it; large retained
+    /// documents (the tree's pages, discovery configs) go a few at a time.
+    public var maxQueuedBytes: Int = 1 << 20
 
     /// MQTT 5 subscription option for every subscription of this client: the broker does not
     /// send this client's own publications back to it. Ignored for 3.1.1.

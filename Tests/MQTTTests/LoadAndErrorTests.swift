@@ -140,6 +140,57 @@ struct LoadAndErrorTests {
         }
     }
 
+    /// The outstanding publishes are bounded by their bytes as well as their count: large
+    /// payloads (a tree's pages) wait while `maxQueuedBytes` are in libmosquitto's hands, one
+    /// larger than the bound goes alone, and every one arrives whole.
+    @Test func largePublishesWaitOnTheQueuedBytes() async throws {
+        // Persistence: the pages retained before each stop are still there at the end.
+        try await MosquittoBroker.with(.init(persistence: true)) { broker in
+            let client = try await connectedClient(broker) {
+                $0.maxQueuedBytes = 500_000
+                $0.reconnectDelayMin = 0.1
+                $0.reconnectDelayMax = 0.2
+            }
+            let page = [UInt8](repeating: 0x61, count: 200_000)
+            // Waiting `publish`: never more than three pages of 200 KB outstanding at once.
+            for index in 0..<12 {
+                try await client.publish("pages/\(index)", payload: page, qos: .atLeastOnce, retain: true)
+            }
+            try await waitUntil("the pages acknowledged", timeout: 20) { client.queuedPublishCount == 0 }
+            #expect(client.queuedPublishHighWater == 3)
+
+            await broker.stop()
+            try await waitUntil("reconnecting") { client.connectionState.isReconnecting }
+            // Held for the next connection while the bytes allow: 0, 200 and 400 KB are below
+            // 500 KB; at 600 KB the next waits, however small.
+            for index in 0..<3 {
+                #expect(
+                    try client.publishWithoutWaiting("held/\(index)", payload: page, qos: .atLeastOnce, retain: true))
+            }
+            #expect(try client.publishWithoutWaiting("held/small", payload: [1], qos: .atLeastOnce) == false)
+            try await broker.start()
+            try await waitUntil("the held pages acknowledged", timeout: 20) { client.queuedPublishCount == 0 }
+            // Larger than the bound: it goes when nothing else is outstanding, alone.
+            let large = [UInt8](repeating: 0x62, count: 700_000)
+            await broker.stop()
+            try await waitUntil("reconnecting again") { client.connectionState.isReconnecting }
+            #expect(try client.publishWithoutWaiting("held/large", payload: large, qos: .atLeastOnce, retain: true))
+            #expect(try client.publishWithoutWaiting("held/small", payload: [1], qos: .atLeastOnce) == false)
+            try await broker.start()
+            try await waitUntil("the large page acknowledged", timeout: 20) { client.queuedPublishCount == 0 }
+
+            let subscriber = try await MQTTTestSubscriber.start(broker: broker, filter: "#", qos: .atLeastOnce)
+            try await subscriber.waitForMessage("the large page", timeout: 20) { $0.topic == "held/large" }
+            try await waitUntil("every page retained", timeout: 20) { subscriber.messages.count == 16 }
+            let sizes = Dictionary(subscriber.messages.map { ($0.topic, $0.payload.count) }) { first, _ in first }
+            #expect((0..<12).allSatisfy { sizes["pages/\($0)"] == 200_000 })
+            #expect((0..<3).allSatisfy { sizes["held/\($0)"] == 200_000 })
+            #expect(sizes["held/large"] == 700_000)
+            await subscriber.stop()
+            await client.disconnect()
+        }
+    }
+
     @Test func unreachableBrokerIsATypedErrorNotAHang() async throws {
         let port = try freePort() // nothing listens there
         let client = MQTTClient(configuration: MQTTConfiguration(host: "127.0.0.1", port: port))
