@@ -28,12 +28,16 @@ enum TreePublication {
         var omitted: [TopicTree.AccessoryNode]
         var accessories: Int
         fileprivate var layout: [[RoomPart]]
+        /// Each page's length as counted (never less than its bytes): a page is made in a buffer
+        /// of that size, not grown by doubling and copying.
+        fileprivate var lengths: [Int]
         fileprivate var tree: TopicTree
         fileprivate var home: Home
 
         /// Page `number` (0-based) of `topics`, as it goes onto the broker.
         func payload(_ number: Int) -> [UInt8] {
-            TreePublication.page(layout[number], number: number + 1, of: layout.count, tree: tree, home: home)
+            TreePublication.page(
+                layout[number], number: number + 1, of: layout.count, length: lengths[number], tree: tree, home: home)
         }
     }
 
@@ -67,6 +71,7 @@ enum TreePublication {
         let limit = budget(treeTopic + "/9999999")
         let frame = pageFrameLength(tree.base, home: home)
         var pages: [[RoomPart]] = []
+        var lengths: [Int] = []
         var current: [RoomPart] = []
         var size = frame
         var omitted: [TopicTree.AccessoryNode] = []
@@ -74,6 +79,7 @@ enum TreePublication {
         func flush() {
             guard !current.isEmpty else { return }
             pages.append(current)
+            lengths.append(size)
             current = []
             size = frame
         }
@@ -118,7 +124,7 @@ enum TreePublication {
         let index = indexBytes(base: tree.base, home: home, topics: topics, accessories: count, omitted: omitted)
         return Pages(
             index: index.count <= budget(treeTopic) ? index : nil, topics: topics, omitted: omitted,
-            accessories: count, layout: pages, tree: tree, home: home)
+            accessories: count, layout: pages, lengths: lengths, tree: tree, home: home)
     }
 
     /// The length of an accessory's entry (of `services` only, when given), counted.
@@ -176,10 +182,11 @@ enum TreePublication {
         return w.length
     }
 
-    fileprivate static func page(_ parts: [RoomPart], number: Int, of total: Int, tree: TopicTree, home: Home)
-        -> [UInt8]
-    {
+    fileprivate static func page(
+        _ parts: [RoomPart], number: Int, of total: Int, length: Int, tree: TopicTree, home: Home
+    ) -> [UInt8] {
         var w = JSONTextWriter(countOnly: false)
+        w.out.reserveCapacity(length)
         pageFrame(&w, base: tree.base, home: home, number: number, of: total)
         for part in parts {
             w.element(); w.open()
@@ -195,6 +202,7 @@ enum TreePublication {
         }
         w.closeArray()
         w.close()
+        assert(w.out.count <= length, "page \(number) is \(w.out.count) bytes, counted \(length)")
         return w.out
     }
 
