@@ -2,6 +2,7 @@
 // files (YAML) and the fields of MQTT requests (JSON). Every complaint names the key path
 // (`services[0].characteristics.brightness`), and a key nobody reads is an error that names
 // what is allowed, so a misspelt setting is never silently ignored.
+public import Foundation
 public import Yams
 
 /// A node of a document the reader can read: a YAML node or a JSON value. Each format says
@@ -20,7 +21,9 @@ public protocol StrictNode {
     var strictKindName: String { get }
 }
 
-/// Reads one mapping of a document. Not shared across tasks: made, read and finished in one
+/// Reads one mapping of a document. Inlinable, so that each reader (the simulator's YAML, the
+/// config, MQTT requests' JSON) gets code specialised for its node and error types: unspecialised,
+/// a tenth of loading 10,000 accessory files went to generic metadata look-ups. Not shared across tasks: made, read and finished in one
 /// place. `Failure` is the error of the caller's domain, made from a code, a key path and a
 /// message by `failure`.
 public final class StrictReader<Node: StrictNode, Failure: Error> {
@@ -30,12 +33,12 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     public let path: String
     /// The mapping's entries in document order.
     public let entries: [(key: String, node: Node)]
-    private let failure: MakeFailure
+    @usableFromInline let failure: MakeFailure
     /// Keys asked for, present or not, in the order asked: `finish` names them as the allowed ones.
-    private var asked: [String] = []
-    private var used: Set<String> = []
+    @usableFromInline var asked: [String] = []
+    @usableFromInline var used: Set<String> = []
 
-    public init(_ node: Node?, path: String = "", failure: @escaping MakeFailure) throws(Failure) {
+    @inlinable public init(_ node: Node?, path: String = "", failure: @escaping MakeFailure) throws(Failure) {
         self.path = path
         self.failure = failure
         guard let node else {
@@ -59,31 +62,33 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
         self.entries = entries
     }
 
-    public static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    @inlinable public static func join(_ path: String, _ key: String) -> String {
+        path.isEmpty ? key : "\(path).\(key)"
+    }
 
-    public func keyPath(_ key: String) -> String { Self.join(path, key) }
+    @inlinable public func keyPath(_ key: String) -> String { Self.join(path, key) }
 
     /// An error about `key` (nil: this mapping itself).
-    public func error(_ key: String?, _ code: ErrorCode, _ message: String) -> Failure {
+    @inlinable public func error(_ key: String?, _ code: ErrorCode, _ message: String) -> Failure {
         failure(code, key.map(keyPath) ?? (path.isEmpty ? nil : path), message)
     }
 
-    public func error(_ key: String?, _ message: String) -> Failure { error(key, .invalidValue, message) }
+    @inlinable public func error(_ key: String?, _ message: String) -> Failure { error(key, .invalidValue, message) }
 
     /// Whether `key` has a non-null value; does not count as reading it.
-    public func has(_ key: String) -> Bool {
+    @inlinable public func has(_ key: String) -> Bool {
         entries.first { $0.key == key }.map { !$0.node.strictIsNull } ?? false
     }
 
     /// The value of `key`, nil when absent or null; marks the key as read.
-    public func node(_ key: String) -> Node? {
+    @inlinable public func node(_ key: String) -> Node? {
         if !asked.contains(key) { asked.append(key) }
         guard let entry = entries.first(where: { $0.key == key }) else { return nil }
         used.insert(key)
         return entry.node.strictIsNull ? nil : entry.node
     }
 
-    public func string(_ key: String) throws(Failure) -> String? {
+    @inlinable public func string(_ key: String) throws(Failure) -> String? {
         guard let node = node(key) else { return nil }
         guard let text = node.strictText else {
             throw error(key, "expected a single value, got \(node.strictKindName)")
@@ -92,14 +97,14 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     }
 
     /// A value that must be there and not blank.
-    public func requiredString(_ key: String) throws(Failure) -> String {
+    @inlinable public func requiredString(_ key: String) throws(Failure) -> String {
         guard let text = try string(key), !text.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw error(key, .missingKey, "'\(key)' is required")
         }
         return text
     }
 
-    public func double(_ key: String) throws(Failure) -> Double? {
+    @inlinable public func double(_ key: String) throws(Failure) -> Double? {
         guard let node = node(key) else { return nil }
         guard let value = node.strictNumber, value.isFinite else {
             throw error(key, "expected a number, got \(node.strictKindName)")
@@ -107,7 +112,7 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
         return value
     }
 
-    public func int(_ key: String) throws(Failure) -> Int? {
+    @inlinable public func int(_ key: String) throws(Failure) -> Int? {
         guard let node = node(key) else { return nil }
         guard let value = node.strictNumber, value.rounded() == value, let whole = Int(exactly: value) else {
             throw error(key, "expected a whole number, got \(node.strictKindName)")
@@ -115,19 +120,19 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
         return whole
     }
 
-    public func nonNegative(_ key: String) throws(Failure) -> Double? {
+    @inlinable public func nonNegative(_ key: String) throws(Failure) -> Double? {
         guard let value = try double(key) else { return nil }
         guard value >= 0 else { throw error(key, .outOfRange, "must not be negative, got \(value)") }
         return value
     }
 
-    public func positive(_ key: String) throws(Failure) -> Double? {
+    @inlinable public func positive(_ key: String) throws(Failure) -> Double? {
         guard let value = try double(key) else { return nil }
         guard value > 0 else { throw error(key, .outOfRange, "must be greater than 0, got \(value)") }
         return value
     }
 
-    public func bool(_ key: String) throws(Failure) -> Bool? {
+    @inlinable public func bool(_ key: String) throws(Failure) -> Bool? {
         guard let node = node(key) else { return nil }
         guard let value = node.strictBool else {
             throw error(key, "expected true or false, got \(node.strictKindName)")
@@ -136,25 +141,25 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     }
 
     /// The mapping under `key`, read strictly in its turn.
-    public func reader(_ key: String) throws(Failure) -> StrictReader? {
+    @inlinable public func reader(_ key: String) throws(Failure) -> StrictReader? {
         guard let node = node(key) else { return nil }
         return try StrictReader(node, path: keyPath(key), failure: failure)
     }
 
     /// A mapping found elsewhere (a list element), read with this reader's errors.
-    public func reader(for node: Node, path: String) throws(Failure) -> StrictReader {
+    @inlinable public func reader(for node: Node, path: String) throws(Failure) -> StrictReader {
         try StrictReader(node, path: path, failure: failure)
     }
 
     /// A list; each element comes with its own path (`services[2]`).
-    public func list(_ key: String) throws(Failure) -> [(path: String, node: Node)]? {
+    @inlinable public func list(_ key: String) throws(Failure) -> [(path: String, node: Node)]? {
         guard let node = node(key) else { return nil }
         guard let items = node.strictItems else { throw error(key, "expected a list, got \(node.strictKindName)") }
         return items.enumerated().map { ("\(keyPath(key))[\($0.offset)]", $0.element) }
     }
 
     /// A list of single values; with `single`, one value alone is read as a list of one.
-    public func strings(_ key: String, single: Bool = false) throws(Failure) -> [String]? {
+    @inlinable public func strings(_ key: String, single: Bool = false) throws(Failure) -> [String]? {
         guard let node = node(key) else { return nil }
         if single, let text = node.strictText { return [text] }
         guard let items = node.strictItems else {
@@ -172,20 +177,20 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     }
 
     /// Rejects keys outside `allowed` before any is read.
-    public func allowOnly(_ allowed: [String]) throws(Failure) {
+    @inlinable public func allowOnly(_ allowed: [String]) throws(Failure) {
         for (key, _) in entries where !allowed.contains(key) {
             throw unknown(key, allowed: allowed)
         }
     }
 
     /// Throws for the first key nobody read, naming the keys that were asked for.
-    public func finish() throws(Failure) {
+    @inlinable public func finish() throws(Failure) {
         for (key, _) in entries where !used.contains(key) {
             throw unknown(key, allowed: asked)
         }
     }
 
-    private func unknown(_ key: String, allowed: [String]) -> Failure {
+    @usableFromInline func unknown(_ key: String, allowed: [String]) -> Failure {
         let names = allowed.isEmpty ? "none" : allowed.joined(separator: ", ")
         return error(key, .unknownKey, "unknown key; allowed here: \(names)")
     }
