@@ -21,11 +21,11 @@ public protocol StrictNode {
     var strictKindName: String { get }
 }
 
-/// Reads one mapping of a document. Inlinable, so that each reader (the simulator's YAML, the
-/// config, MQTT requests' JSON) gets code specialised for its node and error types: unspecialised,
-/// a tenth of loading 10,000 accessory files went to generic metadata look-ups. Not shared across tasks: made, read and finished in one
+/// Reads one mapping of a document. Not shared across tasks: made, read and finished in one
 /// place. `Failure` is the error of the caller's domain, made from a code, a key path and a
-/// message by `failure`.
+/// message by `failure`. Inlinable, so that each reader (the simulator's YAML, the config, MQTT
+/// requests' JSON) gets code specialised for its node and error types: unspecialised, a tenth
+/// of loading 10,000 accessory files went to looking up generic metadata.
 public final class StrictReader<Node: StrictNode, Failure: Error> {
     public typealias MakeFailure = @Sendable (_ code: ErrorCode, _ keyPath: String?, _ message: String) -> Failure
 
