@@ -32,9 +32,7 @@ extension Gateway {
             if Task.isCancelled { return }
             let payload = message.payload()
             setRetained(message.topic, payload, qos: TreeDocuments.qos(size: payload.count, mqtt: mqtt))
-            // The next page is made once this one is in the MQTT client's hands (which holds up
-            // to `maxQueuedBytes`): a page waiting in the outbox beside the next adds nothing.
-            await outbox.wait(below: publication.backlog, bytes: 1)
+            await outbox.wait(below: publication.backlog, bytes: Publication.backlogBytes)
         }
     }
 
