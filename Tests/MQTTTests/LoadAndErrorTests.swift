@@ -157,7 +157,9 @@ struct LoadAndErrorTests {
                 try await client.publish("pages/\(index)", payload: page, qos: .atLeastOnce, retain: true)
             }
             try await waitUntil("the pages acknowledged", timeout: 20) { client.queuedPublishCount == 0 }
-            #expect(client.queuedPublishHighWater == 3)
+            // At most three (0, 200 and 400 KB are below the bound); fewer when an acknowledgement
+            // comes back before the next page is handed over.
+            #expect((1...3).contains(client.queuedPublishHighWater), "\(client.queuedPublishHighWater)")
 
             await broker.stop()
             try await waitUntil("reconnecting") { client.connectionState.isReconnecting }
