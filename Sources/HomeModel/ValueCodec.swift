@@ -20,16 +20,17 @@ public enum ValueCodec {
 
     /// Parses an MQTT text payload. Surrounding whitespace is ignored except for `string`
     /// characteristics, whose payload is taken as it is.
-    public static func parse(text: String, metadata: CharacteristicMetadata, label: String) throws(ModelError)
+    public static func parse(text: String, metadata: CharacteristicMetadata, label: @autoclosure () -> String)
+        throws(ModelError)
         -> CharacteristicValue
     {
         if metadata.format == .string {
-            return try validate(.string(text), metadata: metadata, label: label)
+            return try validate(.string(text), metadata: metadata, label: label())
         }
         let word = text.trimmingWhitespace()
         if word.isEmpty {
             throw ModelError(
-                code: .empty, message: "\(label) needs a value, got an empty payload; \(allowed(metadata))")
+                code: .empty, message: "\(label()) needs a value, got an empty payload; \(allowed(metadata))")
         }
         switch metadata.format {
         case .bool:
@@ -37,69 +38,72 @@ public enum ValueCodec {
             if trueWords.contains(lower) { return .bool(true) }
             if falseWords.contains(lower) { return .bool(false) }
             throw ModelError(
-                code: .invalidType, message: "\(label) must be true or false (or 1/0, on/off, yes/no), got '\(word)'")
+                code: .invalidType, message: "\(label()) must be true or false (or 1/0, on/off, yes/no), got '\(word)'")
         case .uint8, .uint16, .uint32, .uint64, .int, .float:
             if let number = validValue(named: word, metadata: metadata) {
-                return try validate(.int(number), metadata: metadata, label: label)
+                return try validate(.int(number), metadata: metadata, label: label())
             }
-            if let i = Int64(word) { return try validate(.int(i), metadata: metadata, label: label) }
-            if let u = UInt64(word) { return try validate(.uint(u), metadata: metadata, label: label) }
+            if let i = Int64(word) { return try validate(.int(i), metadata: metadata, label: label()) }
+            if let u = UInt64(word) { return try validate(.uint(u), metadata: metadata, label: label()) }
             if let d = Double(word), d.isFinite,
                 word.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) })
             {
-                return try validate(.float(d), metadata: metadata, label: label)
+                return try validate(.float(d), metadata: metadata, label: label())
             }
             if !metadata.validValues.isEmpty {
                 throw ModelError(
                     code: .notAValidValue,
-                    message: "\(label) must be one of \(validValuesList(metadata)), got '\(word)'")
+                    message: "\(label()) must be one of \(validValuesList(metadata)), got '\(word)'")
             }
             throw ModelError(
                 code: .invalidType,
-                message: "\(label) must be \(metadata.format.isInteger ? "an integer" : "a number"), got '\(word)'")
+                message: "\(label()) must be \(metadata.format.isInteger ? "an integer" : "a number"), got '\(word)'")
         case .tlv8, .data:
             guard let data = Data(base64Encoded: word) else {
                 throw ModelError(
                     code: .invalidType,
                     message:
-                        "\(label) must be base64-encoded \(metadata.format.rawValue) data, got '\(word.prefix(40))'")
+                        "\(label()) must be base64-encoded \(metadata.format.rawValue) data, got '\(word.prefix(40))'")
             }
-            return try validate(.data(Array(data)), metadata: metadata, label: label)
+            return try validate(.data(Array(data)), metadata: metadata, label: label())
         case .string:
-            return try validate(.string(text), metadata: metadata, label: label)
+            return try validate(.string(text), metadata: metadata, label: label())
         }
     }
 
     /// Parses a JSON value (a `set` request's `value`). Strings are read like text payloads, so
     /// `"open"` and `"on"` work as well as `0` and `true`.
-    public static func parse(json: JSONValue, metadata: CharacteristicMetadata, label: String) throws(ModelError)
+    public static func parse(json: JSONValue, metadata: CharacteristicMetadata, label: @autoclosure () -> String)
+        throws(ModelError)
         -> CharacteristicValue
     {
         switch json {
         case .null:
-            throw ModelError(code: .empty, message: "\(label) needs a value, got null; \(allowed(metadata))")
+            throw ModelError(code: .empty, message: "\(label()) needs a value, got null; \(allowed(metadata))")
         case .string(let s):
-            return try parse(text: s, metadata: metadata, label: label)
+            return try parse(text: s, metadata: metadata, label: label())
         case .bool(let b):
             guard metadata.format == .bool else {
-                throw ModelError(code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(b)")
+                throw ModelError(code: .invalidType, message: "\(label()) must be \(kindWanted(metadata)), got \(b)")
             }
             return .bool(b)
         case .int(let i):
-            return try validate(.int(i), metadata: metadata, label: label)
+            return try validate(.int(i), metadata: metadata, label: label())
         case .uint(let u):
-            return try validate(.uint(u), metadata: metadata, label: label)
+            return try validate(.uint(u), metadata: metadata, label: label())
         case .double(let d):
-            return try validate(.float(d), metadata: metadata, label: label)
+            return try validate(.float(d), metadata: metadata, label: label())
         case .array, .object:
             throw ModelError(
-                code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(json.kindName)")
+                code: .invalidType, message: "\(label()) must be \(kindWanted(metadata)), got \(json.kindName)")
         }
     }
 
     /// Checks a value against the metadata and returns it in the format's own case (`.bool` for
     /// bool, `.uint` for unsigned formats, `.int` for int, `.float`, `.string`, `.data`).
-    public static func validate(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String)
+    public static func validate(
+        _ value: CharacteristicValue, metadata: CharacteristicMetadata, label: @autoclosure () -> String
+    )
         throws(ModelError) -> CharacteristicValue
     {
         switch metadata.format {
@@ -109,38 +113,41 @@ public enum ValueCodec {
             case .int(0), .uint(0), .float(0): return .bool(false)
             case .int(1), .uint(1), .float(1): return .bool(true)
             default:
-                throw ModelError(code: .invalidType, message: "\(label) must be true or false, got \(describe(value))")
+                throw ModelError(
+                    code: .invalidType, message: "\(label()) must be true or false, got \(describe(value))")
             }
         case .uint8, .uint16, .uint32, .uint64, .int:
-            return try validateInteger(value, metadata: metadata, label: label)
+            return try validateInteger(value, metadata: metadata, label: label())
         case .float:
             guard case let d? = numeric(value), !isBool(value) else {
-                throw ModelError(code: .invalidType, message: "\(label) must be a number, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label()) must be a number, got \(describe(value))")
             }
             guard d.isFinite else {
                 throw ModelError(
-                    code: .invalidType, message: "\(label) must be a finite number, got \(describe(value))")
+                    code: .invalidType, message: "\(label()) must be a finite number, got \(describe(value))")
             }
-            try checkNumber(d, metadata: metadata, label: label)
+            try checkNumber(d, metadata: metadata, label: label())
             return .float(d)
         case .string:
             guard case .string(let s) = value else {
-                throw ModelError(code: .invalidType, message: "\(label) must be a string, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label()) must be a string, got \(describe(value))")
             }
             let limit = metadata.maxLength ?? defaultMaxLength
             if s.count > limit {
                 throw ModelError(
-                    code: .tooLong, message: "\(label) must be at most \(limit) characters, got \(s.count)")
+                    code: .tooLong, message: "\(label()) must be at most \(limit) characters, got \(s.count)")
             }
             return value
         case .tlv8, .data:
             guard case .data(let bytes) = value else {
                 throw ModelError(
                     code: .invalidType,
-                    message: "\(label) must be base64-encoded \(metadata.format.rawValue) data, got \(describe(value))")
+                    message:
+                        "\(label()) must be base64-encoded \(metadata.format.rawValue) data, got \(describe(value))")
             }
             if let limit = metadata.maxDataLength, bytes.count > limit {
-                throw ModelError(code: .tooLong, message: "\(label) must be at most \(limit) bytes, got \(bytes.count)")
+                throw ModelError(
+                    code: .tooLong, message: "\(label()) must be at most \(limit) bytes, got \(bytes.count)")
             }
             return value
         }
@@ -159,13 +166,15 @@ public enum ValueCodec {
         return out
     }
 
-    public static func checkWritable(_ metadata: CharacteristicMetadata, label: String) throws(ModelError) {
+    public static func checkWritable(_ metadata: CharacteristicMetadata, label: @autoclosure () -> String)
+        throws(ModelError)
+    {
         guard metadata.permissions.contains(.write) else {
             let perms = metadata.permissions.nameList
             throw ModelError(
                 code: .readOnly,
                 message:
-                    "\(label) is read-only (permissions: \(perms.isEmpty ? "none" : perms.joined(separator: ", ")))")
+                    "\(label()) is read-only (permissions: \(perms.isEmpty ? "none" : perms.joined(separator: ", ")))")
         }
     }
 
@@ -301,7 +310,9 @@ public enum ValueCodec {
         "expected \(kindWanted(metadata))"
     }
 
-    static func validateInteger(_ value: CharacteristicValue, metadata: CharacteristicMetadata, label: String)
+    static func validateInteger(
+        _ value: CharacteristicValue, metadata: CharacteristicMetadata, label: @autoclosure () -> String
+    )
         throws(ModelError) -> CharacteristicValue
     {
         // Held as sign + magnitude so every uint64 and int64 compares exactly.
@@ -316,17 +327,17 @@ public enum ValueCodec {
             magnitude = u
         case .float(let d):
             guard d.isFinite, d.rounded() == d else {
-                throw ModelError(code: .invalidType, message: "\(label) must be an integer, got \(describe(value))")
+                throw ModelError(code: .invalidType, message: "\(label()) must be an integer, got \(describe(value))")
             }
             negative = d < 0
             guard let m = UInt64(exactly: d.magnitude) else {
                 throw ModelError(
-                    code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(describe(value))")
+                    code: .outOfRange, message: "\(label()) must be \(boundsText(metadata)), got \(describe(value))")
             }
             magnitude = m
         default:
             throw ModelError(
-                code: .invalidType, message: "\(label) must be \(kindWanted(metadata)), got \(describe(value))")
+                code: .invalidType, message: "\(label()) must be \(kindWanted(metadata)), got \(describe(value))")
         }
         let shown = negative ? "-\(magnitude)" : "\(magnitude)"
         let (low, high): (Int64, UInt64) =
@@ -339,7 +350,7 @@ public enum ValueCodec {
             }
         let fits = negative ? (low < 0 && magnitude <= low.magnitude) : magnitude <= high
         guard fits else {
-            throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+            throw ModelError(code: .outOfRange, message: "\(label()) must be \(boundsText(metadata)), got \(shown)")
         }
         let result: CharacteristicValue =
             metadata.format == .int
@@ -349,12 +360,13 @@ public enum ValueCodec {
         if !metadata.validValues.isEmpty {
             guard let key = exact, metadata.validValues[key] != nil else {
                 throw ModelError(
-                    code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)"
+                    code: .notAValidValue,
+                    message: "\(label()) must be one of \(validValuesList(metadata)), got \(shown)"
                 )
             }
         }
         let d = negative ? -Double(magnitude) : Double(magnitude)
-        try checkNumber(d, metadata: metadata, label: label, shown: shown)
+        try checkNumber(d, metadata: metadata, label: label(), shown: shown)
         return result
     }
 
@@ -373,20 +385,23 @@ public enum ValueCodec {
         }
     }
 
-    static func checkNumber(_ d: Double, metadata: CharacteristicMetadata, label: String, shown: String? = nil)
+    static func checkNumber(
+        _ d: Double, metadata: CharacteristicMetadata, label: @autoclosure () -> String, shown: String? = nil
+    )
         throws(ModelError)
     {
         let shown = shown ?? format(d)
         if let low = metadata.minValue, d < low {
-            throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+            throw ModelError(code: .outOfRange, message: "\(label()) must be \(boundsText(metadata)), got \(shown)")
         }
         if let high = metadata.maxValue, d > high {
-            throw ModelError(code: .outOfRange, message: "\(label) must be \(boundsText(metadata)), got \(shown)")
+            throw ModelError(code: .outOfRange, message: "\(label()) must be \(boundsText(metadata)), got \(shown)")
         }
         if metadata.format == .float, !metadata.validValues.isEmpty {
             guard let key = Int64(exactly: d), metadata.validValues[key] != nil else {
                 throw ModelError(
-                    code: .notAValidValue, message: "\(label) must be one of \(validValuesList(metadata)), got \(shown)"
+                    code: .notAValidValue,
+                    message: "\(label()) must be one of \(validValuesList(metadata)), got \(shown)"
                 )
             }
         }
@@ -397,7 +412,7 @@ public enum ValueCodec {
             if abs(steps - steps.rounded()) > max(1e-6, abs(steps) * 1e-9) {
                 let from = metadata.minValue.map { " from \(format($0))" } ?? ""
                 throw ModelError(
-                    code: .notAStep, message: "\(label) must be in steps of \(format(step))\(from), got \(shown)")
+                    code: .notAStep, message: "\(label()) must be in steps of \(format(step))\(from), got \(shown)")
             }
         }
     }
