@@ -14,8 +14,9 @@ struct OutstandingPublishes: Sequence {
     subscript(mid: Int32) -> Connection.Sent? {
         get { entries[mid] }
         set {
-            bytes += (newValue?.size ?? 0) - (entries[mid]?.size ?? 0)
-            entries[mid] = newValue
+            // One look-up each way: the old entry comes back from the store or the removal.
+            let old = newValue.map { entries.updateValue($0, forKey: mid) } ?? entries.removeValue(forKey: mid)
+            bytes += (newValue?.size ?? 0) - (old?.size ?? 0)
         }
     }
 
