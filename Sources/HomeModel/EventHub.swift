@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// Fans events out to every stream subscribed to it: how a source, the home database and any
 /// other producer report to any number of readers.
@@ -7,14 +7,19 @@ import Synchronization
 /// nonisolated, so the subscriber list cannot live in an actor). Each stream (`EventStream`)
 /// buffers without bound: a reader that falls behind loses nothing. After `finish()` every stream ends, and a
 /// stream subscribed later ends at once.
+///
+/// `yield` is inlinable, so a producer's call is specialised for its event: unspecialised, each
+/// event paid ~1.7 k instructions of generic metadata look-ups (callgrind, scenario 7).
 public final class EventHub<Event: Sendable>: Sendable {
-    private struct Subscribers {
-        var continuations: [Int: EventStream<Event>.Continuation] = [:]
+    @usableFromInline struct Subscribers {
+        @usableFromInline var continuations: [Int: EventStream<Event>.Continuation] = [:]
         var nextID = 0
         var finished = false
+
+        init() {}
     }
 
-    private let subscribers = Mutex(Subscribers())
+    @usableFromInline let subscribers = Mutex(Subscribers())
 
     public init() {}
 
@@ -39,7 +44,7 @@ public final class EventHub<Event: Sendable>: Sendable {
     /// The streams subscribed and not yet ended.
     var subscriberCount: Int { subscribers.withLock { $0.continuations.count } }
 
-    public func yield(_ event: Event) {
+    @inlinable public func yield(_ event: Event) {
         // The table itself (a reference to its storage), not an array made of it per event.
         let targets = subscribers.withLock { $0.continuations }
         for continuation in targets.values { continuation.yield(event) }
