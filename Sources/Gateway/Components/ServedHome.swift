@@ -37,6 +37,13 @@ struct ServedHome {
         accessories: [String: Accessory]
     ) -> CharacteristicValue? {
         if let reported = values[address] { return reported }
+        return describedValue(address, accessories: accessories)
+    }
+
+    /// The value a characteristic's accessory came with.
+    static func describedValue(_ address: CharacteristicAddress, accessories: [String: Accessory])
+        -> CharacteristicValue?
+    {
         for service in accessories[address.accessoryID]?.services ?? [] {
             if let found = service.characteristics.first(where: { $0.iid == address.iid }) { return found.value }
         }
@@ -73,9 +80,9 @@ struct ServedHome {
 
     /// Keeps a reported value; returns the one it replaces.
     mutating func record(_ value: CharacteristicValue, at address: CharacteristicAddress) -> CharacteristicValue? {
-        let previous = currentValue(address)
-        values[address] = value
-        return previous
+        // One look-up while the characteristic has reported before: the value replaced comes back.
+        if let reported = values.updateValue(value, forKey: address) { return reported }
+        return Self.describedValue(address, accessories: accessories)
     }
 
     /// Whether the accessory's reachability changed.
