@@ -221,7 +221,7 @@ extension Connection {
                 }
                 // A QoS 0 message queued on a connection that has since dropped is already gone.
                 if qos == .atMostOnce && epoch != state.epoch { return nil }
-                state.outstanding[mid] = sent
+                state.outstanding.insert(sent, mid: mid)
                 state.highWater = max(state.highWater, state.outstanding.count)
                 return nil
             }

@@ -11,13 +11,14 @@ struct OutstandingPublishes: Sequence {
     var isEmpty: Bool { entries.isEmpty }
     var values: Dictionary<Int32, Connection.Sent>.Values { entries.values }
 
-    subscript(mid: Int32) -> Connection.Sent? {
-        get { entries[mid] }
-        set {
-            // One look-up each way: the old entry comes back from the store or the removal.
-            let old = newValue.map { entries.updateValue($0, forKey: mid) } ?? entries.removeValue(forKey: mid)
-            bytes += (newValue?.size ?? 0) - (old?.size ?? 0)
-        }
+    subscript(mid: Int32) -> Connection.Sent? { entries[mid] }
+
+    /// Keeps `sent` under `mid`, in place of any entry of that id. One look-up, and `sent` is
+    /// moved once: a `Sent` is ~150 bytes, and an optional setter moved it through two
+    /// optionals (~2 k instructions a publish, callgrind).
+    mutating func insert(_ sent: Connection.Sent, mid: Int32) {
+        bytes += sent.size
+        if let old = entries.updateValue(sent, forKey: mid) { bytes -= old.size }
     }
 
     @discardableResult
@@ -34,13 +35,13 @@ struct OutstandingPublishes: Sequence {
 
     func filter(_ isIncluded: (Dictionary<Int32, Connection.Sent>.Element) -> Bool) -> OutstandingPublishes {
         var kept = OutstandingPublishes()
-        for entry in entries where isIncluded(entry) { kept[entry.key] = entry.value }
+        for entry in entries where isIncluded(entry) { kept.insert(entry.value, mid: entry.key) }
         return kept
     }
 
     /// `other`'s entries added, each replacing one of the same id.
     mutating func merge(_ other: [Int32: Connection.Sent]) {
-        for (mid, sent) in other { self[mid] = sent }
+        for (mid, sent) in other { insert(sent, mid: mid) }
     }
 
     func makeIterator() -> Dictionary<Int32, Connection.Sent>.Iterator { entries.makeIterator() }
