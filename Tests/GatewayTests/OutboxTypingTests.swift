@@ -18,6 +18,11 @@ final class OutboxTypingTests: XCTestCase {
             if Outbox.isPlainJSONLiteral(bytes) { XCTAssertTrue(parsed, "quick path took '\(text)'") }
             XCTAssertEqual(Outbox.isJSONText(bytes), parsed, "'\(text)'")
         }
+        // The three words by the quick path; their near misses of the same lengths not.
+        for word in ["true", "false", "null"] { XCTAssertTrue(Outbox.isPlainJSONLiteral(Array(word.utf8)), word) }
+        for word in ["True", "fals", "nulls", "truex", "nul"] {
+            XCTAssertFalse(Outbox.isPlainJSONLiteral(Array(word.utf8)), word)
+        }
         XCTAssertTrue(Outbox.isPlainJSONLiteral(Array("21.5".utf8)))
         XCTAssertFalse(Outbox.isPlainJSONLiteral(Array("1e5".utf8)))
     }
