@@ -271,11 +271,17 @@ extension Connection {
                 let rc = mosquitto_property_add_byte(&list, Int32(MQTT_PROP_PAYLOAD_FORMAT_INDICATOR.rawValue), 1)
                 if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
             }
-            for (identifier, text) in [
-                (MQTT_PROP_CONTENT_TYPE, properties.contentType), (MQTT_PROP_RESPONSE_TOPIC, properties.responseTopic),
-            ] {
-                guard let text else { continue }
-                let rc = text.withCString { mosquitto_property_add_string(&list, Int32(identifier.rawValue), $0) }
+            // Each on its own: an array of the two, made for every publish, was an allocation.
+            if let text = properties.contentType {
+                let rc = text.withCString {
+                    mosquitto_property_add_string(&list, Int32(MQTT_PROP_CONTENT_TYPE.rawValue), $0)
+                }
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
+            if let text = properties.responseTopic {
+                let rc = text.withCString {
+                    mosquitto_property_add_string(&list, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), $0)
+                }
                 if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
             }
             if let data = properties.correlationData {
