@@ -296,11 +296,6 @@ struct HomeAssistantComponents {
         return first.uppercased() + rest.dropFirst()
     }
 
-    /// The lowercased words of a name (letters and digits).
-    static func words(_ name: String) -> [String] {
-        name.lowercased().split { !$0.isLetter && !$0.isNumber }.map(String.init)
-    }
-
     /// Home Assistant shows `<device> <entity name>`; a null name marks the device's main entity.
     private mutating func mainName(_ service: TopicTree.ServiceNode) -> JSONValue {
         if let label = serviceLabel(service) { return .string(label) }
@@ -374,12 +369,6 @@ struct HomeAssistantComponents {
             return withoutPrefix(name, nameWords.prefix(k).joined(separator: " "))
         }
         return name
-    }
-
-    static func humanize(_ kebab: String) -> String {
-        let words = kebab.split(separator: "-").joined(separator: " ")
-        guard let first = words.first else { return kebab }
-        return first.uppercased() + words.dropFirst()
     }
 
     private func finish(
