@@ -138,6 +138,12 @@ extension JSONValue {
         return length
     }
 
+    /// A byte that a string literal cannot hold as it is: a control, DEL, the lead byte of a C1
+    /// control (and of the Latin-1 letters beside them, which the slow path tells apart), `"`, `\`.
+    static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == 0x7F || byte == 0xC2 || shortEscape(byte) != nil
+    }
+
     /// Appends `s` as a JSON string literal to UTF-8 bytes, escaped as `encoded()` escapes it:
     /// for writers that stream a large document instead of building a `JSONValue` first.
     public static func appendString(_ s: String, to out: inout [UInt8]) {
@@ -146,7 +152,7 @@ extension JSONValue {
         // own bytes (through `String.UTF8View` as a sequence, each byte was a protocol witness
         // call: a tenth of Home Assistant's discovery at start-up, perf).
         let appended = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || shortEscape($0) != nil }) else {
+            guard !bytes.contains(where: needsEscape) else {
                 return false
             }
             out.append(contentsOf: bytes)
@@ -156,8 +162,7 @@ extension JSONValue {
             out.append(UInt8(ascii: "\""))
             return
         }
-        if appended == nil, !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || shortEscape($0) != nil })
-        {
+        if appended == nil, !s.utf8.contains(where: needsEscape) {
             out.append(contentsOf: s.utf8)
             out.append(UInt8(ascii: "\""))
             return

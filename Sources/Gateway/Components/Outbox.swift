@@ -114,7 +114,7 @@ final class Outbox: Sendable {
         }
     }
 
-    static let literalWords = [Array("true".utf8), Array("false".utf8), Array("null".utf8)]
+    private static let literalWords = [Array("true".utf8), Array("false".utf8), Array("null".utf8)]
 
     /// `true`, `false`, `null`, or a decimal of JSON's grammar short enough for any parser
     /// (`-?(0|[1-9][0-9]*)(.[0-9]+)?`, at most 15 digits, no exponent).
