@@ -4,24 +4,31 @@
 extension HomeAssistantComponents {
     /// The lowercased words of a name (letters and digits).
     static func words(_ name: String) -> [String] {
-        // An ASCII name (most are) by its bytes: `Character.isLetter` and `lowercased()` look up
-        // Unicode properties for every character, a sixth of Home Assistant's discovery at
-        // start-up (perf). For ASCII the two agree: letters are A–Z and a–z, numbers 0–9.
-        guard name.utf8.allSatisfy({ $0 < 0x80 }) else { return wordsOfAnyText(name) }
-        var words: [String] = []
-        var word: [UInt8] = []
-        for byte in name.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): word.append(byte)
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): word.append(byte + 0x20)
-            default:
-                guard !word.isEmpty else { continue }
-                words.append(String(decoding: word, as: UTF8.self))
-                word.removeAll(keepingCapacity: true)
+        // An ASCII name (most are) by its bytes, in one pass over the string's own storage:
+        // `Character.isLetter` and `lowercased()` look up Unicode properties for every
+        // character, a sixth of Home Assistant's discovery at start-up (perf). For ASCII the two
+        // agree: letters are A–Z and a–z, numbers 0–9. At the first other byte, by characters.
+        let ascii = name.utf8.withContiguousStorageIfAvailable { bytes -> [String]? in
+            var words: [String] = []
+            var lowered: [UInt8] = []
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    lowered.append(byte)
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                    lowered.append(byte + 0x20)
+                case 0x80...:
+                    return nil
+                default:
+                    guard !lowered.isEmpty else { continue }
+                    words.append(String(decoding: lowered, as: UTF8.self))
+                    lowered.removeAll(keepingCapacity: true)
+                }
             }
+            if !lowered.isEmpty { words.append(String(decoding: lowered, as: UTF8.self)) }
+            return words
         }
-        if !word.isEmpty { words.append(String(decoding: word, as: UTF8.self)) }
-        return words
+        return (ascii ?? nil) ?? wordsOfAnyText(name)
     }
 
     /// `words(_:)` by characters, for any text.
@@ -29,6 +36,7 @@ extension HomeAssistantComponents {
         name.lowercased().split { !$0.isLetter && !$0.isNumber }.map(String.init)
     }
 
+    /// A kebab-case type name as words, the first capitalised: `air-purifier` → `Air purifier`.
     static func humanize(_ kebab: String) -> String {
         let words = kebab.split(separator: "-").joined(separator: " ")
         guard let first = words.first else { return kebab }
