@@ -41,6 +41,7 @@ final class Tally: Sendable {
         var count = 0
         var last: ContinuousClock.Instant?
         var recording = false
+        var untilOnline = false
         var recorded: [MQTTMessage] = []
         var kinds: [String: Int] = [:]
         var onlineAt: ContinuousClock.Instant?
@@ -60,7 +61,12 @@ final class Tally: Sendable {
         let isOnline = message.topic == statusTopic && message.payload == Array("online".utf8)
         let counted = matches(message)
         state.withLock { state in
-            if isOnline { state.onlineAt = now }
+            // `online` is the last of a start-up's messages: with `untilOnline`, what comes after
+            // it (a held request's answer, what stopping publishes) is not recorded.
+            if isOnline {
+                state.onlineAt = now
+                if state.untilOnline { state.recording = false }
+            }
             guard counted else { return }
             state.count += 1
             state.last = now
@@ -112,9 +118,11 @@ final class CountingSubscriber: Sendable {
         }
     }
 
-    func reset(recording: Bool = false) {
+    /// Counts from zero; `recording` keeps the messages, and `untilOnline` stops keeping them
+    /// at the gateway's `online`.
+    func reset(recording: Bool = false, untilOnline: Bool = false) {
         tally.state.withLock {
-            $0 = Tally.State(); $0.recording = recording
+            $0 = Tally.State(); $0.recording = recording; $0.untilOnline = untilOnline
         }
     }
 
