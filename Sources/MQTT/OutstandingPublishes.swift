@@ -11,8 +11,6 @@ struct OutstandingPublishes: Sequence {
     var isEmpty: Bool { entries.isEmpty }
     var values: Dictionary<Int32, Connection.Sent>.Values { entries.values }
 
-    subscript(mid: Int32) -> Connection.Sent? { entries[mid] }
-
     /// Keeps `sent` under `mid`, in place of any entry of that id. One look-up, and `sent` is
     /// moved once: a `Sent` is ~150 bytes, and an optional setter moved it through two
     /// optionals (~2 k instructions a publish, callgrind).
