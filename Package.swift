@@ -268,7 +268,9 @@ let package = Package(
             ],
             exclude: ["peer"]
         ),
-        .testTarget(name: "HomeModelTests", dependencies: ["HomeModel", "TestSupport"]),
+        .testTarget(
+            name: "HomeModelTests",
+            dependencies: ["HomeModel", "TestSupport", .product(name: "Yams", package: "Yams")]),
         // The QR codes read back by zbarimg (zbar-tools), a reader independent of libqrencode.
         .testTarget(name: "SetupQRTests", dependencies: ["SetupQR", "TestSupport"]),
         .testTarget(

@@ -30,17 +30,22 @@ public enum ConfigText {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw problem(errno) }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        // Into a buffer of the size `stat` gave and one byte more, to see the end in one read,
+        // instead of a zeroed 64 KB chunk for each accessory file of a kilobyte; a file that
+        // grew meanwhile (or a /proc file, of size 0) is read on in 4 KB steps or more.
+        var bytes = [UInt8](repeating: 0, count: max(Int(info.st_size), 0) + 1)
+        var count = 0
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count == bytes.count { bytes += repeatElement(0, count: max(bytes.count, 4096)) }
+            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw problem(errno)
             }
             if n == 0 { break }
-            bytes += chunk[0..<n]
+            count += n
         }
+        bytes.removeLast(bytes.count - count)
         return bytes
     }
 
@@ -60,6 +65,11 @@ public enum ConfigText {
     /// with its line and column (1-based, in characters) and the character as `U+00XX`, never
     /// the raw byte, which would reach a terminal as it is.
     public static func problem(in bytes: [UInt8]) -> String? {
+        // Tab, the line breaks and printable ASCII need no decoding, and are most files whole.
+        let isPlain = bytes.withUnsafeBufferPointer { buffer in
+            buffer.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }
+        }
+        if isPlain { return nil }
         var iterator = bytes.makeIterator()
         var parser = Unicode.UTF8.ForwardParser()
         var offset = 0

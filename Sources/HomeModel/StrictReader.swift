@@ -36,13 +36,16 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     @usableFromInline let failure: MakeFailure
     /// Keys asked for, present or not, in the order asked: `finish` names them as the allowed ones.
     @usableFromInline var asked: [String] = []
-    @usableFromInline var used: Set<String> = []
+    /// Which of `entries` were read, by position: a mapping holds a few keys, and a set of
+    /// them hashed each key twice more for every file of a large home.
+    @usableFromInline var used: [Bool]
 
     @inlinable public init(_ node: Node?, path: String = "", failure: @escaping MakeFailure) throws(Failure) {
         self.path = path
         self.failure = failure
         guard let node else {
             entries = []
+            used = []
             return
         }
         guard let mapping = node.strictEntries else {
@@ -50,16 +53,27 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
                 .invalidValue, path.isEmpty ? nil : path,
                 "expected a mapping of keys to values, got \(node.strictKindName)")
         }
-        var seen = Set<String>()
         var entries: [(key: String, node: Node)] = []
+        entries.reserveCapacity(mapping.count)
+        // A duplicate is looked for among the keys before, as most mappings hold a few keys
+        // (a set hashed each key of every accessory file); a large one (a request's JSON) uses
+        // a set, so that its cost stays linear.
+        var seen: Set<String>? = mapping.count > 16 ? Set(minimumCapacity: mapping.count) : nil
         for (key, value) in mapping {
             guard let key else { throw failure(.invalidValue, path.isEmpty ? nil : path, "keys must be text") }
-            guard seen.insert(key).inserted else {
+            let isDuplicate: Bool
+            if seen != nil {
+                isDuplicate = !seen!.insert(key).inserted
+            } else {
+                isDuplicate = entries.contains { $0.key == key }
+            }
+            guard !isDuplicate else {
                 throw failure(.duplicateKey, Self.join(path, key), "'\(key)' appears twice")
             }
             entries.append((key, value))
         }
         self.entries = entries
+        used = Array(repeating: false, count: entries.count)
     }
 
     @inlinable public static func join(_ path: String, _ key: String) -> String {
@@ -83,9 +97,9 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     /// The value of `key`, nil when absent or null; marks the key as read.
     @inlinable public func node(_ key: String) -> Node? {
         if !asked.contains(key) { asked.append(key) }
-        guard let entry = entries.first(where: { $0.key == key }) else { return nil }
-        used.insert(key)
-        return entry.node.strictIsNull ? nil : entry.node
+        guard let index = entries.firstIndex(where: { $0.key == key }) else { return nil }
+        used[index] = true
+        return entries[index].node.strictIsNull ? nil : entries[index].node
     }
 
     @inlinable public func string(_ key: String) throws(Failure) -> String? {
@@ -98,7 +112,7 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
 
     /// A value that must be there and not blank.
     @inlinable public func requiredString(_ key: String) throws(Failure) -> String {
-        guard let text = try string(key), !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+        guard let text = try string(key), !Whitespace.isBlank(text) else {
             throw error(key, .missingKey, "'\(key)' is required")
         }
         return text
@@ -185,8 +199,8 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
 
     /// Throws for the first key nobody read, naming the keys that were asked for.
     @inlinable public func finish() throws(Failure) {
-        for (key, _) in entries where !used.contains(key) {
-            throw unknown(key, allowed: asked)
+        for (index, entry) in entries.enumerated() where !used[index] {
+            throw unknown(entry.key, allowed: asked)
         }
     }
 
@@ -220,11 +234,11 @@ extension Yams.Node: StrictNode {
     public var strictText: String? { scalar?.string }
 
     public var strictNumber: Double? {
-        scalar.flatMap { Double($0.string.trimmingCharacters(in: .whitespaces)) }
+        scalar.flatMap { Double(Substring(Whitespace.trimmed($0.string))) }
     }
 
     public var strictBool: Bool? {
-        switch scalar?.string.trimmingCharacters(in: .whitespaces).lowercased() {
+        switch scalar.map({ Substring(Whitespace.trimmed($0.string)).lowercased() }) {
         case "true", "yes", "on": true
         case "false", "no", "off": false
         default: nil
