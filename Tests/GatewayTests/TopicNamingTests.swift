@@ -28,6 +28,26 @@ final class SlugTests: XCTestCase {
         XCTAssertEqual(Slug.unique(["Lamp", "Lamp", "Lamp 2"]), ["lamp", "lamp-3", "lamp-2"])
     }
 
+    /// ASCII names are slugged by their bytes: the same slugs as by their scalars, for every
+    /// ASCII byte between two letters and for names of every kind.
+    func testASCIISlugsAreTheScalarPathsSlugs() {
+        var names = (UInt8(0)...0x7F).map { "a" + String(UnicodeScalar($0)) + "B" }
+        names += ["", "-", "  Kilgo's  Garage!! ", "Lamp 2", "ZZ top", "9to5", "a--b", "[x]", "Hue/Sat"]
+        for name in names {
+            XCTAssertEqual(Slug.ascii(name, fallback: "f"), Slug.scalars(name, fallback: "f"), name.debugDescription)
+        }
+    }
+
+    /// Sixteen names or fewer with no two alike are their own slugs without hashing; more, or
+    /// with two alike, go the long way, with the same rules.
+    func testUniqueSlugsAtEverySize() {
+        for count in [1, 16, 17, 30] {
+            let names = (1...count).map { "Lamp \($0)" }
+            XCTAssertEqual(Slug.unique(names), names.map { Slug.make($0) })
+            XCTAssertEqual(Slug.unique(names + ["lamp 1"]).last, "lamp-1-2")
+        }
+    }
+
     func testTopicFilterMatching() {
         XCTAssertTrue(TopicMatch.matches(filter: "home/garage/#", topic: "home/garage/door/x/set"))
         XCTAssertTrue(TopicMatch.matches(filter: "home/+/door/#", topic: "home/garage/door/x"))

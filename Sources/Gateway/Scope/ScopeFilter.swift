@@ -102,6 +102,10 @@ public struct ScopeFilter: Sendable {
     }
 
     /// Whether `set` is refused by the read-only list for a characteristic at `topic`.
+    /// Whether any `read-only` entry is set: without one, nothing is read-only by scope, and
+    /// the tree's builder need not make each characteristic's topic to ask.
+    public var hasReadOnlyEntries: Bool { !readOnlyNames.isEmpty || !readOnlyPatterns.isEmpty }
+
     public func isReadOnly(accessory: Accessory, displayName: String, topic: String) -> Bool {
         if !readOnlyNames.isEmpty,
             [Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName)]
