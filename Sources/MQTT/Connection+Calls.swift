@@ -255,6 +255,11 @@ extension Connection {
     ) -> Int32 {
         var list: OpaquePointer?
         defer { mosquitto_property_free_all(&list) }
+        if configuration.protocolVersion == .v5, PropertyLists.isPlain(properties),
+            let kept = propertyLists.list(for: properties)
+        {
+            return publish(topic, payload: payload, qos: qos, retain: retain, properties: kept, mid: &mid)
+        }
         if configuration.protocolVersion == .v5 {
             if let expiry = properties.messageExpiry {
                 mosquitto_property_add_int32(&list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), expiry)
@@ -293,11 +298,18 @@ extension Connection {
                 if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
             }
         }
+        return publish(topic, payload: payload, qos: qos, retain: retain, properties: list, mid: &mid)
+    }
+
+    private func publish(
+        _ topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: OpaquePointer?, mid: inout Int32
+    ) -> Int32 {
         errno = 0
         return topic.withCString { topicPointer in
             payload.withUnsafeBytes { bytes in
                 mosquitto_publish_v5(
-                    h, &mid, topicPointer, Int32(bytes.count), bytes.baseAddress, Int32(qos.rawValue), retain, list)
+                    h, &mid, topicPointer, Int32(bytes.count), bytes.baseAddress, Int32(qos.rawValue), retain,
+                    properties)
             }
         }
     }

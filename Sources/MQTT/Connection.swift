@@ -113,6 +113,8 @@ final class Connection: Sendable {
     let waker = LoopWaker()
     /// The network thread waits in `poll` with a guest: a call that queues a packet wakes it.
     let waitingInPoll = Atomic<Bool>(false)
+    /// The property lists of plain publishes, made once (`PropertyLists`).
+    let propertyLists = PropertyLists()
 
     init(handle: MosquittoHandle, core: ClientCore, configuration: MQTTConfiguration, logger: Logger) {
         self.handle = handle

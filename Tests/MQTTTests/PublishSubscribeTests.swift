@@ -175,4 +175,52 @@ struct PublishSubscribeTests {
             await client.disconnect()
         }
     }
+    /// Plain publishes (a payload format and a content type, nothing else) share a property
+    /// list made once per kind (`PropertyLists`): each kind, again and at either QoS, reaches a
+    /// subscriber with its own properties, and one without any with none.
+    @Test func plainPropertiesReachSubscribersAtEveryPublish() async throws {
+        try await MosquittoBroker.with { broker in
+            let client = try await connectedClient(broker)
+            let kinds: [(String, MQTTPublishProperties)] = [
+                ("json", MQTTPublishProperties(contentType: "application/json", isUTF8Text: true)),
+                ("text", MQTTPublishProperties(contentType: "text/plain", isUTF8Text: true)),
+                ("format", MQTTPublishProperties(isUTF8Text: true)),
+                ("type", MQTTPublishProperties(contentType: "image/png")),
+                ("none", MQTTPublishProperties()),
+            ]
+            let expected = 2 * 2 * kinds.count
+            let sub = try ChildProcess(
+                "mosquitto_sub",
+                broker.clientArguments + [
+                    "-V", "mqttv5", "-t", "plain/#", "-C", "\(expected)", "-W", "10", "-F", "%t|%C|%F",
+                ])
+            try await broker.waitForSubscription(to: "plain/#")
+            for round in 0..<2 {
+                for qos in [MQTTQoS.atMostOnce, .atLeastOnce] {
+                    for (name, properties) in kinds {
+                        try await client.publish(
+                            "plain/\(name)/\(round)/\(qos.rawValue)", payload: Array("x".utf8), qos: qos,
+                            properties: properties)
+                    }
+                }
+            }
+            #expect(try await sub.waitForExit(timeout: 10) == 0)
+            let lines = sub.standardOutput.split(separator: "\n").map(String.init)
+            #expect(lines.count == expected)
+            for line in lines {
+                let fields = line.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+                let kind = fields[0].split(separator: "/")[1]
+                let want: (String, String) =
+                    switch kind {
+                    case "json": ("application/json", "1")
+                    case "text": ("text/plain", "1")
+                    case "format": ("", "1")
+                    case "type": ("image/png", "")
+                    default: ("", "")
+                    }
+                #expect(Array(fields.dropFirst()) == [want.0, want.1], "\(line)")
+            }
+            await client.disconnect()
+        }
+    }
 }
