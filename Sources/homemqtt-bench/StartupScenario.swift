@@ -169,7 +169,9 @@ enum StartupScenario {
             homeAssistant: messages.count { $0.topic.hasPrefix("homeassistant/") })
     }
 
-    /// The same retained messages from our MQTT module alone, until a subscriber has them all.
+    /// The same retained messages from our MQTT module alone, until a subscriber has them all:
+    /// each with the MQTT 5 properties it came with (the gateway's content type and payload
+    /// format), so that the two publish the same packets.
     static func bare(_ messages: [MQTTMessage], broker: MosquittoBroker, qos: MQTTQoS = .atLeastOnce) async throws
         -> Double
     {
@@ -180,7 +182,8 @@ enum StartupScenario {
             let start = ContinuousClock.now
             try await publisher.connect()
             for message in messages {
-                try await publisher.publish(message.topic, payload: message.payload, qos: qos, retain: true)
+                try await publisher.publish(
+                    message.topic, payload: message.payload, qos: qos, retain: true, properties: message.properties)
             }
             let last = try await subscriber.waitFor(
                 count: messages.count, timeout: 600, what: "the bare publisher's retained tree")
