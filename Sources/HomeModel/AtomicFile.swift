@@ -80,6 +80,17 @@ public struct AtomicFileWriter: Sendable {
             }
         }
 
+        /// Appends a text's bytes. Most appends are a few bytes of a literal (`",".utf8`): the
+        /// generic path's chunking, unspecialised in the modules that call it, looked up generic
+        /// metadata for each, a tenth of writing the record of owned topics at 10,000
+        /// accessories. The same chunks are written; only a text longer than a chunk takes the
+        /// generic path, so that the buffer stays within a chunk and a text.
+        public mutating func append(_ text: String.UTF8View) throws(ModelError) {
+            guard text.count <= writer.chunkSize else { return try append(text[...]) }
+            buffer.append(contentsOf: text)
+            try flush(whole: false)
+        }
+
         /// Appends `text` as a JSON string, quoted and escaped.
         public mutating func appendJSONString(_ text: String) throws(ModelError) {
             JSONValue.appendString(text, to: &buffer)

@@ -116,6 +116,14 @@ extension JSONValue {
 
     /// The length in UTF-8 bytes of `s` as `appendString` writes it, quotes included.
     public static func escapedLength(_ s: String) -> Int {
+        // As in `appendString`: a string that needs no escape is its own length, counted on its
+        // own bytes (byte by byte through `String.UTF8View`, each was a protocol witness call).
+        if let plain = s.utf8.withContiguousStorageIfAvailable({ $0.contains(where: needsEscape) ? nil : $0.count + 2 }
+        ),
+            let plain
+        {
+            return plain
+        }
         var length = 2
         var utf8 = s.utf8.makeIterator()
         var current = utf8.next()

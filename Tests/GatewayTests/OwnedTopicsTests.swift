@@ -139,7 +139,8 @@ final class OwnedTopicsTests: XCTestCase {
     }
 
     /// The record is written as it is made (never whole in memory): the same JSON document a
-    /// `JSONValue` of it encodes to, escapes included, across many of the writer's chunks.
+    /// `JSONValue` of it encodes to, escapes included, across many of the writer's chunks, and
+    /// each accessory's paths sorted however many models share them.
     func testTheRecordIsWrittenAsTheDocumentItIs() throws {
         let directory = try TemporaryDirectory(prefix: "homemqtt-owned")
         let store = OwnedTopicsStore(
@@ -147,7 +148,10 @@ final class OwnedTopicsTests: XCTestCase {
         var record = OwnedTopics()
         record.topics = Set((0..<5_000).map { "häus/room \($0)/\"quoted\"\\back/$info" })
         record.accessories = Dictionary(
-            uniqueKeysWithValues: (0..<3_000).map { ("häus/room/lamp-\($0)", Set(["light/on", "light/brightness\n"])) })
+            uniqueKeysWithValues: (0..<3_000).map {
+                // Twenty models, more than the writer keeps sorted, met in turn.
+                ("häus/room/lamp-\($0)", Set(["light/on", "light/brightness\n", "model-\($0 % 20)/x"]))
+            })
         try store.save(record)
         let expected = JSONValue.object([
             "version": .int(1), "broker": .string("mqtt://\"broker\":1883"), "base": .string("häus"),

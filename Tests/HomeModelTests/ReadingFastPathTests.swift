@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import Yams
 
 @testable import HomeModel
@@ -102,5 +103,28 @@ import Yams
         #expect(
             ConfigText.problem(in: Array("a\u{85}b\u{9B}".utf8))
                 == "holds the control character U+009B at line 1, column 4: not YAML text (a binary file?)")
+    }
+    /// A stream's text appends (short literals whole, a long one through the generic path) and
+    /// byte appends write the same bytes in the same 16-byte chunks, the last one shorter.
+    @Test func streamedTextIsWrittenInWholeChunks() throws {
+        let directory = try TemporaryDirectory()
+        let probe = CrashSwitch(crashAt: nil)
+        let long = String(repeating: "0123456789", count: 5)
+        let url = directory.url.appendingPathComponent("stream.json")
+        try AtomicFileWriter(chunkSize: 16, hook: probe.hook).write(to: url) {
+            (stream: inout AtomicFileWriter.Stream) throws(ModelError) in
+            try stream.append("[".utf8)
+            try stream.appendJSONString("a \"quoted\" name")
+            try stream.append(",".utf8)
+            try stream.append(long.utf8)
+            try stream.append(Array(",7]".utf8))
+        }
+        let expected = "[\"a \\\"quoted\\\" name\"," + long + ",7]"
+        #expect(String(decoding: try Data(contentsOf: url), as: UTF8.self) == expected)
+        let writes = probe.steps.compactMap { step -> Int? in
+            guard case .write(_, let count) = step else { return nil }
+            return count
+        }
+        #expect(writes == Array(repeating: 16, count: expected.utf8.count / 16) + [expected.utf8.count % 16])
     }
 }

@@ -133,9 +133,18 @@ public struct OwnedTopics: Sendable, Equatable {
     func write(
         to stream: inout AtomicFileWriter.Stream, version: Int, broker: String, base: String
     ) throws(ModelError) {
-        func list(_ strings: Set<String>, _ stream: inout AtomicFileWriter.Stream) throws(ModelError) {
+        // Accessories of one model share one set of paths (`Shapes`): each set is sorted once.
+        var sortedShapes: [(paths: Set<String>, sorted: [String])] = []
+        func sorted(_ paths: Set<String>) -> [String] {
+            if let known = sortedShapes.first(where: { $0.paths == paths }) { return known.sorted }
+            let sorted = paths.sorted()
+            if sortedShapes.count == 16 { sortedShapes.removeFirst() }
+            sortedShapes.append((paths, sorted))
+            return sorted
+        }
+        func list(_ strings: [String], _ stream: inout AtomicFileWriter.Stream) throws(ModelError) {
             try stream.append("[".utf8)
-            for (index, string) in strings.sorted().enumerated() {
+            for (index, string) in strings.enumerated() {
                 if index > 0 { try stream.append(",".utf8) }
                 try stream.appendJSONString(string)
             }
@@ -146,14 +155,14 @@ public struct OwnedTopics: Sendable, Equatable {
             if index > 0 { try stream.append(",".utf8) }
             try stream.appendJSONString(id)
             try stream.append(":".utf8)
-            try list(paths, &stream)
+            try list(sorted(paths), &stream)
         }
         try stream.append(#"},"base":"#.utf8)
         try stream.appendJSONString(base)
         try stream.append(#","broker":"#.utf8)
         try stream.appendJSONString(broker)
         try stream.append(#","topics":"#.utf8)
-        try list(topics, &stream)
+        try list(topics.sorted(), &stream)
         try stream.append(#","version":\#(version)}"#.utf8)
     }
 
