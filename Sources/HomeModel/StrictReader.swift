@@ -169,7 +169,13 @@ public final class StrictReader<Node: StrictNode, Failure: Error> {
     @inlinable public func list(_ key: String) throws(Failure) -> [(path: String, node: Node)]? {
         guard let node = node(key) else { return nil }
         guard let items = node.strictItems else { throw error(key, "expected a list, got \(node.strictKindName)") }
-        return items.enumerated().map { ("\(keyPath(key))[\($0.offset)]", $0.element) }
+        // By index, the key's path made once: through `enumerated()`, each node was copied twice
+        // more (a YAML node's copy retains each of its parts).
+        let path = keyPath(key)
+        var out: [(path: String, node: Node)] = []
+        out.reserveCapacity(items.count)
+        for index in items.indices { out.append(("\(path)[\(index)]", items[index])) }
+        return out
     }
 
     /// A list of single values; with `single`, one value alone is read as a list of one.
