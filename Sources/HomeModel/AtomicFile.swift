@@ -68,8 +68,8 @@ public struct AtomicFileWriter: Sendable {
         /// A hook stopped the write (a test's "crash"): the temporary stays, as after a crash.
         fileprivate var crashed = false
 
-        /// Appends bytes, writing each full chunk: the buffer never holds more than a chunk, however
-        /// large `bytes` is.
+        /// Appends bytes, writing each full chunk: this never leaves more than a chunk in the
+        /// buffer, however large `bytes` is (a text or a JSON string may add its own length).
         public mutating func append(_ bytes: some Collection<UInt8>) throws(ModelError) {
             var rest = bytes[...]
             while !rest.isEmpty {

@@ -60,7 +60,8 @@ enum ThroughputScenario {
                 let messages = subscriber.recorded
                 await gateway.stop()
 
-                // The same messages — topics, payloads, QoS, retained — from our MQTT module alone.
+                // The same messages — topics, payloads, QoS, retained, and the MQTT 5 properties
+                // each came with (content type, payload format) — from our MQTT module alone.
                 var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
                 GatewayConfig.applyGatewayOptions(&configuration)
                 let publisher = MQTTClient(configuration: configuration, logger: quietLogger)
@@ -68,7 +69,8 @@ enum ThroughputScenario {
                 subscriber.reset()
                 let bareStart = ContinuousClock.now
                 for message in messages {
-                    try await publisher.publish(message.topic, payload: message.payload, qos: qos, retain: true)
+                    try await publisher.publish(
+                        message.topic, payload: message.payload, qos: qos, retain: true, properties: message.properties)
                 }
                 let bareLast = try await subscriber.waitFor(
                     count: total, timeout: 300, what: "the bare publisher's messages")

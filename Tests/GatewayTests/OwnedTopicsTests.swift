@@ -149,7 +149,7 @@ final class OwnedTopicsTests: XCTestCase {
         record.topics = Set((0..<5_000).map { "häus/room \($0)/\"quoted\"\\back/$info" })
         record.accessories = Dictionary(
             uniqueKeysWithValues: (0..<3_000).map {
-                // Twenty models, more than the writer keeps sorted, met in turn.
+                // Twenty models, more than the writer keeps sorted, mixed in the ids' text order.
                 ("häus/room/lamp-\($0)", Set(["light/on", "light/brightness\n", "model-\($0 % 20)/x"]))
             })
         try store.save(record)

@@ -48,17 +48,22 @@ import Yams
         #expect(try map.requiredString("d") == " x")
     }
 
-    @Test(arguments: [3, 16, 17, 40])
+    /// A key given again is found whichever earlier key it repeats, in a mapping searched key
+    /// by key (16 keys or fewer) and in one that uses a set.
+    @Test(arguments: [3, 15, 16, 17, 40])
     func duplicateKeysAreFoundAtAnySize(count: Int) throws {
         let keys = (0..<count).map { "key\($0)" }
         let unique = keys.map { "\($0): 1" }.joined(separator: "\n")
         #expect((try Self.reader(unique)).entries.count == count)
-        let twice = unique + "\nkey\(count - 1): 2"
-        #expect(
-            throws: TestFailure(
-                code: .duplicateKey, keyPath: "key\(count - 1)", message: "'key\(count - 1)' appears twice")
-        ) {
-            _ = try Self.reader(twice)
+        for repeated in Set([0, count / 2, count - 1]) {
+            // The repeat is the last of `count + 1` keys.
+            let twice = unique + "\nkey\(repeated): 2"
+            #expect(
+                throws: TestFailure(
+                    code: .duplicateKey, keyPath: "key\(repeated)", message: "'key\(repeated)' appears twice")
+            ) {
+                _ = try Self.reader(twice)
+            }
         }
     }
 
@@ -76,8 +81,8 @@ import Yams
         try map.finish()
     }
 
-    /// Larger than the first read's buffer would be if `stat` said less (`/proc` says 0), and
-    /// exactly the bytes of a file of each size around the buffer's edge.
+    /// A file whose `stat` size is 0 but that holds more (`/proc`): the buffer grows; and
+    /// exactly the bytes of a file of each size, empty to larger than the old 64 KB chunk.
     @Test func filesAreReadWhole() throws {
         let status = try ConfigText.read("/proc/self/status")
         #expect(String(decoding: status, as: UTF8.self).contains("VmRSS:"))
@@ -104,6 +109,7 @@ import Yams
             ConfigText.problem(in: Array("a\u{85}b\u{9B}".utf8))
                 == "holds the control character U+009B at line 1, column 4: not YAML text (a binary file?)")
     }
+
     /// A stream's text appends (short literals whole, a long one through the generic path) and
     /// byte appends write the same bytes in the same 16-byte chunks, the last one shorter.
     @Test func streamedTextIsWrittenInWholeChunks() throws {

@@ -175,6 +175,7 @@ struct PublishSubscribeTests {
             await client.disconnect()
         }
     }
+
     /// Plain publishes (a payload format and a content type, nothing else) share a property
     /// list made once per kind (`PropertyLists`): each kind, again and at either QoS, reaches a
     /// subscriber with its own properties, and one without any with none.
@@ -183,6 +184,7 @@ struct PublishSubscribeTests {
             let client = try await connectedClient(broker)
             let kinds: [(String, MQTTPublishProperties)] = [
                 ("json", MQTTPublishProperties(contentType: "application/json", isUTF8Text: true)),
+                ("jsonbytes", MQTTPublishProperties(contentType: "application/json")),
                 ("text", MQTTPublishProperties(contentType: "text/plain", isUTF8Text: true)),
                 ("format", MQTTPublishProperties(isUTF8Text: true)),
                 ("type", MQTTPublishProperties(contentType: "image/png")),
@@ -213,6 +215,7 @@ struct PublishSubscribeTests {
                 let want: (String, String) =
                     switch kind {
                     case "json": ("application/json", "1")
+                    case "jsonbytes": ("application/json", "")
                     case "text": ("text/plain", "1")
                     case "format": ("", "1")
                     case "type": ("image/png", "")

@@ -101,11 +101,11 @@ public struct ScopeFilter: Sendable {
         return characteristicTypes.admits([characteristic.type])
     }
 
-    /// Whether `set` is refused by the read-only list for a characteristic at `topic`.
     /// Whether any `read-only` entry is set: without one, nothing is read-only by scope, and
     /// the tree's builder need not make each characteristic's topic to ask.
     public var hasReadOnlyEntries: Bool { !readOnlyNames.isEmpty || !readOnlyPatterns.isEmpty }
 
+    /// Whether `set` is refused by the read-only list for a characteristic at `topic`.
     public func isReadOnly(accessory: Accessory, displayName: String, topic: String) -> Bool {
         if !readOnlyNames.isEmpty,
             [Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName)]
