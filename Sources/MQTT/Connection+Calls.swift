@@ -261,42 +261,8 @@ extension Connection {
             return publish(topic, payload: payload, qos: qos, retain: retain, properties: kept, mid: &mid)
         }
         if configuration.protocolVersion == .v5 {
-            if let expiry = properties.messageExpiry {
-                mosquitto_property_add_int32(&list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), expiry)
-            }
-            for property in properties.userProperties {
-                let rc = property.name.withCString { name in
-                    property.value.withCString { value in
-                        mosquitto_property_add_string_pair(&list, Int32(MQTT_PROP_USER_PROPERTY.rawValue), name, value)
-                    }
-                }
-                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
-            }
-            if properties.isUTF8Text {
-                let rc = mosquitto_property_add_byte(&list, Int32(MQTT_PROP_PAYLOAD_FORMAT_INDICATOR.rawValue), 1)
-                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
-            }
-            // Each on its own: an array of the two, made for every publish, was an allocation.
-            if let text = properties.contentType {
-                let rc = text.withCString {
-                    mosquitto_property_add_string(&list, Int32(MQTT_PROP_CONTENT_TYPE.rawValue), $0)
-                }
-                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
-            }
-            if let text = properties.responseTopic {
-                let rc = text.withCString {
-                    mosquitto_property_add_string(&list, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), $0)
-                }
-                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
-            }
-            if let data = properties.correlationData {
-                let rc = data.withUnsafeBytes { bytes in
-                    mosquitto_property_add_binary(
-                        &list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), bytes.baseAddress,
-                        UInt16(clamping: bytes.count))
-                }
-                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
-            }
+            let rc = PropertyLists.add(properties, to: &list)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
         }
         return publish(topic, payload: payload, qos: qos, retain: retain, properties: list, mid: &mid)
     }

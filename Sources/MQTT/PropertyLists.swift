@@ -52,20 +52,53 @@ final class PropertyLists: Sendable {
 
     private static func make(_ properties: MQTTPublishProperties) -> OpaquePointer? {
         var list: OpaquePointer?
-        if properties.isUTF8Text,
-            mosquitto_property_add_byte(&list, Int32(MQTT_PROP_PAYLOAD_FORMAT_INDICATOR.rawValue), 1)
-                != MOSQ_ERR_SUCCESS.rawValue
-        {
-            mosquitto_property_free_all(&list)
-            return nil
-        }
-        if let text = properties.contentType,
-            text.withCString({ mosquitto_property_add_string(&list, Int32(MQTT_PROP_CONTENT_TYPE.rawValue), $0) })
-                != MOSQ_ERR_SUCCESS.rawValue
-        {
+        guard add(properties, to: &list) == MOSQ_ERR_SUCCESS.rawValue else {
             mosquitto_property_free_all(&list)
             return nil
         }
         return list
+    }
+
+    /// Adds `properties` to a libmosquitto property list: the one way a publish's list is made,
+    /// kept (`list(for:)`) or for one publish (`Connection.send`). libmosquitto's code when it
+    /// refuses one (a string that is not UTF-8); the list then holds those before it.
+    static func add(_ properties: MQTTPublishProperties, to list: inout OpaquePointer?) -> Int32 {
+        if let expiry = properties.messageExpiry {
+            let rc = mosquitto_property_add_int32(&list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), expiry)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        for property in properties.userProperties {
+            let rc = property.name.withCString { name in
+                property.value.withCString { value in
+                    mosquitto_property_add_string_pair(&list, Int32(MQTT_PROP_USER_PROPERTY.rawValue), name, value)
+                }
+            }
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        if properties.isUTF8Text {
+            let rc = mosquitto_property_add_byte(&list, Int32(MQTT_PROP_PAYLOAD_FORMAT_INDICATOR.rawValue), 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        // Each on its own: an array of the two, made for every publish, was an allocation.
+        if let text = properties.contentType {
+            let rc = text.withCString {
+                mosquitto_property_add_string(&list, Int32(MQTT_PROP_CONTENT_TYPE.rawValue), $0)
+            }
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        if let text = properties.responseTopic {
+            let rc = text.withCString {
+                mosquitto_property_add_string(&list, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), $0)
+            }
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        if let data = properties.correlationData {
+            let rc = data.withUnsafeBytes { bytes in
+                mosquitto_property_add_binary(
+                    &list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), bytes.baseAddress, UInt16(clamping: bytes.count))
+            }
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        return MOSQ_ERR_SUCCESS.rawValue
     }
 }
