@@ -118,12 +118,10 @@ extension JSONValue {
     public static func escapedLength(_ s: String) -> Int {
         // As in `appendString`: a string that needs no escape is its own length, counted on its
         // own bytes (byte by byte through `String.UTF8View`, each was a protocol witness call).
-        if let plain = s.utf8.withContiguousStorageIfAvailable({ $0.contains(where: needsEscape) ? nil : $0.count + 2 }
-        ),
-            let plain
-        {
-            return plain
+        let plain = s.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.contains(where: needsEscape) ? nil : bytes.count + 2
         }
+        if let plain, let length = plain { return length }
         var length = 2
         var utf8 = s.utf8.makeIterator()
         var current = utf8.next()

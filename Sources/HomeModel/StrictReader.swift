@@ -240,11 +240,11 @@ extension Yams.Node: StrictNode {
     public var strictText: String? { scalar?.string }
 
     public var strictNumber: Double? {
-        scalar.flatMap { Double(Substring(Whitespace.trimmed($0.string))) }
+        scalar.flatMap { Double(Whitespace.trimmed($0.string)) }
     }
 
     public var strictBool: Bool? {
-        switch scalar.map({ Substring(Whitespace.trimmed($0.string)).lowercased() }) {
+        switch scalar.map({ Whitespace.trimmed($0.string).lowercased() }) {
         case "true", "yes", "on": true
         case "false", "no", "off": false
         default: nil

@@ -10,11 +10,12 @@ public enum Whitespace {
     }
 
     /// `text` without the whitespace at either end.
-    @inlinable public static func trimmed(_ text: String) -> Substring.UnicodeScalarView {
+    @inlinable public static func trimmed(_ text: String) -> Substring {
         let scalars = text.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !contains($0) }) else { return scalars[scalars.endIndex...] }
-        let last = scalars.lastIndex { !contains($0) }!
-        return scalars[first...last]
+        guard let first = scalars.firstIndex(where: { !contains($0) }),
+            let last = scalars.lastIndex(where: { !contains($0) })
+        else { return text[text.endIndex...] }
+        return Substring(scalars[first...last])
     }
 
     /// Whether `text` is empty or only whitespace.

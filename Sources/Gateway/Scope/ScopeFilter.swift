@@ -101,18 +101,18 @@ public struct ScopeFilter: Sendable {
         return characteristicTypes.admits([characteristic.type])
     }
 
-    /// Whether any `read-only` entry is set: without one, nothing is read-only by scope, and
-    /// the tree's builder need not make each characteristic's topic to ask.
-    public var hasReadOnlyEntries: Bool { !readOnlyNames.isEmpty || !readOnlyPatterns.isEmpty }
-
-    /// Whether `set` is refused by the read-only list for a characteristic at `topic`.
-    public func isReadOnly(accessory: Accessory, displayName: String, topic: String) -> Bool {
+    /// Whether `set` is refused by the read-only list for a characteristic at `topic`. The topic
+    /// is made only when a pattern asks for it: the tree's builder asks for every
+    /// characteristic, and most scopes have no `read-only` entry.
+    public func isReadOnly(accessory: Accessory, displayName: String, topic: @autoclosure () -> String) -> Bool {
         if !readOnlyNames.isEmpty,
             [Self.fold(displayName), Self.fold(accessory.name), Self.fold(accessory.id), Slug.make(displayName)]
                 .contains(where: readOnlyNames.contains)
         {
             return true
         }
+        guard !readOnlyPatterns.isEmpty else { return false }
+        let topic = topic()
         return readOnlyPatterns.contains {
             TopicMatch.matches(filter: $0, topic: topic) || TopicMatch.matches(filter: $0, topic: topic + "/set")
         }

@@ -191,15 +191,12 @@ public struct TopicTree: Sendable {
                 service: service, characteristics: [])
             serviceNode.characteristics.reserveCapacity(characteristics.count)
             for (cIndex, characteristic) in characteristics.enumerated() {
-                let isReadOnlyScope =
-                    scope.hasReadOnlyEntries
-                    && scope.isReadOnly(
-                        accessory: accessory, displayName: name, topic: "\(serviceTopic)/\(slugs[cIndex])")
                 serviceNode.characteristics.append(
                     CharacteristicNode(
                         address: CharacteristicAddress(accessoryID: accessory.id, iid: characteristic.iid),
                         serviceTopic: serviceTopic, slug: slugs[cIndex], characteristic: characteristic,
-                        isReadOnlyScope: isReadOnlyScope,
+                        isReadOnlyScope: scope.isReadOnly(
+                            accessory: accessory, displayName: name, topic: "\(serviceTopic)/\(slugs[cIndex])"),
                         kinds: &kinds, typeName: typeName(characteristic:)))
             }
             node.services.append(serviceNode)
