@@ -201,13 +201,16 @@ struct AccessoryBuilder {
             }
         }
 
-        // Order: required (catalog order), the service Name, then the rest in file order.
-        var order: [(type: CharacteristicType, key: String?, node: Node?)] = []
+        // Order: required (catalog order), the service Name, then the rest in file order. The
+        // Name's value is the service's `name` as text, not a Yams node made for it: a scalar
+        // made in code takes Yams' default resolver, whose regular expressions (compiled through
+        // ICU on first use) the reading of a file never needs otherwise.
+        var order: [(type: CharacteristicType, key: String?, node: Node?, text: String?)] = []
         let required = standard?.requiredCharacteristics ?? []
         for uuid in required {
             guard let type = Catalog.characteristicType(uuid: uuid) else { continue }
             let hit = given.first { $0.type.uuid == uuid }
-            order.append((type, hit?.key, hit?.node))
+            order.append((type, hit?.key, hit?.node, nil))
         }
         let allowsName =
             standard.map {
@@ -217,10 +220,10 @@ struct AccessoryBuilder {
         if let serviceName, allowsName, !required.contains(StandardUUID.name),
             let nameType = Catalog.characteristicType(uuid: StandardUUID.name)
         {
-            order.append((nameType, nil, .scalar(.init(serviceName))))
+            order.append((nameType, nil, nil, serviceName))
         }
         for item in given where !required.contains(item.type.uuid) {
-            order.append((item.type, item.key, item.node))
+            order.append((item.type, item.key, item.node, nil))
         }
 
         var characteristics: [Characteristic] = []
@@ -230,7 +233,7 @@ struct AccessoryBuilder {
             var value: CharacteristicValue?
             if let key = entry.key, let node = entry.node {
                 (metadata, value) = try characteristicValue(node, key: key, type: entry.type, metadata: metadata)
-            } else if let node = entry.node, let text = node.scalar?.string {
+            } else if let text = entry.text {
                 value = try? ValueCodec.parse(text: text, metadata: metadata, label: entry.type.name)
             }
             if value == nil {

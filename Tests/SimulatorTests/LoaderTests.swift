@@ -196,6 +196,19 @@ import Testing
         }
         #expect(bare.services[1].characteristic(type: StandardUUID.longForm("35"))?.value == .float(20))
     }
+
+    /// A service's `name` becomes its Name characteristic's value as written, also a name that
+    /// YAML's resolver would take for a flag, a number or nothing.
+    @Test func aServiceNameIsItsNameCharacteristicAsWritten() async throws {
+        let names = ["Reading Light", "yes", "Off", "1.5", "~", "null", "0x1F"]
+        let services = names.map { "  - type: lightbulb\n    name: '\($0)'\n" }.joined()
+        let (home, dir) = try makeHome("name: Names\nservices:\n" + services)
+        _ = dir
+        let accessory = try #require(await home.accessories().first)
+        let lamps = accessory.services.filter { $0.type == StandardUUID.longForm("43") }
+        #expect(lamps.map(\.name) == names)
+        #expect(lamps.map { $0.characteristic(type: StandardUUID.name)?.value } == names.map { .string($0) })
+    }
 }
 
 @Suite struct BadFileTests {
