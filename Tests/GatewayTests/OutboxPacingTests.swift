@@ -46,11 +46,13 @@ final class OutboxPacingTests: XCTestCase {
     func testTheFirstPublicationWaitsOnTheQueuedBytes() async throws {
         let transport = GatedTransport()
         let outbox = Outbox(mqtt: transport, defaultQoS: .atLeastOnce, logger: Logger(label: "test"))
-        let document = [UInt8](repeating: UInt8(ascii: "x"), count: 600_000)
+        // Two pages of 0.6 of the limit each: together over it, either alone under it.
+        let size = Publication.backlogBytes * 3 / 5
+        let document = [UInt8](repeating: UInt8(ascii: "x"), count: size)
         outbox.publish("home/$gateway/tree/1", document, retain: true)
         outbox.publish("home/$gateway/tree/2", document, retain: true)
         XCTAssertEqual(outbox.backlog, 2)
-        XCTAssertEqual(outbox.backlogBytes, 1_200_000)
+        XCTAssertEqual(outbox.backlogBytes, 2 * size)
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await outbox.drain(republish: { _ in }) }
@@ -68,13 +70,13 @@ final class OutboxPacingTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(50))
             XCTAssertFalse(isDone.withLock { $0 })
             XCTAssertEqual(transport.sent.withLock { $0 }, [])
-            XCTAssertEqual(outbox.backlogBytes, 1_200_000)
+            XCTAssertEqual(outbox.backlogBytes, 2 * size)
 
             transport.grant.yield()
             _ = await waitedFor.next()
             // It went on once the first page was handed over; the second is still queued.
             XCTAssertEqual(transport.sent.withLock { $0 }, ["home/$gateway/tree/1"])
-            XCTAssertEqual(outbox.backlogBytes, 600_000)
+            XCTAssertEqual(outbox.backlogBytes, size)
             XCTAssertEqual(outbox.backlog, 1)
 
             transport.grant.yield()
