@@ -202,6 +202,21 @@ public enum ValueCodec {
         }
     }
 
+    /// Whether two different values certainly have different `text`s, without making them: of
+    /// one kind, a flag, a string, bytes, or an integer of a format other than `bool` (whose
+    /// texts are only `true` and `false`). Floats round to the step, and values of two kinds
+    /// can meet (`1` and `1.0`): those need their texts compared.
+    public static func textsDiffer(_ a: CharacteristicValue, _ b: CharacteristicValue, format: CharacteristicFormat)
+        -> Bool
+    {
+        guard a != b else { return false }
+        switch (a, b) {
+        case (.bool, .bool), (.string, .string), (.data, .data): return true
+        case (.int, .int), (.uint, .uint): return format != .bool
+        default: return false
+        }
+    }
+
     /// The MQTT `state` payload for a value at its characteristic's precision: a float is rounded
     /// to the characteristic's step (`120.5999984741211` with step 0.1 is `120.6`), or without a
     /// step to the 7 significant digits a float32, HAP's float, carries.

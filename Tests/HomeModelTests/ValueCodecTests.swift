@@ -383,3 +383,40 @@ private func code(_ body: () throws(ModelError) -> CharacteristicValue) -> Strin
         }
     }
 }
+
+/// `textsDiffer` says two values' `state` texts differ only where they do: the gateway then
+/// publishes a change without making the previous value's text to compare.
+@Suite struct TextsDifferTests {
+    static let values: [CharacteristicValue] = [
+        .bool(true), .bool(false), .int(0), .int(1), .int(2), .int(-1), .uint(0), .uint(1), .uint(7),
+        .float(0), .float(1), .float(1.04), .float(1.06), .float(2.5), .string(""), .string("1"),
+        .string("true"), .string("a"), .data([]), .data([1]), .data([1, 2]),
+    ]
+
+    @Test(arguments: CharacteristicFormat.allCases)
+    func whereItSaysSoTheTextsDiffer(format: CharacteristicFormat) {
+        // A step makes floats that differ meet in one text (1.04 and 1.06 are both 1.0 at 0.1).
+        for metadata in [meta(format), meta(format, step: 0.1)] {
+            var said = 0
+            for a in Self.values {
+                for b in Self.values where ValueCodec.textsDiffer(a, b, format: format) {
+                    said += 1
+                    #expect(
+                        ValueCodec.text(a, metadata: metadata) != ValueCodec.text(b, metadata: metadata),
+                        "\(a) and \(b) as \(format)")
+                }
+            }
+            // It says so for most pairs of one kind: the check is not vacuous.
+            #expect(said >= 20, "\(format): \(said)")
+        }
+    }
+
+    @Test func valuesOfOneTextAreNeverSaidToDiffer() {
+        // An integer 1 and a flag, as a bool characteristic, are both `true`.
+        #expect(!ValueCodec.textsDiffer(.int(1), .int(2), format: .bool))
+        #expect(!ValueCodec.textsDiffer(.bool(true), .int(1), format: .uint8))
+        #expect(!ValueCodec.textsDiffer(.float(1.04), .float(1.06), format: .float))
+        #expect(!ValueCodec.textsDiffer(.int(3), .int(3), format: .int))
+        #expect(ValueCodec.textsDiffer(.int(3), .int(4), format: .int))
+    }
+}
