@@ -86,15 +86,21 @@ extension Gateway {
 
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
         // Another home's value is not kept here (its gateway keeps it).
-        if served.accessories[address.accessoryID] == nil, !database.serves(accessoryID: address.accessoryID) { return }
+        // `index(forKey:)` and the published tree read in place: a comparison of the looked-up
+        // accessory with nil copied it, and `publishedTree` the whole tree, at each value.
+        if served.accessories.index(forKey: address.accessoryID) == nil,
+            !database.serves(accessoryID: address.accessoryID)
+        {
+            return
+        }
         lastSeen.heard(address.accessoryID)
         let previous = served.record(value, at: address)
-        guard isStarted, let node = publishedTree.characteristic(address) else { return }
+        guard isStarted, let node = publication.tree.characteristic(address) else { return }
         if node.isEvent {
             // A press: each report is published once, and never retained (a later subscriber
             // must not see an old press as a new one).
             let text = ValueCodec.text(value, metadata: node.characteristic.metadata)
-            enqueue(node.topic + "/state", Array(text.utf8), retain: false)
+            enqueue(node.topic("/state"), Array(text.utf8), retain: false)
             notifyObservers(.value(node, value))
             return
         }
@@ -102,7 +108,11 @@ extension Gateway {
         // What is on the broker is the text of the previous value: publish only a change.
         let metadata = node.characteristic.metadata
         let text = ValueCodec.text(value, metadata: metadata)
-        if let previous, ValueCodec.text(previous, metadata: metadata) == text { return }
+        if let previous, !ValueCodec.textsDiffer(previous, value, format: metadata.format),
+            ValueCodec.text(previous, metadata: metadata) == text
+        {
+            return
+        }
         // `scope.rate-limits`: without any, one emptiness check and nothing else.
         if !rateLimiter.isEmpty, !rateLimiter.passes(node, value, text: text, previous: previous, now: clock.now) {
             return
@@ -113,7 +123,7 @@ extension Gateway {
     /// A characteristic's new value out to the broker (`state`), the outputs (`$state`) and the
     /// observers (Homie, the web view).
     func publishState(_ node: TopicTree.CharacteristicNode, _ value: CharacteristicValue, text: String) {
-        enqueue(node.topic + "/state", Array(text.utf8), retain: true)
+        enqueue(node.topic("/state"), Array(text.utf8), retain: true)
         outputs.valueChanged(node.address.accessoryID, self)
         notifyObservers(.value(node, value))
     }
