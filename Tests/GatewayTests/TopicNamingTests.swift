@@ -296,3 +296,25 @@ final class GatewayEventDocumentationTests: XCTestCase {
         }
     }
 }
+
+final class CharacteristicTopicTests: XCTestCase {
+    /// `topic(_:)` is the topic and the suffix, whatever the service topic is made of: a small
+    /// one, a long one, one of another script (a base topic is the user's own).
+    func testTheStateTopicIsTheTopicAndTheSuffix() {
+        let services = ["h/r/a/s", "home/living-room/reading-lamp-with-a-long-name/lightbulb", "家/居間/ランプ/灯"]
+        for serviceTopic in services {
+            for slug in ["on", "brightness", "color-temperature-2"] {
+                let node = TopicTree.CharacteristicNode(
+                    address: CharacteristicAddress(accessoryID: "a", iid: 9), serviceTopic: serviceTopic, slug: slug,
+                    typeName: slug,
+                    characteristic: Characteristic(
+                        iid: 9, type: StandardUUID.longForm("25"), value: nil,
+                        metadata: CharacteristicMetadata(format: .bool, permissions: [.read])),
+                    isReadOnlyScope: false)
+                XCTAssertEqual(node.topic("/state"), node.topic + "/state")
+                XCTAssertEqual(node.topic("/state").utf8.count, node.topic.utf8.count + 6)
+                XCTAssertEqual(node.topic(""), serviceTopic + "/" + slug)
+            }
+        }
+    }
+}
