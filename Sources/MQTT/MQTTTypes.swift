@@ -77,8 +77,9 @@ public struct MQTTConfiguration: Sendable {
     public var maxQueuedPublishes: Int = 1000
     /// Backpressure by size: the most bytes of such packets (libmosquitto keeps a copy of each
     /// until then). `publish` suspends while this many are outstanding, unless none are: a larger
-    /// packet still goes, alone. A thousand small messages are far below it; large retained
-    /// documents (discovery configs) go a few at a time, and a tree page (256 KB at most by
+    /// packet still goes, alone. A thousand notifications (~60–250 bytes each) fit under it, so
+    /// for them `maxQueuedPublishes` is the bound; larger documents (`meta`, `$state`) go a few
+    /// hundred at a time, discovery configs a few dozen, and a tree page (256 KB at most by
     /// default) alone. 256 KB rather than 1 MB: the copies held here were ~1 MB of a
     /// 1,000-accessory start-up's peak, and on a LAN a window of 256 KB keeps the socket full.
     public var maxQueuedBytes: Int = 1 << 18

@@ -86,8 +86,10 @@ extension Gateway {
 
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
         // Another home's value is not kept here (its gateway keeps it).
-        // `index(forKey:)` and the published tree read in place: a comparison of the looked-up
-        // accessory with nil copied it, and `publishedTree` the whole tree, at each value.
+        // `index(forKey:)` and the published tree read in place: comparing the looked-up
+        // accessory with nil made a copy of it, and `publishedTree` a copy of the tree's struct,
+        // each retaining and releasing every reference it holds, at each value (~0.9 k
+        // instructions together, callgrind).
         if served.accessories.index(forKey: address.accessoryID) == nil,
             !database.serves(accessoryID: address.accessoryID)
         {
