@@ -49,10 +49,16 @@ final class HomeKitAnnouncementTests: XCTestCase {
             async throws -> (JSONValue, Int)
         {
             var found: (JSONValue, Int)?
-            try await waitUntil(what, timeout: timeout, pollInterval: 0.05) {
-                let all = events
-                if let i = all.indices.dropFirst(from).first(where: { match(all[$0]) }) { found = (all[i], i) }
-                return found != nil
+            do {
+                try await waitUntil(what, timeout: timeout, pollInterval: 0.05) {
+                    let all = events
+                    if let i = all.indices.dropFirst(from).first(where: { match(all[$0]) }) { found = (all[i], i) }
+                    return found != nil
+                }
+            } catch {
+                // What the watcher did see, so that a wait that times out says why.
+                let seen = (watcher?.outputLines ?? []).suffix(30).joined(separator: "\n")
+                throw PeerFailure(message: "\(error); the watcher printed:\n\(seen)")
             }
             return found ?? (.null, 0)
         }

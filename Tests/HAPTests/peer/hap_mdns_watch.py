@@ -3,7 +3,7 @@
 aiohomekit and Home Assistant use it) browses `_hap._tcp.local.` and prints each instance seen,
 changed or gone as a JSON line:
 
-    {"event": "added"|"updated"|"removed", "name": "HomeMQTT My Home._hap._tcp.local.",
+    {"event": "added"|"updated"|"removed"|"unresolved", "name": "HomeMQTT My Home._hap._tcp.local.",
      "port": 51826, "addresses": ["127.0.0.1"], "txt": {"sf": "1", ...}}
 
     hap_mdns_watch.py [--interface 127.0.0.1] [--type _hap._udp.local.] [--hold "NAME" --hold-port PORT]
@@ -50,8 +50,17 @@ def main():
             with lock:
                 say(event="removed", name=name)
             return
-        info = zeroconf.get_service_info(service_type, name, timeout=3000)
+        # Resolved from the cache, or asked for on the network: three tries of 3 s, since an
+        # instance seen and then dropped unresolved is one a test waits for in vain (a CI run
+        # once timed out waiting for the holder's own, with nothing said).
+        info = None
+        for _ in range(3):
+            info = zeroconf.get_service_info(service_type, name, timeout=3000)
+            if info is not None:
+                break
         if info is None:
+            with lock:
+                say(event="unresolved", name=name, change=state_change.name)
             return
         txt = {k.decode(): (v.decode() if v is not None else None) for k, v in info.properties.items()}
         with lock:
