@@ -311,9 +311,9 @@ final class CharacteristicTopicTests: XCTestCase {
                         iid: 9, type: StandardUUID.longForm("25"), value: nil,
                         metadata: CharacteristicMetadata(format: .bool, permissions: [.read])),
                     isReadOnlyScope: false)
-                XCTAssertEqual(node.topic("/state"), node.topic + "/state")
+                XCTAssertEqual(node.topic, serviceTopic + "/" + slug)
+                XCTAssertEqual(node.topic("/state"), serviceTopic + "/" + slug + "/state")
                 XCTAssertEqual(node.topic("/state").utf8.count, node.topic.utf8.count + 6)
-                XCTAssertEqual(node.topic(""), serviceTopic + "/" + slug)
             }
         }
     }

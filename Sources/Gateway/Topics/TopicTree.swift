@@ -39,7 +39,7 @@ public struct TopicTree: Sendable {
         /// Writable by the characteristic's permissions, read-only by the scope's.
         public var isReadOnlyScope: Bool { kind.key.isReadOnlyScope }
         /// `home/<room>/<accessory>/<service>/<characteristic>`
-        public var topic: String { serviceTopic + "/" + slug }
+        public var topic: String { topic("") }
         /// `topic` + `suffix` (`/state`), its bytes copied once into one allocation: `+` after
         /// `+` grew the string twice, and `String.append` costs ~300 instructions even into
         /// reserved room, ~1.7 k of each notification's ~36 k (callgrind).
