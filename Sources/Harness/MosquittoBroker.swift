@@ -57,6 +57,8 @@ public final class MosquittoBroker: Sendable {
     /// `mqtt://127.0.0.1:PORT` or `mqtts://…`.
     public var url: String { "\(tlsMaterial == nil ? "mqtt" : "mqtts")://\(host):\(port)" }
     public var isRunning: Bool { process.withLock { $0?.isRunning ?? false } }
+    /// The broker's process, while it runs (for its CPU time).
+    public var pid: Int32? { process.withLock { $0.map { Int32($0.pid) } } }
 
     private init(port: Int, options: Options, directory: TemporaryDirectory, tlsMaterial: TLSMaterial?) {
         self.port = port

@@ -24,6 +24,17 @@ enum ThroughputScenario {
         var ours: Double
         var bare: Double
         var produced: Double
+        /// CPU time per message of this process and the broker together (seconds): the same
+        /// subscriber in both runs, and the gateway in one, the bare publisher in the other.
+        var oursCPU: Double
+        var bareCPU: Double
+    }
+
+    /// CPU time so far of this process and the broker's (utime + stime, in 10 ms ticks: a run's
+    /// 5 s of CPU is read to a fifth of a per cent).
+    static func cpuSeconds(_ broker: MosquittoBroker) throws -> Double {
+        guard let pid = broker.pid else { throw BenchError("the broker is not running") }
+        return try IdleScenario.sample(getpid()).cpuSeconds + IdleScenario.sample(pid).cpuSeconds
     }
 
     static func measure(broker: MosquittoBroker, accessories: Int, rounds: Int, repetitions: Int) async throws -> [Row]
@@ -73,6 +84,7 @@ enum ThroughputScenario {
                 var messages: [MQTTMessage] = []
                 for repetition in 0..<repetitions {
                     subscriber.reset(recording: true)
+                    let cpuStart = try cpuSeconds(broker)
                     let start = ContinuousClock.now
                     for round in (repetition * rounds + 1)...((repetition + 1) * rounds) {
                         for (address, metadata) in targets {
@@ -83,6 +95,7 @@ enum ThroughputScenario {
                     let last = try await subscriber.waitFor(
                         count: total, timeout: 300, what: "the gateway's notifications")
                     let ours = Double(total) / elapsed(start, last)
+                    let oursCPU = (try cpuSeconds(broker) - cpuStart) / Double(total)
                     messages = subscriber.recorded
                     // The gateway's last `$state` documents go 10 ms after its last change: past
                     // them, before the bare publisher's run.
@@ -93,6 +106,7 @@ enum ThroughputScenario {
                     // module alone. Recording as in the gateway's run, so that the subscriber
                     // does the same work.
                     subscriber.reset(recording: true)
+                    let bareCPUStart = try cpuSeconds(broker)
                     let bareStart = ContinuousClock.now
                     for message in messages {
                         try await publisher.publish(
@@ -102,7 +116,11 @@ enum ThroughputScenario {
                     let bareLast = try await subscriber.waitFor(
                         count: total, timeout: 300, what: "the bare publisher's messages")
                     let bare = Double(total) / elapsed(bareStart, bareLast)
-                    pairs.append(Pair(ours: ours, bare: bare, produced: Double(total) / produced))
+                    let bareCPU = (try cpuSeconds(broker) - bareCPUStart) / Double(total)
+                    pairs.append(
+                        Pair(
+                            ours: ours, bare: bare, produced: Double(total) / produced, oursCPU: oursCPU,
+                            bareCPU: bareCPU))
                 }
                 await publisher.disconnect()
                 await gateway.stop()
@@ -147,6 +165,11 @@ enum ThroughputScenario {
                     baseline: "mosquitto_pub " + Format.rate(cliRate)
                         + (cliCount < total ? " (\(cliCount) of \(total) in 30 s)" : ""),
                     ratio: Format.ratio(ours / cliRate)),
+                Row(
+                    name, "CPU time per message, this process (subscriber; gateway or bare publisher) + broker",
+                    ours: Format.micros(Stats.median(pairs.map(\.oursCPU))),
+                    baseline: "bare publisher " + Format.micros(Stats.median(pairs.map(\.bareCPU))),
+                    ratio: Format.ratio(Stats.median(pairs.map { $0.oursCPU / $0.bareCPU }))),
                 Row(
                     name, "source production rate during the run (setValue calls/s)",
                     ours: Format.rate(Stats.median(pairs.map(\.produced)))),
