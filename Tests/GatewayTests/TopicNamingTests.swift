@@ -318,3 +318,64 @@ final class CharacteristicTopicTests: XCTestCase {
         }
     }
 }
+
+/// The tree lists services and characteristics by iid, whatever order the source gave them in,
+/// and leaves out what the scope does not admit; in order and all admitted, the source's arrays
+/// are taken as they are.
+final class TreeOrderTests: XCTestCase {
+    func lamp(services: [AccessoryService]) -> Accessory {
+        Accessory(id: "sim:lamp", name: "Lamp", manufacturer: "Acme", category: 5, services: services)
+    }
+
+    func bulb(_ iid: UInt64, _ characteristics: [Characteristic]) -> AccessoryService {
+        AccessoryService(
+            iid: iid, type: Catalog.serviceType(named: "lightbulb")!.uuid, characteristics: characteristics)
+    }
+
+    func home(_ accessory: Accessory) async throws -> Home {
+        let db = HomeDatabase.inMemory()
+        try await db.adopt([accessory])
+        return await db.home
+    }
+
+    func iids(_ tree: TopicTree) -> [[UInt64]] {
+        tree.accessories[0].services.map { [$0.iid] + $0.characteristics.map(\.characteristic.iid) }
+    }
+
+    func testServicesAndCharacteristicsAreByIIDWhateverTheSourcesOrder() async throws {
+        let c = TopicTreeTests.characteristic
+        let orders: [[AccessoryService]] = [
+            [
+                bulb(10, [c(11, "power-state", .bool(false)), c(12, "brightness", .int(50))]),
+                bulb(20, [c(21, "power-state", .bool(true)), c(22, "hue", .float(3))]),
+            ],
+            [
+                bulb(20, [c(22, "hue", .float(3)), c(21, "power-state", .bool(true))]),
+                bulb(10, [c(12, "brightness", .int(50)), c(11, "power-state", .bool(false))]),
+            ],
+        ]
+        for services in orders {
+            let accessory = lamp(services: services)
+            let home = try await home(accessory)
+            let tree = TopicTree(
+                base: "home", accessories: [accessory], home: home, scope: try ScopeFilter(ScopeConfig()))
+            XCTAssertEqual(iids(tree), [[10, 11, 12], [20, 21, 22]])
+            XCTAssertEqual(tree.characteristicCount, 4)
+        }
+    }
+
+    func testWhatTheScopeLeavesOutIsNotInTheTree() async throws {
+        let c = TopicTreeTests.characteristic
+        var scope = ScopeConfig()
+        scope.characteristicTypes = ScopeList(deny: ["brightness"])
+        for services in [
+            [bulb(10, [c(11, "power-state", .bool(false)), c(12, "brightness", .int(50)), c(13, "hue", .float(3))])],
+            [bulb(10, [c(13, "hue", .float(3)), c(12, "brightness", .int(50)), c(11, "power-state", .bool(false))])],
+        ] {
+            let accessory = lamp(services: services)
+            let home = try await home(accessory)
+            let tree = TopicTree(base: "home", accessories: [accessory], home: home, scope: try ScopeFilter(scope))
+            XCTAssertEqual(iids(tree), [[10, 11, 13]])
+        }
+    }
+}

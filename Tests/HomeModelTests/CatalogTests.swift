@@ -172,3 +172,28 @@ enum SharedCatalog {
         #expect(result.status == 0, "\(result.standardError)")
     }
 }
+
+/// `StandardUUID.longForm` returns an upper-case long form as it is: it must say what it said
+/// when it upper-cased every input.
+@Suite struct LongFormTests {
+    @Test func everyInputGetsTheFormItGotBefore() {
+        let inputs = [
+            "00000025-0000-1000-8000-0026BB765291", "00000025-0000-1000-8000-0026bb765291",
+            "E863F10A-079E-48FF-8F27-9C2605A29F52", "e863f10a-079e-48ff-8f27-9c2605a29f52",
+            "E863f10A-079E-48FF-8F27-9C2605A29F52", "25", "8", "a2", "3E", "1234abcd",
+            // 36 bytes that are not ASCII: upper-casing changes them (ß becomes SS).
+            "0000002ß-0000-1000-8000-0026BB76529", "é0000025-0000-1000-8000-0026BB76529",
+            "not a uuid at all, but 36 bytes long", "NOT A UUID AT ALL, BUT 36 BYTES LONG", "",
+        ]
+        for input in inputs {
+            let before =
+                input.uppercased().count <= 8 && input.uppercased().allSatisfy(\.isHexDigit)
+                ? String(repeating: "0", count: 8 - input.uppercased().count) + input.uppercased()
+                    + StandardUUID.baseSuffix
+                : input.uppercased()
+            #expect(StandardUUID.longForm(input) == before, "\(input)")
+        }
+        #expect(StandardUUID.longForm("25") == "00000025-0000-1000-8000-0026BB765291")
+        #expect(Catalog.characteristicType(uuid: "00000008-0000-1000-8000-0026bb765291")?.name == "brightness")
+    }
+}

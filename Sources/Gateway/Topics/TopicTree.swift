@@ -197,7 +197,7 @@ public struct TopicTree: Sendable {
         _ accessory: Accessory, name: String, room: Room, roomSlug: String, slug: String, topic: String,
         home: Home, scope: ScopeFilter, kinds: inout Kinds
     ) -> AccessoryNode {
-        let services = accessory.services.filter(scope.admits(service:)).sorted { $0.iid < $1.iid }
+        let services = Self.admittedInOrder(accessory.services, admits: scope.admits(service:), iid: \.iid)
         let serviceNames = services.map { service in
             home.displayName(service: service, accessoryID: accessory.id) ?? service.name ?? typeName(service: service)
         }
@@ -208,9 +208,8 @@ public struct TopicTree: Sendable {
         node.services.reserveCapacity(services.count)
         for (index, service) in services.enumerated() {
             let serviceTopic = "\(topic)/\(serviceSlugs[index])"
-            let characteristics = service.characteristics.filter(scope.admits(characteristic:)).sorted {
-                $0.iid < $1.iid
-            }
+            let characteristics = Self.admittedInOrder(
+                service.characteristics, admits: scope.admits(characteristic:), iid: \.iid)
             let names = characteristics.map(characteristicName)
             let slugs = Slug.unique(names, fallback: "characteristic")
             var serviceNode = ServiceNode(
@@ -230,6 +229,18 @@ public struct TopicTree: Sendable {
             node.services.append(serviceNode)
         }
         return node
+    }
+
+    /// The elements `admits` keeps, by `iid`. Mostly all are kept and already in order: then the
+    /// array is returned as it is, since `filter` and `sorted` copy every element (a retain of
+    /// each of its references), which was most of the cost of building a large home's tree.
+    private static func admittedInOrder<Element>(
+        _ elements: [Element], admits: (Element) -> Bool, iid: (Element) -> UInt64
+    ) -> [Element] {
+        var kept = elements.allSatisfy(admits) ? elements : elements.filter(admits)
+        let inOrder = kept.indices.dropFirst().allSatisfy { iid(kept[$0 - 1]) < iid(kept[$0]) }
+        if !inOrder { kept.sort { iid($0) < iid($1) } }
+        return kept
     }
 
     /// Catalog name of a standard type, the vendor catalog's for a known vendor type; for
