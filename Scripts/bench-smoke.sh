@@ -88,6 +88,11 @@ check(
     "scenario 1 has no bare publisher baseline",
 )
 check(
+    any(r[0] == "1 notification throughput" and r[1].startswith("CPU time per message") and r[2].endswith("µs")
+        and r[3].startswith("bare publisher ") for r in rows),
+    "scenario 1 has no CPU time per message beside the bare publisher's",
+)
+check(
     any(r[0] == "2 write round trip" and r[3].startswith("echo client") for r in rows),
     "scenario 2 has no echo client baseline",
 )

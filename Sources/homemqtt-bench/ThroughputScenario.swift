@@ -169,7 +169,9 @@ enum ThroughputScenario {
                     name, "CPU time per message, this process (subscriber; gateway or bare publisher) + broker",
                     ours: Format.micros(Stats.median(pairs.map(\.oursCPU))),
                     baseline: "bare publisher " + Format.micros(Stats.median(pairs.map(\.bareCPU))),
-                    ratio: Format.ratio(Stats.median(pairs.map { $0.oursCPU / $0.bareCPU }))),
+                    // At `--scale small` a run may take less CPU than one clock tick.
+                    ratio: pairs.allSatisfy { $0.bareCPU > 0 }
+                        ? Format.ratio(Stats.median(pairs.map { $0.oursCPU / $0.bareCPU })) : "—"),
                 Row(
                     name, "source production rate during the run (setValue calls/s)",
                     ours: Format.rate(Stats.median(pairs.map(\.produced)))),
