@@ -37,14 +37,14 @@ enum StartupScenario {
                 $0.split(separator: ",").compactMap { Int($0) }
             } ?? (scale == .full ? [1000, 5000, 10_000] : [10, 20, 40])
         var results: [Measurement] = []
+        let largest = sizes.max() ?? 0
         for size in sizes {
             // The size the goal is about, three times: from one start-up to the next, at
             // 10,000 accessories, the ratio ranged over a tenth.
-            let pairs = scale == .full && size == sizes.max() ? 3 : 1
+            let pairs = scale == .full && size == largest ? 3 : 1
             results.append(try await measure(accessories: size, pairs: pairs))
         }
         var rows: [Row] = []
-        let largest = sizes.last ?? 0
         for m in results {
             let checked = m.accessories == largest && scale == .full
             let ratio = Stats.median(m.ratios)
@@ -147,7 +147,9 @@ enum StartupScenario {
         var runs: [(seconds: Double, peak: Int, baseline: Double)] = []
         var messages: [MQTTMessage] = []
         for _ in 0..<pairs {
-            try? FileManager.default.removeItem(atPath: files.file("state"))
+            // A fresh state each time: a record left by the run before would change the start-up.
+            let state = files.file("state")
+            if FileManager.default.fileExists(atPath: state) { try FileManager.default.removeItem(atPath: state) }
             let (seconds, peak, recorded, kinds) = try await startGateway(
                 files: files, accessories: directory)
             guard kinds["meta"] == expected, kinds["state"] == expected, kinds["$info"] == accessories else {
@@ -189,7 +191,9 @@ enum StartupScenario {
                             ? nil
                             : "the gateway process exited (\(child.exitStatus ?? -1)): \(child.standardError.suffix(600))"
                     }
-                    let peak = peakRSS(pid: child.pid) ?? 0
+                    guard let peak = peakRSS(pid: child.pid) else {
+                        throw BenchError("cannot read the gateway process's VmHWM (/proc/\(child.pid)/status)")
+                    }
                     // What came before `online` (it is published last; the tally stops recording there).
                     let (recorded, kinds) = (subscriber.recorded, subscriber.kinds)
                     await child.terminate(grace: 10)
@@ -236,7 +240,8 @@ enum StartupScenario {
     /// The gateway process. With HOMEMQTT_BENCH_STARTUP_WRAPPER set (a command and its arguments,
     /// split at spaces, e.g. `heaptrack -o /tmp/startup`), the gateway runs under it: a heap
     /// profile of a start-up at scale, on the scenario's own generated home and broker. Its time
-    /// and peak RSS are then the wrapper's too.
+    /// and peak RSS are then the wrapper's too. At full scale the largest size starts three
+    /// times: a wrapper's output file is the last start-up's unless it names each run's.
     static func gatewayChild(config: String) throws -> ChildProcess {
         let arguments = ["gateway-child", "--config", config]
         let wrapper = (ProcessInfo.processInfo.environment["HOMEMQTT_BENCH_STARTUP_WRAPPER"] ?? "")

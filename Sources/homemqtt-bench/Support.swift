@@ -105,8 +105,8 @@ final class Tally: Sendable {
     ///
     /// Woken by the message that makes it true, not by polling: a wait runs beside the
     /// measured work (the gateway's notifications, a start-up), and a timer every millisecond
-    /// took a few per cent of the machine's CPU from it, but not from a baseline that waits
-    /// only once its publishing is done. One wait at a time.
+    /// took ~1 % of the machine's CPU from it (scenario 1, `perf`), but not from a baseline that
+    /// waits only once its publishing is done. One wait at a time (checked).
     func wait(until condition: @escaping @Sendable (State) -> Bool, seconds: Double) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { await self.arrival(condition) }
@@ -128,6 +128,8 @@ final class Tally: Sendable {
                 let now = state.withLock { state -> Bool? in
                     if condition(state) { return true }
                     if Task.isCancelled { return false }
+                    // A second wait would take the first's place, and the first would never end.
+                    precondition(state.waiter == nil, "one Tally wait at a time")
                     state.waiter = Waiter(condition: condition, continuation: continuation)
                     return nil
                 }
@@ -195,7 +197,9 @@ final class CountingSubscriber: Sendable {
     /// Waits until the broker has delivered what it sent on subscribing: the retained messages
     /// the filter matches (20,000 `state` topics for scenario 1's home). A message published
     /// now on `marker` (a topic the filter matches, that nobody else publishes) is queued behind
-    /// them, so it arrives after the last of them; it is not counted.
+    /// them, and arrives after the last of them: mosquitto sends a client's queued messages in
+    /// order (MQTT promises order only per topic, so another broker might not). It is not
+    /// counted.
     ///
     /// Why: otherwise a run that starts at once shares the broker and the subscriber with that
     /// flood, and a baseline run later on the same subscription does not.

@@ -28,10 +28,12 @@ enum ThroughputScenario {
         /// subscriber in both runs, and the gateway in one, the bare publisher in the other.
         var oursCPU: Double
         var bareCPU: Double
+        /// The bare publisher's run came first.
+        var bareFirst: Bool
     }
 
-    /// CPU time so far of this process and the broker's (utime + stime, in 10 ms ticks: a run's
-    /// 5 s of CPU is read to a fifth of a per cent).
+    /// CPU time so far of this process and the broker's (utime + stime, in 10 ms ticks: four
+    /// readings of a run's ~5 s of CPU are each within a tick, under 1 % of it).
     static func cpuSeconds(_ broker: MosquittoBroker) throws -> Double {
         guard let pid = broker.pid else { throw BenchError("the broker is not running") }
         return try IdleScenario.sample(getpid()).cpuSeconds + IdleScenario.sample(pid).cpuSeconds
@@ -76,13 +78,20 @@ enum ThroughputScenario {
                 let publisher = MQTTClient(configuration: configuration, logger: quietLogger)
                 try await publisher.connect()
 
-                // Pairs of runs, each the gateway's and then the bare publisher's on the same
-                // messages, seconds apart: this machine's speed drifts by a tenth from minute to
-                // minute, and a ratio of two runs far apart measured the drift as much as the
-                // gateway. Each side idles while the other runs.
-                var pairs: [Pair] = []
-                var messages: [MQTTMessage] = []
-                for repetition in 0..<repetitions {
+                // Pairs of runs, the gateway's and the bare publisher's on the same messages,
+                // seconds apart: this machine's speed drifts by a tenth from minute to minute, and
+                // a ratio of two runs far apart measured the drift as much as the gateway. Each
+                // side idles while the other runs; the second pair runs the bare publisher first
+                // (on the first pair's messages: the same topics and payloads, values by round
+                // parity), so that neither side always follows the other.
+                //
+                // Each run starts after the same 100 ms pause and its CPU is read after another:
+                // the gateway's last `$state` documents go once its outbox has drained, and its
+                // last acknowledgements come after its last `state`; the pause takes them in.
+                func gatewayRun(_ repetition: Int) async throws -> (
+                    rate: Double, cpu: Double, produced: Double, messages: [MQTTMessage]
+                ) {
+                    try await Task.sleep(for: .milliseconds(100))
                     subscriber.reset(recording: true)
                     let cpuStart = try cpuSeconds(broker)
                     let start = ContinuousClock.now
@@ -94,33 +103,48 @@ enum ThroughputScenario {
                     let produced = elapsed(start)
                     let last = try await subscriber.waitFor(
                         count: total, timeout: 300, what: "the gateway's notifications")
-                    let ours = Double(total) / elapsed(start, last)
-                    let oursCPU = (try cpuSeconds(broker) - cpuStart) / Double(total)
-                    messages = subscriber.recorded
-                    // The gateway's last `$state` documents go 10 ms after its last change: past
-                    // them, before the bare publisher's run.
+                    let messages = subscriber.recorded
                     try await Task.sleep(for: .milliseconds(100))
-
-                    // The same messages — topics, payloads, QoS, retained, and the MQTT 5
-                    // properties each came with (content type, payload format) — from our MQTT
-                    // module alone. Recording as in the gateway's run, so that the subscriber
-                    // does the same work.
+                    let cpu = (try cpuSeconds(broker) - cpuStart) / Double(total)
+                    return (Double(total) / elapsed(start, last), cpu, Double(total) / produced, messages)
+                }
+                // The same messages — topics, payloads, QoS, retained, and the MQTT 5 properties
+                // each came with (content type, payload format) — from our MQTT module alone.
+                // Recording as in the gateway's run, so that the subscriber does the same work.
+                func bareRun(_ messages: [MQTTMessage]) async throws -> (rate: Double, cpu: Double) {
+                    try await Task.sleep(for: .milliseconds(100))
                     subscriber.reset(recording: true)
-                    let bareCPUStart = try cpuSeconds(broker)
-                    let bareStart = ContinuousClock.now
+                    let cpuStart = try cpuSeconds(broker)
+                    let start = ContinuousClock.now
                     for message in messages {
                         try await publisher.publish(
                             message.topic, payload: message.payload, qos: qos, retain: true,
                             properties: message.properties)
                     }
-                    let bareLast = try await subscriber.waitFor(
+                    let last = try await subscriber.waitFor(
                         count: total, timeout: 300, what: "the bare publisher's messages")
-                    let bare = Double(total) / elapsed(bareStart, bareLast)
-                    let bareCPU = (try cpuSeconds(broker) - bareCPUStart) / Double(total)
+                    try await Task.sleep(for: .milliseconds(100))
+                    let cpu = (try cpuSeconds(broker) - cpuStart) / Double(total)
+                    return (Double(total) / elapsed(start, last), cpu)
+                }
+
+                var pairs: [Pair] = []
+                var messages: [MQTTMessage] = []
+                for repetition in 0..<repetitions {
+                    let ours: (rate: Double, cpu: Double, produced: Double, messages: [MQTTMessage])
+                    let bare: (rate: Double, cpu: Double)
+                    if repetition % 2 == 1 {
+                        bare = try await bareRun(messages)
+                        ours = try await gatewayRun(repetition)
+                    } else {
+                        ours = try await gatewayRun(repetition)
+                        bare = try await bareRun(ours.messages)
+                    }
+                    messages = ours.messages
                     pairs.append(
                         Pair(
-                            ours: ours, bare: bare, produced: Double(total) / produced, oursCPU: oursCPU,
-                            bareCPU: bareCPU))
+                            ours: ours.rate, bare: bare.rate, produced: ours.produced, oursCPU: ours.cpu,
+                            bareCPU: bare.cpu, bareFirst: repetition % 2 == 1))
                 }
                 await publisher.disconnect()
                 await gateway.stop()
@@ -153,8 +177,9 @@ enum ThroughputScenario {
                 "\(accessories) acc × 10 char × \(rounds) rounds = \(total) msgs (QoS \(qos.rawValue), retained, ~\(bytes) B topic+payload); "
                 + (pairs.count == 1
                     ? "one pair of runs"
-                    : "median of \(pairs.count) pairs of runs (" + ratios.map(Format.ratio).joined(separator: ", ")
-                        + ")")
+                    : "median of \(pairs.count) pairs of runs ("
+                        + zip(pairs, ratios).map { ($0.bareFirst ? "bare first " : "") + Format.ratio($1) }
+                        .joined(separator: ", ") + "; lowest " + Format.ratio(ratios.min() ?? .nan) + ")")
             return [
                 Row(
                     name, "msg/s received; " + label, ours: Format.rate(ours),

@@ -362,6 +362,14 @@ final class TreeOrderTests: XCTestCase {
             XCTAssertEqual(iids(tree), [[10, 11, 12], [20, 21, 22]])
             XCTAssertEqual(tree.characteristicCount, 4)
         }
+        // First and last in order, the middle not: the whole order is checked, not its ends.
+        let accessory = lamp(services: [
+            bulb(10, [c(11, "power-state", .bool(false)), c(13, "hue", .float(3)), c(12, "brightness", .int(50))])
+        ])
+        let tree = TopicTree(
+            base: "home", accessories: [accessory], home: try await home(accessory),
+            scope: try ScopeFilter(ScopeConfig()))
+        XCTAssertEqual(iids(tree), [[10, 11, 12, 13]])
     }
 
     func testWhatTheScopeLeavesOutIsNotInTheTree() async throws {
