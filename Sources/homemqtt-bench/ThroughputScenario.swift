@@ -65,13 +65,12 @@ enum ThroughputScenario {
             let qos = gateway.config.qos
 
             // Live deliveries only: on subscribing, the broker first sends every retained `state`
-            // of the home (20,000 at full size): they are not notifications and must not count
-            // toward `total`.
+            // of the home (20,000 at full size). They are not notifications and are not counted
+            // (`matches`), and they have all arrived (`settle`) before the first run starts, so
+            // that no run shares the broker and the subscriber with them.
             let (pairs, cliRate, cliCount, messages) = try await CountingSubscriber.with(
                 broker: broker, filter: "home/+/+/+/+/state", matches: { !$0.retain }
             ) { subscriber in
-                // Only live deliveries, and only these: the retained flood has passed before the
-                // gateway's first run starts, as it has before the bare publisher's.
                 try await subscriber.settle(marker: "home/bench-settle/marker/marker/marker/state")
                 var configuration = broker.clientConfiguration(clientID: "bench-bare-publisher")
                 GatewayConfig.applyGatewayOptions(&configuration)
@@ -88,44 +87,51 @@ enum ThroughputScenario {
                 // Each run starts after the same 100 ms pause and its CPU is read after another:
                 // the gateway's last `$state` documents go once its outbox has drained, and its
                 // last acknowledgements come after its last `state`; the pause takes them in.
-                func gatewayRun(_ repetition: Int) async throws -> (
-                    rate: Double, cpu: Double, produced: Double, messages: [MQTTMessage]
+                //
+                // One run: `body` publishes, and it ends when the subscriber has `total` messages;
+                // its rate, its CPU per message, and what the subscriber recorded (both sides
+                // record, so that the subscriber does the same work).
+                func run(_ what: String, _ body: () async throws -> Void) async throws -> (
+                    rate: Double, cpu: Double, messages: [MQTTMessage]
                 ) {
                     try await Task.sleep(for: .milliseconds(100))
                     subscriber.reset(recording: true)
                     let cpuStart = try cpuSeconds(broker)
                     let start = ContinuousClock.now
-                    for round in (repetition * rounds + 1)...((repetition + 1) * rounds) {
-                        for (address, metadata) in targets {
-                            try await gateway.home.setValue(address, HomeGenerator.value(for: metadata, round: round))
-                        }
-                    }
-                    let produced = elapsed(start)
-                    let last = try await subscriber.waitFor(
-                        count: total, timeout: 300, what: "the gateway's notifications")
+                    try await body()
+                    let last = try await subscriber.waitFor(count: total, timeout: 300, what: what)
                     let messages = subscriber.recorded
                     try await Task.sleep(for: .milliseconds(100))
                     let cpu = (try cpuSeconds(broker) - cpuStart) / Double(total)
-                    return (Double(total) / elapsed(start, last), cpu, Double(total) / produced, messages)
+                    return (Double(total) / elapsed(start, last), cpu, messages)
+                }
+                func gatewayRun(_ repetition: Int) async throws -> (
+                    rate: Double, cpu: Double, produced: Double, messages: [MQTTMessage]
+                ) {
+                    var produced = 0.0
+                    let run = try await run("the gateway's notifications") {
+                        let fed = ContinuousClock.now
+                        for round in (repetition * rounds + 1)...((repetition + 1) * rounds) {
+                            for (address, metadata) in targets {
+                                try await gateway.home.setValue(
+                                    address, HomeGenerator.value(for: metadata, round: round))
+                            }
+                        }
+                        produced = Double(total) / elapsed(fed)
+                    }
+                    return (run.rate, run.cpu, produced, run.messages)
                 }
                 // The same messages — topics, payloads, QoS, retained, and the MQTT 5 properties
                 // each came with (content type, payload format) — from our MQTT module alone.
-                // Recording as in the gateway's run, so that the subscriber does the same work.
                 func bareRun(_ messages: [MQTTMessage]) async throws -> (rate: Double, cpu: Double) {
-                    try await Task.sleep(for: .milliseconds(100))
-                    subscriber.reset(recording: true)
-                    let cpuStart = try cpuSeconds(broker)
-                    let start = ContinuousClock.now
-                    for message in messages {
-                        try await publisher.publish(
-                            message.topic, payload: message.payload, qos: qos, retain: true,
-                            properties: message.properties)
+                    let run = try await run("the bare publisher's messages") {
+                        for message in messages {
+                            try await publisher.publish(
+                                message.topic, payload: message.payload, qos: qos, retain: true,
+                                properties: message.properties)
+                        }
                     }
-                    let last = try await subscriber.waitFor(
-                        count: total, timeout: 300, what: "the bare publisher's messages")
-                    try await Task.sleep(for: .milliseconds(100))
-                    let cpu = (try cpuSeconds(broker) - cpuStart) / Double(total)
-                    return (Double(total) / elapsed(start, last), cpu)
+                    return (run.rate, run.cpu)
                 }
 
                 var pairs: [Pair] = []
