@@ -342,6 +342,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // SourceEventCountTests reads the counters `/metrics` is made of.
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         // Home Assistant's template evaluator and the commands Home Assistant sends, shared by
