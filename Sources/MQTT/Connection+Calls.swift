@@ -213,6 +213,10 @@ extension Connection {
                 guard queued else { return nil }
                 // Acknowledged before this thread got here: settled now (a refusal outside the lock).
                 if let early = state.earlyPublishDone.removeValue(forKey: mid) {
+                    // It was in libmosquitto's hands beside the others all the same. On a busy
+                    // machine every page of a test could be acknowledged before its sender got
+                    // here, and a high water that left them out read 0.
+                    state.highWater = max(state.highWater, state.outstanding.count + 1)
                     guard early.reason >= 0x80 else {
                         state.settleKept(sent, protocolVersion: configuration.protocolVersion)
                         return nil

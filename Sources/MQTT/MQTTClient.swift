@@ -89,7 +89,8 @@ public final class MQTTClient: MQTTTransport {
         core.state.withLock { $0.connection }?.control.withLock { $0.outstanding.count } ?? 0
     }
 
-    /// The highest `queuedPublishCount` seen by the current connection (for tests and diagnostics).
+    /// The highest `queuedPublishCount` seen by the current connection, a publish acknowledged
+    /// before its sender had recorded it counted too (for tests and diagnostics).
     var queuedPublishHighWater: Int {
         core.state.withLock { $0.connection }?.control.withLock { $0.highWater } ?? 0
     }
