@@ -55,16 +55,22 @@ public final class ChildProcess: Sendable {
     public let pid: pid_t
     /// The write end of the child's stdin, when started with `standardInput: true`.
     private let input = Mutex<Int32>(-1)
+    /// What the child uses and must outlive it (its config's temporary directory): released
+    /// only after `deinit` has killed and reaped the child. A gateway still running when its
+    /// directory went away wrote its state into a new one at its stop, left behind in /tmp.
+    private let kept: (any AnyObject & Sendable)?
 
     public var standardOutputPath: String { outputDirectory.file("stdout") }
     public var standardErrorPath: String { outputDirectory.file("stderr") }
 
     /// Starts `executable` (a name looked up with `findExecutable`, or a path).
-    /// `environment` entries are added to (override) the test process's environment.
+    /// `environment` entries are added to (override) the test process's environment; `kept` is
+    /// held until the child has been reaped.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-        workingDirectory: String? = nil, standardInput: Bool = false
+        workingDirectory: String? = nil, standardInput: Bool = false, keeping kept: (any AnyObject & Sendable)? = nil
     ) throws {
+        self.kept = kept
         let path = try findExecutable(executable)
         self.executable = path
         self.arguments = arguments

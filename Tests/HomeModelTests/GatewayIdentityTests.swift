@@ -16,7 +16,10 @@ import TestSupport
         #expect(stat(state.file(GatewayIdentity.fileName), &info) == 0 && info.st_mode & 0o777 == 0o600)
         // Nothing left beside it (the file made before it was linked into place is gone).
         #expect(try FileManager.default.contentsOfDirectory(atPath: state.path) == [GatewayIdentity.fileName])
-        #expect(try GatewayIdentity.load(stateDirectory: try TemporaryDirectory().path) != first)
+        // Held while it is used: a directory object used only for its path was gone (and
+        // removed) before `load` made the directory again, left behind in /tmp.
+        let another = try TemporaryDirectory()
+        #expect(try GatewayIdentity.load(stateDirectory: another.path) != first)
     }
 
     /// The HAP source and a bridge of one gateway may make it at the same moment: one id wins,

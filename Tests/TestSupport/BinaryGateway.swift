@@ -40,7 +40,7 @@ public enum BinaryGateway {
         let watcher = try await MQTTTestSubscriber.start(
             broker: broker, filter: "home/$gateway/status", clientID: "status-\(UUID().uuidString.prefix(6))")
         TestCensus.record(.binary)
-        let gateway = try ChildProcess(binary, ["run", "--config", setup.configPath])
+        let gateway = try ChildProcess(binary, ["run", "--config", setup.configPath], keeping: setup)
         do {
             try await watcher.waitForMessage("the gateway online", timeout: 20) { message in
                 if !gateway.isRunning { return true }

@@ -25,10 +25,14 @@ Debian's chromium-driver; MQTT on the side with mosquitto_pub and mosquitto_sub.
 Exit status 0 when every step passed; a step that fails says which and why.
 """
 import argparse
+import atexit
 import json
+import os
 import re
 import subprocess
+import shutil
 import sys
+import tempfile
 import time
 
 from selenium import webdriver
@@ -42,14 +46,23 @@ LIGHT = "home/garage/garage-door-opener/garage-light"
 GARAGE = "sim:garage"
 
 
+def driver_service():
+    """Debian's driver, never one selenium would download: the test runs with no internet. Its
+    chromium makes its singleton's directory (`org.chromium.Chromium.*`) in TMPDIR and leaves it
+    there even after a clean `quit()`: here TMPDIR is a directory of the script's own, removed
+    at its exit."""
+    private = tempfile.mkdtemp(prefix="homemqtt-chromium-")
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    return Service("/usr/bin/chromedriver", env={**os.environ, "TMPDIR": private})
+
+
 def browser(width=1280, height=1000, extra=()):
     options = Options()
     options.binary_location = "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      f"--window-size={width},{height}", "--force-device-scale-factor=1", *extra):
         options.add_argument(argument)
-    # Debian's driver, never one selenium would download: the test runs with no internet.
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    return webdriver.Chrome(service=driver_service(), options=options)
 
 
 def step(name):
