@@ -73,6 +73,18 @@ printf 'Source: homemqtt\n\nPackage: homemqtt\nArchitecture: any\n' >"$shlib/deb
 depends=$(cd "$shlib" && dpkg-shlibdeps -O "$OLDPWD/$stage/usr/bin/homemqtt" 2>"$shlib/errors" | sed -n 's/^shlibs:Depends=//p') ||
     depends=
 [ -n "$depends" ] || { echo "build-package: dpkg-shlibdeps found no dependencies:" >&2; cat "$shlib/errors" >&2; exit 1; }
+# Packed relative relocations (Package.swift, `linkedCompactly`) need glibc 2.36's loader, which
+# the binary asks for by the version GLIBC_ABI_DT_RELR: a version with no symbols, so
+# dpkg-shlibdeps does not count it. Without this, Depends said libc6 (>= 2.35), and an older
+# system would install a binary its loader refuses.
+if readelf -V "$stage/usr/bin/homemqtt" | grep -q 'Name: GLIBC_ABI_DT_RELR'; then
+    libc=$(printf '%s\n' "$depends" | grep -o 'libc6 (>= [^)]*)' | sed 's/libc6 (>= \(.*\))/\1/')
+    if [ -z "$libc" ]; then
+        depends="libc6 (>= 2.36), $depends"
+    elif dpkg --compare-versions "$libc" lt 2.36; then
+        depends=$(printf '%s\n' "$depends" | sed 's/libc6 (>= [^)]*)/libc6 (>= 2.36)/')
+    fi
+fi
 rm -rf "$shlib"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@DEPENDS@|$depends|" -e "s|@INSTALLED_SIZE@|$size|" \

@@ -66,6 +66,21 @@ if [ "${1:-}" != "--inside" ]; then
     cleanup() { [ -n "$broker_pid" ] && kill "$broker_pid" 2>/dev/null; rm -rf "$work"; }
     trap cleanup EXIT
 
+    # The package's libc6 is at least every glibc version the binary asks for (GLIBC_2.x, and
+    # GLIBC_ABI_DT_RELR for packed relocations, 2.36): one installed on an older glibc would
+    # not start.
+    needed=$(readelf -V "$repo/.build-package/release/homemqtt" | sed -n 's/.*Name: GLIBC_\([0-9][0-9.]*\).*/\1/p' | sort -V | tail -1)
+    if readelf -V "$repo/.build-package/release/homemqtt" | grep -q 'Name: GLIBC_ABI_DT_RELR' &&
+        dpkg --compare-versions "$needed" lt 2.36; then
+        needed=2.36
+    fi
+    declared=$(dpkg-deb -f "$deb" Depends | grep -o 'libc6 (>= [^)]*)' | sed 's/libc6 (>= \(.*\))/\1/')
+    dpkg --compare-versions "${declared:-0}" ge "$needed" || {
+        echo "test-package: FAILED: Depends says libc6 (>= ${declared:-nothing}), the binary needs glibc $needed" >&2
+        exit 1
+    }
+    echo "test-package: libc6 (>= $declared) for a binary that needs glibc $needed: ok"
+
     # The tarball, for other distributions: the binary runs and reads its config.
     tar -C "$work" -xzf "$tarball"
     "$work/homemqtt-$version/homemqtt" --version | grep -qx "$version"
