@@ -9,27 +9,17 @@ Exit status 0 when the name and model are in their cells as text and no element 
 spelled (`#injected`, `#img-injected`) exists; otherwise says what was found.
 """
 import argparse
-import atexit
-import os
-import shutil
 import sys
-import tempfile
 import time
+from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-
-def driver_service():
-    """Debian's driver, never one selenium would download: the test runs with no internet. Its
-    chromium makes its singleton's directory (`org.chromium.Chromium.*`) in TMPDIR and leaves it
-    there even after a clean `quit()`: here TMPDIR is a directory of the script's own, removed
-    at its exit."""
-    private = tempfile.mkdtemp(prefix="homemqtt-chromium-")
-    atexit.register(shutil.rmtree, private, ignore_errors=True)
-    return Service("/usr/bin/chromedriver", env={**os.environ, "TMPDIR": private})
+# The browser tests' chromium set-up (Debian's driver, a TMPDIR of the script's own).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "WebViewTests" / "browser"))
+from browser_test import driver_service  # noqa: E402
 
 
 def main():
