@@ -8,9 +8,9 @@ import PackageDescription
 /// The gateway's executables (`homemqtt`, and the bench whose gateway is measured) are linked by
 /// lld, which the Swift toolchain ships, with packed relative relocations (`DT_RELR`): their
 /// ~38,000 relative relocations in 10 KB instead of 0.9 MB, so a start reads and keeps fewer
-/// pages. At 1,000 accessories the bench's gateway peaked at 48, 48, 48, 48, 48, 49 MB against
-/// 50, 50, 50, 50, 51, 51 linked as before (VmHWM, each the median of three start-ups,
-/// alternated; lld alone, 50 and 50, made no difference). glibc loads such a binary from 2.36
+/// pages. At 1,000 accessories the bench's gateway peaked at 48, 48 MB against 49, 49 linked as
+/// before, freshly linked or read again from the disk (VmHWM, each the median of three start-ups,
+/// alternated; lld alone made no difference; Docs/performance.md). glibc loads such a binary from 2.36
 /// on and refuses it before: the relocations are packed only when the glibc built against
 /// is 2.36 or later (Debian 12 is), so a binary built on an older system still runs there.
 let linkedCompactly: [LinkerSetting] = {
