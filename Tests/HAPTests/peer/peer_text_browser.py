@@ -13,24 +13,18 @@ import sys
 import time
 from pathlib import Path
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.common.by import By
 
-# The browser tests' chromium set-up (Debian's driver, a TMPDIR of the script's own).
+# The browser tests' headless chromium (Debian's driver, a TMPDIR of the script's own).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "WebViewTests" / "browser"))
-from browser_test import driver_service  # noqa: E402
+from browser_test import browser  # noqa: E402
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     args = parser.parse_args()
-    options = Options()
-    options.binary_location = "/usr/bin/chromium"
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=driver_service(), options=options)
+    driver = browser()
     try:
         driver.get(args.url + "/#/homekit")
         deadline = time.monotonic() + 30
