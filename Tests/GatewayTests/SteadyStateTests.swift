@@ -10,9 +10,9 @@ import XCTest
 /// of them; it may not grow by 4 KB a round. A gateway made to keep 4 KB at each value it took
 /// failed it (4.7 KB a round); something small kept per request (~0.3 KB) would not be caught.
 ///
-/// Why so coarse: malloc's count takes the chunks each thread keeps cached as in use, and those
-/// caches fill for a while (here ~0.45 KB a round over the first few hundred rounds, 1.3 KB under
-/// heaptrack's slower pace). heaptrack's count of what was still allocated, with the gateway
+/// Why so coarse: malloc's count rises for a while before it levels, ~0.4–0.5 KB a round over
+/// the first few hundred rounds (with the threads' caches of freed chunks or without them), then
+/// ~40 bytes a round and falling. heaptrack's count of what was still allocated, with the gateway
 /// running, after 100 and after 600 rounds differed by 29 KB, 58 bytes a round, most of it
 /// libdispatch's cache of continuations (Docs/performance.md).
 ///
