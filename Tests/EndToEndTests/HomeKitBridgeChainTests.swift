@@ -24,7 +24,11 @@ final class HomeKitBridgeChainTests: XCTestCase {
         }
         let directory = try TemporaryDirectory(prefix: "homekit-chain")
         let peer = try await HAPPeer.start(state: directory.file("peer.state"))
-        addTeardownBlock { await peer.stop() }
+        // The directory outlives the peer, which writes its state there as it stops.
+        addTeardownBlock {
+            await peer.stop()
+            withExtendedLifetime(directory) {}
+        }
         let broker = try await MosquittoBroker.start()
         addTeardownBlock { await broker.stop() }
 

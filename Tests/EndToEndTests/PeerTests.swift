@@ -49,7 +49,12 @@ final class PeerTests: XCTestCase {
         let temporary = try TemporaryDirectory()
         let dir = temporary.url
         let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
-        addTeardownBlock { await peer.stop() }
+        // The directory outlives the peer, which writes its state there as it stops: released
+        // before, it was made again by the peer and left behind.
+        addTeardownBlock {
+            await peer.stop()
+            withExtendedLifetime(temporary) {}
+        }
         try await peer.waitReady()
         let controller = HAPController(store: HAPPairingStore(directory: dir.appendingPathComponent("pairings")))
         do {
@@ -86,7 +91,12 @@ final class PeerTests: XCTestCase {
         let state = dir.appendingPathComponent("peer.state")
         var peer = try PeerProcess(port: 0, state: state)
         let peers = PeerList(peer)
-        addTeardownBlock { await peers.stopAll() }
+        // The directory outlives the peer, which writes its state there as it stops: released
+        // before, it was made again by the peer and left behind.
+        addTeardownBlock {
+            await peers.stopAll()
+            withExtendedLifetime(temporary) {}
+        }
         try await peer.waitReady()
         let port = peer.port
         let store = HAPPairingStore(directory: dir.appendingPathComponent("pairings"))

@@ -14,7 +14,12 @@ final class RuntimePairingTests: XCTestCase {
         let temporary = try TemporaryDirectory()
         let dir = temporary.url
         let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
-        addTeardownBlock { await peer.stop() }
+        // The directory outlives the peer, which writes its state there as it stops: released
+        // before, it was made again by the peer and left behind.
+        addTeardownBlock {
+            await peer.stop()
+            withExtendedLifetime(temporary) {}
+        }
         try await peer.waitReady()
         // The source's store, in the state directory: where the controller pairs.
         let store = HAPPairingStore(directory: dir.appendingPathComponent("state/pairings"))
