@@ -42,10 +42,12 @@ public final class HAPPeer: @unchecked Sendable {
     /// real accessory does; `launcher` is a command it runs under (`ip netns exec <name>`).
     /// `address` is where it listens, advertises and runs mDNS (comma-separated for several);
     /// `listen` and `announced` replace it for listening and for what mDNS announces.
+    /// `kept` (the directory `state` is in) is held until the peer has been reaped: it writes its
+    /// state whenever its pairings change, and a directory released before made it again.
     public init(
         port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
         advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1", listen: [String] = [],
-        announced: [String] = []
+        announced: [String] = [], keeping kept: (any AnyObject & Sendable)? = nil
     ) throws {
         var args = [
             Self.script.path, "--port", String(port), "--pincode", setupCode, "--state", state, "--address", address,
@@ -56,18 +58,18 @@ public final class HAPPeer: @unchecked Sendable {
         if !announced.isEmpty { args += ["--advertise", announced.joined(separator: ",")] }
         if ProcessInfo.processInfo.environment["HAP_PEER_LOG"] != nil { args.append("--debug") }
         let command = launcher + [Self.python.path] + args
-        child = try ChildProcess(command[0], Array(command.dropFirst()), standardInput: true)
+        child = try ChildProcess(command[0], Array(command.dropFirst()), standardInput: true, keeping: kept)
     }
 
     /// Starts a peer and waits until it accepts connections.
     public static func start(
         port: Int = 0, state: String, bridge: Bool = true, setupCode: String = HAPPeer.defaultSetupCode,
         advertise: Bool = false, launcher: [String] = [], address: String = "127.0.0.1", listen: [String] = [],
-        announced: [String] = []
+        announced: [String] = [], keeping kept: (any AnyObject & Sendable)? = nil
     ) async throws -> HAPPeer {
         let peer = try HAPPeer(
             port: port, state: state, bridge: bridge, setupCode: setupCode, advertise: advertise, launcher: launcher,
-            address: address, listen: listen, announced: announced)
+            address: address, listen: listen, announced: announced, keeping: kept)
         do {
             try await peer.waitReady()
         } catch {

@@ -23,12 +23,8 @@ final class HomeKitBridgeChainTests: XCTestCase {
             throw XCTSkip(reason)
         }
         let directory = try TemporaryDirectory(prefix: "homekit-chain")
-        let peer = try await HAPPeer.start(state: directory.file("peer.state"))
-        // The directory outlives the peer, which writes its state there as it stops.
-        addTeardownBlock {
-            await peer.stop()
-            withExtendedLifetime(directory) {}
-        }
+        let peer = try await HAPPeer.start(state: directory.file("peer.state"), keeping: directory)
+        addTeardownBlock { await peer.stop() }
         let broker = try await MosquittoBroker.start()
         addTeardownBlock { await broker.stop() }
 

@@ -24,8 +24,12 @@ final class PeerProcess: @unchecked Sendable {
         }
     }
 
-    init(port: Int, state: URL, bridge: Bool = true, pincode: String = "031-45-154") throws {
-        peer = try HAPPeer(port: port, state: state.path, bridge: bridge, setupCode: pincode)
+    /// `kept`: held until the peer has been reaped (`HAPPeer`'s `keeping`).
+    init(
+        port: Int, state: URL, bridge: Bool = true, pincode: String = "031-45-154",
+        keeping kept: (any AnyObject & Sendable)? = nil
+    ) throws {
+        peer = try HAPPeer(port: port, state: state.path, bridge: bridge, setupCode: pincode, keeping: kept)
     }
 
     var port: Int { peer.port }

@@ -48,13 +48,8 @@ final class PeerTests: XCTestCase {
         try PeerProcess.requireVenv()
         let temporary = try TemporaryDirectory()
         let dir = temporary.url
-        let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
-        // The directory outlives the peer, which writes its state there as it stops: released
-        // before, it was made again by the peer and left behind.
-        addTeardownBlock {
-            await peer.stop()
-            withExtendedLifetime(temporary) {}
-        }
+        let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"), keeping: temporary)
+        addTeardownBlock { await peer.stop() }
         try await peer.waitReady()
         let controller = HAPController(store: HAPPairingStore(directory: dir.appendingPathComponent("pairings")))
         do {
@@ -89,14 +84,9 @@ final class PeerTests: XCTestCase {
         let temporary = try TemporaryDirectory()
         let dir = temporary.url
         let state = dir.appendingPathComponent("peer.state")
-        var peer = try PeerProcess(port: 0, state: state)
+        var peer = try PeerProcess(port: 0, state: state, keeping: temporary)
         let peers = PeerList(peer)
-        // The directory outlives the peer, which writes its state there as it stops: released
-        // before, it was made again by the peer and left behind.
-        addTeardownBlock {
-            await peers.stopAll()
-            withExtendedLifetime(temporary) {}
-        }
+        addTeardownBlock { await peers.stopAll() }
         try await peer.waitReady()
         let port = peer.port
         let store = HAPPairingStore(directory: dir.appendingPathComponent("pairings"))
@@ -228,7 +218,7 @@ final class PeerTests: XCTestCase {
             XCTAssertEqual(error.status, .communicationFailure)
         }
         mark = log.all.count
-        peer = try PeerProcess(port: port, state: state)
+        peer = try PeerProcess(port: port, state: state, keeping: temporary)
         peers.add(peer)
         try await peer.waitReady()
         try await log.wait(from: mark, "light reachable again") {

@@ -13,13 +13,8 @@ final class RuntimePairingTests: XCTestCase {
         try PeerProcess.requireVenv()
         let temporary = try TemporaryDirectory()
         let dir = temporary.url
-        let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"))
-        // The directory outlives the peer, which writes its state there as it stops: released
-        // before, it was made again by the peer and left behind.
-        addTeardownBlock {
-            await peer.stop()
-            withExtendedLifetime(temporary) {}
-        }
+        let peer = try PeerProcess(port: 0, state: dir.appendingPathComponent("peer.state"), keeping: temporary)
+        addTeardownBlock { await peer.stop() }
         try await peer.waitReady()
         // The source's store, in the state directory: where the controller pairs.
         let store = HAPPairingStore(directory: dir.appendingPathComponent("state/pairings"))
