@@ -60,7 +60,7 @@ extension Connection {
         let byReason = error.reasonCode.map { Self.publishRefusalReasons.contains($0) } ?? false
         guard byReason || [.connectionLost, .protocolError, .io].contains(error.code) else { return nil }
         return control.withLock { state -> (Sent, Int32?, Bool)? in
-            let now = ContinuousClock.now
+            let now = Stamp.now
             func recent(_ sent: Sent) -> Bool {
                 now - max(sent.at, state.connectedAt ?? sent.at) < .seconds(3)
             }

@@ -64,7 +64,7 @@ final class Connection: Sendable {
         /// Topics whose publish the broker dropped the connection for: never sent again.
         var refusedTopics: Set<String> = []
         /// When the last CONNACK came.
-        var connectedAt: ContinuousClock.Instant?
+        var connectedAt: Stamp?
         /// Publishes the broker refused (a PUBACK reason, or the connection dropped for it).
         var refusedCount = 0
         /// Which refusals to log and how many went unlogged.
@@ -91,7 +91,7 @@ final class Connection: Sendable {
         var size: Int
         var levels: Int
         var order: UInt64
-        var at: ContinuousClock.Instant
+        var at: Stamp
         /// What to send again if libmosquitto's queue must be dropped (QoS 1/2 only). The
         /// payload is the caller's array, shared, not copied.
         var message: PendingPublish?
