@@ -80,4 +80,33 @@ import Testing
         lastSeen.heard("sim:lamp")
         #expect(lastSeen.changedIDs().isEmpty, "off, nothing heard is recorded")
     }
+
+    /// An accessory heard from several times in a row is written into the table once another is
+    /// heard from (`LastSeen.pending`); what every reader returns is the same as if each time
+    /// had been written at once.
+    @Test func lastSeenOfValuesInARowReadsAsEachWereWritten() {
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        var seen = LastSeen(interval: 60)
+        seen.heard("a", at: t0)
+        seen.heard("a", at: t0 + 1)
+        #expect(seen.records == ["a": AccessorySeen(date: t0 + 1, reconnects: 0)])
+        #expect(seen.changedIDs() == ["a"])
+        seen.heard("b", at: t0 + 2)
+        seen.heard("a", at: t0 + 3)
+        #expect(
+            seen.records == [
+                "a": AccessorySeen(date: t0 + 3, reconnects: 0), "b": AccessorySeen(date: t0 + 2, reconnects: 0),
+            ])
+        #expect(seen.changedIDs() == ["a", "b"])
+        seen.reconnected("a")
+        seen.heard("a", at: t0 + 4)
+        #expect(
+            seen.records["a"] == AccessorySeen(date: t0 + 4, reconnects: 1), "the count kept beside the time in waiting"
+        )
+        seen.forget("a")
+        #expect(seen.records == ["b": AccessorySeen(date: t0 + 2, reconnects: 0)])
+        #expect(seen.changedIDs() == ["b"])
+        seen.reconnected("c")
+        #expect(seen.records["c"] == nil, "never heard from: no reconnect counted")
+    }
 }

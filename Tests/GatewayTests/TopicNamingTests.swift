@@ -128,6 +128,46 @@ final class TopicTreeTests: XCTestCase {
         XCTAssertEqual(a.address.accessoryID, "a")
     }
 
+    /// The look-up of each value on the published tree (`Publication.characteristic`) keeps
+    /// the last accessory's place for the values of it that follow; every tree published since,
+    /// with the accessory elsewhere or gone, is looked up anew.
+    func testValuesAreLookedUpOnEachTreePublished() async throws {
+        let a = Self.lamp(id: "a", name: "Hall Lamp")
+        let b = Self.lamp(id: "b", name: "Desk Lamp")
+        let home = try await home([a, b])
+        let scope = try ScopeFilter(ScopeConfig())
+        func tree(_ list: [Accessory]) -> TopicTree {
+            TopicTree(base: "home", accessories: list, home: home, scope: scope)
+        }
+        let brightnessA = CharacteristicAddress(accessoryID: "a", iid: 12)
+        let powerA = CharacteristicAddress(accessoryID: "a", iid: 11)
+        let brightnessB = CharacteristicAddress(accessoryID: "b", iid: 12)
+        var publication = Publication(backlog: 1, base: "home")
+        XCTAssertNil(publication.characteristic(brightnessA), "nothing published yet")
+
+        publication.published(tree([a, b]))
+        XCTAssertEqual(
+            publication.characteristic(brightnessA)?.topic, "home/default-room/hall-lamp/lightbulb/brightness")
+        XCTAssertEqual(publication.characteristic(powerA)?.topic, "home/default-room/hall-lamp/lightbulb/power-state")
+        XCTAssertNil(publication.characteristic(CharacteristicAddress(accessoryID: "a", iid: 99)))
+        XCTAssertEqual(
+            publication.characteristic(brightnessB)?.topic, "home/default-room/desk-lamp/lightbulb/brightness")
+
+        // Each lamp alone: at the tree's first place, where the other was.
+        publication.published(tree([a]))
+        XCTAssertNil(publication.characteristic(brightnessB))
+        XCTAssertEqual(
+            publication.characteristic(brightnessA)?.topic, "home/default-room/hall-lamp/lightbulb/brightness")
+        publication.published(tree([b]))
+        XCTAssertNil(publication.characteristic(brightnessA))
+        XCTAssertEqual(
+            publication.characteristic(brightnessB)?.topic, "home/default-room/desk-lamp/lightbulb/brightness")
+        publication.published(tree([a, b]))
+        XCTAssertEqual(
+            publication.characteristic(brightnessB)?.topic, "home/default-room/desk-lamp/lightbulb/brightness")
+        XCTAssertEqual(publication.characteristic(powerA)?.topic, "home/default-room/hall-lamp/lightbulb/power-state")
+    }
+
     func testTreeDocumentIsCanonicalJSONWithEveryTopic() async throws {
         let list = [
             Self.lamp(id: "a", name: "Lamp \"Quoted\" \\ Ünïcode\n", room: "Living Room"),

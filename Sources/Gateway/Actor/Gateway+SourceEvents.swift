@@ -85,19 +85,21 @@ extension Gateway {
     }
 
     func update(_ address: CharacteristicAddress, _ value: CharacteristicValue) {
-        // Another home's value is not kept here (its gateway keeps it).
-        // `index(forKey:)` and the published tree read in place: comparing the looked-up
-        // accessory with nil made a copy of it, and `publishedTree` a copy of the tree's struct,
-        // each retaining and releasing every reference it holds, at each value (~0.9 k
-        // instructions together, callgrind).
-        if served.accessories.index(forKey: address.accessoryID) == nil,
+        // Found on the published tree first (`Publication.characteristic`: one look-up for a run
+        // of one accessory's values). What is on it is served here: once started, the tree is
+        // published at each rebuild, and an accessory leaves `served` only with a rebuild.
+        let node = isStarted ? publication.characteristic(address) : nil
+        // Else another home's value is not kept here (its gateway keeps it). `index(forKey:)`:
+        // comparing the looked-up accessory with nil made a copy of it, retaining and releasing
+        // every reference it holds.
+        if node == nil, served.accessories.index(forKey: address.accessoryID) == nil,
             !database.serves(accessoryID: address.accessoryID)
         {
             return
         }
         lastSeen.heard(address.accessoryID)
         let previous = served.record(value, at: address)
-        guard isStarted, let node = publication.tree.characteristic(address) else { return }
+        guard let node else { return }
         if node.isEvent {
             // A press: each report is published once, and never retained (a later subscriber
             // must not see an old press as a new one).

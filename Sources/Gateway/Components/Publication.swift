@@ -26,8 +26,34 @@ struct Publication {
         tree = TopicTree(base: base)
     }
 
+    /// The accessory the last value came from, and its place in `tree` (`characteristic(_:)`).
+    private var recent: (id: String, position: Int)?
+
     /// `tree`'s topics are on the broker now.
-    mutating func published(_ tree: TopicTree) { self.tree = tree }
+    mutating func published(_ tree: TopicTree) {
+        self.tree = tree
+        recent = nil
+    }
+
+    /// The published characteristic at `address`, for a value just reported (`Gateway.update`).
+    ///
+    /// Values mostly come several of one accessory in a row (a HAP event, a write of a
+    /// lamp's power and brightness, a behaviour's steps, a poll): the accessory's place in the
+    /// tree is looked up by its id once for the run, and then costs a comparison of the id (the
+    /// same string, mostly the same storage) instead of hashing it (~370 instructions). And in a
+    /// mutating method the tree is borrowed: called on the gateway's `publication.tree`, the
+    /// look-up made a copy of the tree's struct, a retain and release of each of its references.
+    mutating func characteristic(_ address: CharacteristicAddress) -> TopicTree.CharacteristicNode? {
+        let position: Int
+        if let recent, recent.id == address.accessoryID {
+            position = recent.position
+        } else {
+            guard let found = tree.position(ofAccessory: address.accessoryID) else { return nil }
+            recent = (address.accessoryID, found)
+            position = found
+        }
+        return tree.characteristic(address.iid, ofAccessoryAt: position)
+    }
 
     /// Records a retained topic's payload; whether it changed (an empty one clears it).
     mutating func record(_ topic: String, _ payload: [UInt8]) -> Bool { retained.record(topic, payload) }

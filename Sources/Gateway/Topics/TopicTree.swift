@@ -74,17 +74,21 @@ public struct TopicTree: Sendable {
         public var characteristic: Characteristic { kind.key.characteristic }
 
         /// A button's press: published on `state` once per press, never retained.
-        public var isEvent: Bool { kind.key.characteristic.isEvent }
+        public var isEvent: Bool { kind.isEvent }
     }
 
     /// A characteristic without its value, its catalog name, its slug and scope.
     final class Kind: Sendable {
         let key: Kinds.Key
         let typeName: String
+        /// Asked of each value (`Gateway.update`): decided once per kind, not by comparing the
+        /// type's UUID each time (~150 instructions).
+        let isEvent: Bool
 
         init(_ key: Kinds.Key, typeName: String) {
             self.key = key
             self.typeName = typeName
+            isEvent = key.characteristic.isEvent
         }
     }
 
@@ -279,12 +283,19 @@ public struct TopicTree: Sendable {
 
     public func characteristic(_ address: CharacteristicAddress) -> CharacteristicNode? {
         guard let a = accessoryIndex[address.accessoryID] else { return nil }
+        return characteristic(address.iid, ofAccessoryAt: a)
+    }
+
+    /// Where the accessory `id` is in `accessories`; nil when it is not in the tree.
+    func position(ofAccessory id: String) -> Int? { accessoryIndex[id] }
+
+    /// The characteristic `iid` of `accessories[a]` (`position(ofAccessory:)`).
+    func characteristic(_ iid: UInt64, ofAccessoryAt a: Int) -> CharacteristicNode? {
         // Every value change and answer looks here. By index: `first(where:)` copied each node
         // it passed (a retain and release of each of its references), ~1 k instructions a `set`.
         let services = accessories[a].services
         for s in services.indices {
-            for c in services[s].characteristics.indices where services[s].characteristics[c].address.iid == address.iid
-            {
+            for c in services[s].characteristics.indices where services[s].characteristics[c].address.iid == iid {
                 return services[s].characteristics[c]
             }
         }
