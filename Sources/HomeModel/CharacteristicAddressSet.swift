@@ -22,6 +22,13 @@ public struct CharacteristicAddressSet: Sendable, Equatable {
         return Self.position(of: address.iid, in: iids).found
     }
 
+    /// The iids held of one accessory, in order; nil when none. With `contains(_:in:)`, for a
+    /// caller that asks about several characteristics of one accessory in a row.
+    public func iids(ofAccessory id: String) -> [UInt64]? { byAccessory[id] }
+
+    /// Whether `iids` (from `iids(ofAccessory:)`) holds `iid`.
+    public static func contains(_ iid: UInt64, in iids: [UInt64]) -> Bool { position(of: iid, in: iids).found }
+
     /// Adds `address`; true when it was not there yet.
     @discardableResult
     public mutating func insert(_ address: CharacteristicAddress) -> Bool {

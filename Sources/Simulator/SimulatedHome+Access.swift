@@ -26,7 +26,7 @@ extension SimulatedHome {
         let value = c.value ?? Self.emptyValue(for: c.metadata)
         // The protocol reports what a read learns as an event; with notifications on, every
         // change has been reported already.
-        if !notifying.contains(address) {
+        if !notifies(address) {
             hub.yield(.valueUpdated(address, value))
             unreported.remove(address)
         }
@@ -54,7 +54,7 @@ extension SimulatedHome {
         if c.type == HAPType.identify { identifyLog.append(accessoryList[ai].id) }
         // Write-only characteristics (identify, control points) have no state to keep.
         if c.metadata.permissions.contains(.read) {
-            store(checked, ai, si, ci, reportAlways: !notifying.contains(address))
+            store(checked, ai, si, ci, reportAlways: !notifies(address))
         }
         let serviceIID = accessoryList[ai].services[si].iid
         for key in engineKeys(accessoryList[ai].id, serviceIID) {
@@ -101,6 +101,7 @@ extension SimulatedHome {
     // MARK: Finding accessories and characteristics
 
     func index(of accessoryID: String) -> Int? {
+        if let recent, recent.id == accessoryID { return recent.position }
         if positions == nil {
             var made: [String: Int] = [:]
             for (index, accessory) in accessoryList.enumerated() where made[accessory.id] == nil {
@@ -108,7 +109,18 @@ extension SimulatedHome {
             }
             positions = made
         }
-        return positions?[accessoryID]
+        guard let position = positions?[accessoryID] else { return nil }
+        recent = (accessoryID, position, nil)
+        return position
+    }
+
+    /// Whether a controller turned on notifications of `address` (`notifying`).
+    func notifies(_ address: CharacteristicAddress) -> Bool {
+        guard let recent, recent.id == address.accessoryID else { return notifying.contains(address) }
+        // The accessory's iids are taken at its first change of the run.
+        let iids = recent.notifying ?? notifying.iids(ofAccessory: address.accessoryID) ?? []
+        if recent.notifying == nil { self.recent?.notifying = iids }
+        return CharacteristicAddressSet.contains(address.iid, in: iids)
     }
 
     func locate(_ address: CharacteristicAddress) throws(AccessoryError) -> (Int, Int, Int) {
