@@ -189,10 +189,22 @@ public final class AccessoryStateOutput: GatewayOutput {
 /// so a burst gives one message each.
 private struct Gathering {
     private(set) var dirty: Set<String> = []
-    private(set) var burst: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)?
+    /// When the burst began and when its latest change came, as durations since `origin`: a
+    /// `ContinuousClock.Instant` is a resilient type (not `@frozen`), and a pair of them kept
+    /// here was copied through value witnesses at each change (~300 instructions); a `Duration`
+    /// has a known layout.
+    private var times: (first: Duration, last: Duration)?
     /// The accessory last noted: a burst mostly brings several changes of one accessory in a
     /// row, which then cost a comparison instead of hashing its id into `dirty` again.
     private var last: String?
+    /// Any instant will do (the manual clock of tests counts from its own start): only
+    /// differences are kept.
+    private static let origin = ContinuousClock.Instant.now
+
+    /// The burst being gathered: when it began and when its latest change came.
+    var burst: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)? {
+        times.map { (Self.origin + $0.first, Self.origin + $0.last) }
+    }
 
     /// Notes a change of `accessoryID` at `now`; true when it begins a burst.
     mutating func note(_ accessoryID: String, at now: ContinuousClock.Instant) -> Bool {
@@ -200,17 +212,18 @@ private struct Gathering {
             dirty.insert(accessoryID)
             last = accessoryID
         }
-        guard let burst else {
-            self.burst = (now, now)
+        let since = Self.origin.duration(to: now)
+        guard times != nil else {
+            times = (since, since)
             return true
         }
-        self.burst = (burst.first, now)
+        times?.last = since
         return false
     }
 
     /// The accessories of the burst, which ends.
     mutating func take() -> Set<String> {
-        defer { (dirty, burst, last) = ([], nil, nil) }
+        defer { (dirty, times, last) = ([], nil, nil) }
         return dirty
     }
 }
