@@ -24,8 +24,18 @@ from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange,
 TYPE = "_hap._tcp.local."
 
 
+_output = threading.Lock()
+
+
 def say(**fields):
-    print(json.dumps(fields), flush=True)
+    # One write per line, under a lock: `print` writes the text and its newline separately, and
+    # the main thread's "ready" once landed between the browser thread's line and its newline,
+    # which made one line of two that the test could not read (it waited for the holder's own
+    # instance in vain, with it printed).
+    line = json.dumps(fields) + "\n"
+    with _output:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def main():
@@ -43,12 +53,9 @@ def main():
             server="holder.local.")
         zc.register_service(held)
         say(event="held", name=held.name)
-    lock = threading.Lock()
-
     def changed(zeroconf, service_type, name, state_change):
         if state_change is ServiceStateChange.Removed:
-            with lock:
-                say(event="removed", name=name)
+            say(event="removed", name=name)
             return
         # Resolved from the cache, or asked for on the network: three tries of 3 s, since an
         # instance seen and then dropped unresolved is one a test waits for in vain (a CI run
@@ -59,13 +66,11 @@ def main():
             if info is not None:
                 break
         if info is None:
-            with lock:
-                say(event="unresolved", name=name, change=state_change.name)
+            say(event="unresolved", name=name, change=state_change.name)
             return
         txt = {k.decode(): (v.decode() if v is not None else None) for k, v in info.properties.items()}
-        with lock:
-            say(event="added" if state_change is ServiceStateChange.Added else "updated", name=name,
-                port=info.port, server=info.server, addresses=info.parsed_addresses(), txt=txt)
+        say(event="added" if state_change is ServiceStateChange.Added else "updated", name=name,
+            port=info.port, server=info.server, addresses=info.parsed_addresses(), txt=txt)
 
     ServiceBrowser(zc, args.type, handlers=[changed])
     say(event="ready")
